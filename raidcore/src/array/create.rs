@@ -1,0 +1,167 @@
+//! Creating an array: safety checks on every member before anything is written (duplicates,
+//! mounts and other users, file systems, other arrays), geometry, zeroing the data area so
+//! parity starts consistent, discarding the overprovisioned tail, and the first superblocks.
+
+use std::collections::HashSet;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::{now, Array, Slot};
+use crate::device::{probe, FileMember, Member, OpenMode};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, plan_geometry, Probe, SlotInfo, SlotState, Superblock, WearRecord};
+use crate::layout::{Layout, LayoutParams};
+
+/// What to create.
+#[derive(Clone, Debug)]
+pub struct CreateSpec {
+    pub name: String,
+    pub layout: LayoutParams,
+    /// Percent of each member left unused (and discarded) at the tail.
+    pub overprovision_pct: f64,
+    /// Rated endurance per member in bytes, in member order (empty: unknown).
+    pub endurance_bytes: Vec<Option<u64>>,
+}
+
+/// Checks every member path before anything is written: no duplicates, nothing mounted or held
+/// (refused even with `force`), no file system, partition table or array signature (refused
+/// unless `force`).
+pub fn preflight(paths: &[PathBuf], force: bool) -> Result<()> {
+    let mut ids = HashSet::new();
+    for p in paths {
+        let name = p.display();
+        let meta = std::fs::metadata(p).map_err(|e| Error::io(e, "stat", &name.to_string(), 0))?;
+        let id = if meta.file_type().is_block_device() { (u64::MAX, meta.rdev()) } else { (meta.dev(), meta.ino()) };
+        if !ids.insert(id) {
+            bail!(InvalidInput, "{name} is given twice (duplicate member)");
+        }
+        if let Some(why) = probe::in_use(p) {
+            bail!(Busy, "{why}; refusing to use it (not even with --force)");
+        }
+    }
+    for p in paths {
+        let name = p.display();
+        let m = FileMember::open(p, OpenMode::Read)?;
+        match format::probe(&m)? {
+            Probe::NotMember => {}
+            Probe::Valid(l) if !force => bail!(
+                InUse,
+                "{name} holds slot {} of raidctl array \"{}\" ({}); use --force to overwrite it",
+                l.sb.slot,
+                l.sb.name,
+                uuid::Uuid::from_bytes(l.sb.array_uuid).hyphenated()
+            ),
+            Probe::Corrupt(_) if !force => {
+                bail!(InUse, "{name} holds a damaged raidctl superblock; use --force to overwrite it")
+            }
+            _ => {}
+        }
+        let sigs = probe::foreign_signatures(&m, Some(p));
+        if !sigs.is_empty() && !force {
+            bail!(InUse, "{name} holds {}; use --force to overwrite it", sigs.join(", "));
+        }
+    }
+    Ok(())
+}
+
+impl Array {
+    /// Creates an array over `paths` after [`preflight`]. Returns it open for writing.
+    pub fn create(paths: &[PathBuf], spec: &CreateSpec, force: bool) -> Result<Array> {
+        let layout = Layout::new(&spec.layout)?;
+        if paths.len() != layout.members() {
+            bail!(InvalidInput, "{} members given for a layout of {}", paths.len(), layout.members());
+        }
+        if spec.name.len() > format::MAX_NAME {
+            bail!(InvalidInput, "array name is longer than {} bytes", format::MAX_NAME);
+        }
+        if !spec.endurance_bytes.is_empty() && spec.endurance_bytes.len() != paths.len() {
+            bail!(InvalidInput, "{} endurance values for {} members", spec.endurance_bytes.len(), paths.len());
+        }
+        preflight(paths, force)?;
+        let mut members: Vec<(PathBuf, Arc<dyn Member>)> = Vec::new();
+        for p in paths {
+            let m = FileMember::open(p, OpenMode::Write)?;
+            let hint = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            if hint.display().to_string().len() > format::MAX_PATH_HINT {
+                bail!(InvalidInput, "member path {} is longer than {} bytes", hint.display(), format::MAX_PATH_HINT);
+            }
+            members.push((hint, Arc::new(m)));
+        }
+        Array::create_on(members, spec)
+    }
+
+    /// Creates an array on already opened members (any backend). No signature checks.
+    pub fn create_on(members: Vec<(PathBuf, Arc<dyn Member>)>, spec: &CreateSpec) -> Result<Array> {
+        let layout = Layout::new(&spec.layout)?;
+        if members.len() != layout.members() {
+            bail!(InvalidInput, "{} members given for a layout of {}", members.len(), layout.members());
+        }
+        let (small_i, smallest) = members
+            .iter()
+            .enumerate()
+            .map(|(i, (_, m))| (i, m.len()))
+            .min_by_key(|&(_, l)| l)
+            .expect("at least two members");
+        let geo = plan_geometry(smallest, layout.chunk(), spec.overprovision_pct)
+            .map_err(|e| e.context(format!("member {}", members[small_i].0.display())))?;
+        let array_uuid = *uuid::Uuid::new_v4().as_bytes();
+        let uuids: Vec<[u8; 16]> = members.iter().map(|_| *uuid::Uuid::new_v4().as_bytes()).collect();
+        let t = now();
+        let sb = Superblock {
+            array_uuid,
+            name: spec.name.clone(),
+            layout: layout.params(),
+            member_uuid: uuids[0],
+            slot: 0,
+            slots: members
+                .iter()
+                .zip(&uuids)
+                .map(|((p, _), u)| SlotInfo {
+                    member_uuid: *u,
+                    state: SlotState::Active,
+                    path_hint: p.display().to_string(),
+                })
+                .collect(),
+            events: 1,
+            member_bytes: smallest,
+            metadata_offset: geo.metadata_offset,
+            metadata_bytes: geo.metadata_bytes,
+            data_offset: geo.data_offset,
+            data_rows: geo.data_rows,
+            array_bytes: layout.logical_chunks(geo.data_rows) * layout.chunk(),
+            created: t,
+            updated: t,
+            clean: true,
+            wear: WearRecord::default(),
+        };
+        sb.validate()?;
+        // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row
+        // starts consistent), then discard the tail. The first 4 KiB are never touched.
+        for (p, m) in &members {
+            let ctx = |e: Error| e.context(format!("preparing {}", p.display()));
+            m.write_zeroes(format::SB_A_OFFSET, geo.tail_offset - format::SB_A_OFFSET).map_err(ctx)?;
+            if m.len() > geo.tail_offset {
+                if let Err(e) = m.discard(geo.tail_offset, m.len() - geo.tail_offset) {
+                    // Discard is advisory: devices without it keep the tail as it is.
+                    if e.kind() != ErrorKind::Io || !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)) {
+                        return Err(ctx(e));
+                    }
+                }
+            }
+        }
+        let mut slots = Vec::with_capacity(members.len());
+        for (i, (p, m)) in members.into_iter().enumerate() {
+            let mut s = Slot::new(Some(m), Some(p));
+            s.member_uuid = uuids[i];
+            s.wear_base.endurance_bytes = spec.endurance_bytes.get(i).copied().flatten();
+            s.sb_state = Mutex::new((0, 1));
+            slots.push(s);
+        }
+        let array = Array::from_parts(sb, slots, true)?;
+        // Both copies valid from the start: generation 1 in A, 2 in B.
+        array.persist()?;
+        array.persist()?;
+        Ok(array)
+    }
+}

@@ -1,0 +1,425 @@
+//! Read and write paths. Mirror levels (RAID0/1/10) work chunk by chunk over the copies; parity
+//! levels (RAID5/F1/6) work row by row: full rows compute parity from the new data without reads,
+//! partial rows pick read-modify-write or reconstruct-write by bytes read, and degraded rows
+//! reconstruct the missing chunks, merge the new data and rewrite parity so every missing
+//! member stays reconstructable.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+use super::{Array, WriteKind};
+use crate::buf::AlignedBuf;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Redundancy;
+use crate::parity::gf;
+
+/// The part of one row (or chunk) a request touches.
+struct Piece {
+    /// Row (parity levels) or logical chunk (mirror levels).
+    unit: u64,
+    /// Byte range within the unit's logical data.
+    range: Range<u64>,
+    /// Where this piece sits in the caller's buffer.
+    buf_off: usize,
+}
+
+/// Splits [offset, offset+len) into per-unit pieces of `unit_bytes` each.
+fn pieces(offset: u64, len: usize, unit_bytes: u64) -> impl Iterator<Item = Piece> {
+    let end = offset + len as u64;
+    let mut pos = offset;
+    std::iter::from_fn(move || {
+        if pos >= end {
+            return None;
+        }
+        let unit = pos / unit_bytes;
+        let start = pos - unit * unit_bytes;
+        let stop = (end - unit * unit_bytes).min(unit_bytes);
+        let p = Piece {
+            unit,
+            range: start..stop,
+            buf_off: (pos - offset) as usize,
+        };
+        pos = unit * unit_bytes + stop;
+        Some(p)
+    })
+}
+
+/// The caller's new data for one row, addressed by data chunk.
+struct NewData<'a> {
+    src: &'a [u8],
+    row_start: u64,
+    chunk: u64,
+}
+
+impl<'a> NewData<'a> {
+    /// New bytes for range `r` of data chunk `d`.
+    fn get(&self, d: usize, r: &Range<u64>) -> &'a [u8] {
+        let o = (d as u64 * self.chunk + r.start - self.row_start) as usize;
+        &self.src[o..o + (r.end - r.start) as usize]
+    }
+}
+
+/// Touched byte range inside data chunk `d` of a row, for a row-relative range.
+fn chunk_range(range: &Range<u64>, d: usize, chunk: u64) -> Option<Range<u64>> {
+    let cs = d as u64 * chunk;
+    let lo = range.start.max(cs);
+    let hi = range.end.min(cs + chunk);
+    (lo < hi).then(|| lo - cs..hi - cs)
+}
+
+impl Array {
+    fn check_bounds(&self, op: &str, offset: u64, len: usize) -> Result<()> {
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{op} of {len} bytes at offset {offset} goes past the end of the array ({} bytes)", self.size),
+            )),
+        }
+    }
+
+    pub(crate) fn cell_offset(&self, row: u64, within: u64) -> u64 {
+        self.data_offset + row * self.layout.chunk() + within
+    }
+
+    /// Reads one member range; on failure the member is failed and the error returned.
+    fn member_read(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
+        let s = &self.slots[slot];
+        let Some(m) = s.usable() else {
+            return Err(Error::new(ErrorKind::Io, format!("slot {slot} unavailable")));
+        };
+        let off = self.cell_offset(row, within);
+        m.read_at(buf, off).map_err(|e| {
+            s.read_errors.fetch_add(1, Ordering::Relaxed);
+            let e = e.context(format!("slot {slot}"));
+            // Failing the member is best effort here; the caller reconstructs or reports.
+            let _ = self.fail_member(slot, &format!("read error at member offset {off}"));
+            e
+        })
+    }
+
+    /// Writes one member range and counts it; on failure the member is failed.
+    fn member_write(&self, slot: usize, buf: &[u8], row: u64, within: u64, kind: WriteKind) -> Result<()> {
+        let s = &self.slots[slot];
+        let Some(m) = s.usable() else { return Ok(()) };
+        let off = self.cell_offset(row, within);
+        match m.write_at(buf, off) {
+            Ok(()) => {
+                self.count(slot, kind, buf.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                s.write_errors.fetch_add(1, Ordering::Relaxed);
+                self.fail_member(slot, &format!("write error at member offset {off}: {e}"))
+            }
+        }
+    }
+
+    /// Reads `buf.len()` bytes at logical `offset`.
+    pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.check_bounds("read", offset, buf.len())?;
+        self.check_alive()?;
+        let chunk = self.layout.chunk();
+        match self.layout.redundancy() {
+            Redundancy::Mirror { copies } => {
+                for p in pieces(offset, buf.len(), chunk) {
+                    let _g = self.locks.read(p.unit);
+                    let out = &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    self.read_mirror_chunk(p.unit, copies, out, p.range.start)
+                        .map_err(|e| e.context(format!("reading array offset {}", offset + p.buf_off as u64)))?;
+                }
+            }
+            Redundancy::Parity { parity } => {
+                let row_bytes = chunk * self.layout.data_per_row() as u64;
+                for p in pieces(offset, buf.len(), row_bytes) {
+                    let _g = self.locks.read(p.unit);
+                    let out = &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    self.read_parity_row(p.unit, parity, &p.range, out)
+                        .map_err(|e| e.context(format!("reading array offset {}", offset + p.buf_off as u64)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_mirror_chunk(&self, c: u64, copies: usize, out: &mut [u8], within: u64) -> Result<()> {
+        // Spread reads over the copies; fall back to the next copy on error.
+        let first = (c % copies as u64) as usize;
+        let mut last_err = None;
+        for i in 0..copies {
+            let k = (first + i) % copies;
+            let (slot, row) = self.layout.mirror_cell(c, k);
+            if self.slots[slot].usable().is_none() {
+                continue;
+            }
+            match self.member_read(slot, out, row, within) {
+                Ok(()) => return Ok(()),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| {
+            Error::new(ErrorKind::ArrayFailed, format!("logical chunk {c}: no copy is on an available member"))
+        }))
+    }
+
+    fn read_parity_row(&self, row: u64, parity: usize, range: &Range<u64>, out: &mut [u8]) -> Result<()> {
+        let chunk = self.layout.chunk();
+        let d_count = self.layout.data_per_row();
+        let mut need: Vec<usize> = Vec::new();
+        for d in 0..d_count {
+            let Some(cr) = chunk_range(range, d, chunk) else { continue };
+            let slot = self.layout.data_slot(row, d);
+            let o = (d as u64 * chunk + cr.start - range.start) as usize;
+            let dst = &mut out[o..o + (cr.end - cr.start) as usize];
+            if self.slots[slot].usable().is_none() || self.member_read(slot, dst, row, cr.start).is_err() {
+                need.push(d);
+            }
+        }
+        if need.is_empty() {
+            return Ok(());
+        }
+        // Reconstruct the chunks that could not be read, over the union of their ranges.
+        let lo = need.iter().map(|&d| chunk_range(range, d, chunk).expect("touched").start).min().expect("non-empty");
+        let hi = need.iter().map(|&d| chunk_range(range, d, chunk).expect("touched").end).max().expect("non-empty");
+        let bufs = self.reconstruct_span(row, parity, lo..hi)?;
+        for &d in &need {
+            let cr = chunk_range(range, d, chunk).expect("touched");
+            let o = (d as u64 * chunk + cr.start - range.start) as usize;
+            let src = &bufs[d][(cr.start - lo) as usize..(cr.end - lo) as usize];
+            out[o..o + src.len()].copy_from_slice(src);
+        }
+        Ok(())
+    }
+
+    /// Slots of a parity row in buffer order: data 0..D, then P, then Q.
+    pub(crate) fn row_slots(&self, row: u64, parity: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.layout.data_per_row()).map(|d| self.layout.data_slot(row, d)).collect();
+        v.push(self.layout.p_slot(row));
+        if parity == 2 {
+            v.push(self.layout.q_slot(row));
+        }
+        v
+    }
+
+    /// Reads span `within` of every available chunk of a row (data, P, Q) and reconstructs the
+    /// unavailable ones. Returns buffers in row order. Members failing meanwhile are failed and
+    /// the reconstruction retried without them.
+    fn reconstruct_span(&self, row: u64, parity: usize, within: Range<u64>) -> Result<Vec<AlignedBuf>> {
+        let slots = self.row_slots(row, parity);
+        let len = (within.end - within.start) as usize;
+        let mut bufs: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(len)).collect();
+        'retry: loop {
+            let mut missing = Vec::new();
+            for (i, &slot) in slots.iter().enumerate() {
+                if self.slots[slot].usable().is_none() {
+                    missing.push(i);
+                }
+            }
+            if missing.len() > parity {
+                self.check_alive()?;
+                bail!(ArrayFailed, "row {row}: {} chunks unavailable, parity covers {parity}", missing.len());
+            }
+            for (i, &slot) in slots.iter().enumerate() {
+                if missing.contains(&i) {
+                    continue;
+                }
+                if self.member_read(slot, &mut bufs[i], row, within.start).is_err() {
+                    continue 'retry;
+                }
+            }
+            if !missing.is_empty() {
+                let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+                self.kernel.recover(&mut refs, parity, &missing)?;
+            }
+            return Ok(bufs);
+        }
+    }
+
+    /// Writes `data` at logical `offset`.
+    pub fn write(&self, data: &[u8], offset: u64) -> Result<()> {
+        if !self.writable {
+            bail!(InvalidInput, "array is open read-only");
+        }
+        self.check_bounds("write", offset, data.len())?;
+        self.check_alive()?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.mark_dirty()?;
+        let chunk = self.layout.chunk();
+        match self.layout.redundancy() {
+            Redundancy::Mirror { copies } => {
+                for p in pieces(offset, data.len(), chunk) {
+                    let _g = self.locks.write(p.unit);
+                    let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    for k in 0..copies {
+                        let (slot, row) = self.layout.mirror_cell(p.unit, k);
+                        self.member_write(slot, src, row, p.range.start, WriteKind::Data)?;
+                    }
+                    self.check_alive()
+                        .map_err(|e| e.context(format!("writing array offset {}", offset + p.buf_off as u64)))?;
+                }
+            }
+            Redundancy::Parity { parity } => {
+                let row_bytes = chunk * self.layout.data_per_row() as u64;
+                for p in pieces(offset, data.len(), row_bytes) {
+                    let _g = self.locks.write(p.unit);
+                    let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    self.write_parity_row(p.unit, parity, &p.range, src)
+                        .map_err(|e| e.context(format!("writing array offset {}", offset + p.buf_off as u64)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_parity_row(&self, row: u64, parity: usize, range: &Range<u64>, src: &[u8]) -> Result<()> {
+        let chunk = self.layout.chunk();
+        let d_count = self.layout.data_per_row();
+        let slots = self.row_slots(row, parity);
+        let touched: Vec<(usize, Range<u64>)> =
+            (0..d_count).filter_map(|d| chunk_range(range, d, chunk).map(|r| (d, r))).collect();
+        let new = NewData { src, row_start: range.start, chunk };
+        let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
+        let span = touched.iter().map(|(_, r)| r.start).min().expect("non-empty")
+            ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty");
+        let span_len = (span.end - span.start) as usize;
+        let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
+
+        for _attempt in 0..=parity + 1 {
+            let degraded = slots.iter().any(|&s| self.slots[s].usable().is_none());
+            let par: Vec<AlignedBuf> = if full_row && !degraded {
+                // Full row: parity straight from the new data, no reads.
+                let data: Vec<&[u8]> = (0..d_count).map(|d| new_of(d, &(0..chunk))).collect();
+                let mut p = AlignedBuf::zeroed(chunk as usize);
+                let mut q = AlignedBuf::zeroed(if parity == 2 { chunk as usize } else { 0 });
+                (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+                if parity == 2 { vec![p, q] } else { vec![p] }
+            } else if degraded {
+                // Reconstruct whatever is missing over the span, merge, and regenerate parity.
+                let Ok(mut bufs) = self.reconstruct_span(row, parity, span.clone()) else {
+                    self.check_alive()?;
+                    continue;
+                };
+                for (d, r) in &touched {
+                    let o = (r.start - span.start) as usize;
+                    bufs[*d][o..o + (r.end - r.start) as usize].copy_from_slice(new_of(*d, r));
+                }
+                let (data, pq) = bufs.split_at_mut(d_count);
+                let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
+                let (p, q) = pq.split_at_mut(1);
+                (self.kernel.gen_pq)(&data, &mut p[0], q.first_mut().map(|b| &mut b[..]));
+                bufs.split_off(d_count)
+            } else {
+                // Partial row: choose read-modify-write or reconstruct-write by bytes read.
+                let rmw_reads: u64 = touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>() + (parity * span_len) as u64;
+                let rcw_reads: u64 = (0..d_count)
+                    .filter(|&d| !touched.iter().any(|(td, r)| *td == d && *r == span))
+                    .count() as u64
+                    * span_len as u64;
+                let res = if rmw_reads < rcw_reads {
+                    self.rmw_parity(row, parity, &slots, &span, &touched, &new)
+                } else {
+                    self.rcw_parity(row, parity, &slots, &span, &touched, &new)
+                };
+                match res {
+                    Ok(p) => p,
+                    Err(_) => {
+                        self.check_alive()?;
+                        continue;
+                    }
+                }
+            };
+            // Write data, then parity. A member failing here is failed and recorded; the row stays
+            // consistent for the survivors because parity was computed from the new data.
+            for (d, r) in &touched {
+                self.member_write(slots[*d], new_of(*d, r), row, r.start, WriteKind::Data)?;
+            }
+            let (p_within, p_len) = if full_row && !degraded { (0, chunk as usize) } else { (span.start, span_len) };
+            for (i, buf) in par.iter().enumerate() {
+                self.member_write(slots[d_count + i], &buf[..p_len], row, p_within, WriteKind::Parity)?;
+            }
+            return self.check_alive();
+        }
+        self.check_alive()?;
+        bail!(Io, "row {row}: members kept failing during the write")
+    }
+
+    /// Read-modify-write: new parity = old parity ^ contribution of (old data ^ new data).
+    fn rmw_parity(
+        &self,
+        row: u64,
+        parity: usize,
+        slots: &[usize],
+        span: &Range<u64>,
+        touched: &[(usize, Range<u64>)],
+        new: &NewData<'_>,
+    ) -> Result<Vec<AlignedBuf>> {
+        let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
+        let d_count = slots.len() - parity;
+        let span_len = (span.end - span.start) as usize;
+        let mut par = Vec::with_capacity(parity);
+        for i in 0..parity {
+            let mut b = AlignedBuf::zeroed(span_len);
+            self.member_read(slots[d_count + i], &mut b, row, span.start)?;
+            par.push(b);
+        }
+        for (d, r) in touched {
+            let len = (r.end - r.start) as usize;
+            let mut delta = AlignedBuf::zeroed(len);
+            self.member_read(slots[*d], &mut delta, row, r.start)?;
+            (self.kernel.xor_into)(&mut delta, new_of(*d, r));
+            let o = (r.start - span.start) as usize;
+            (self.kernel.xor_into)(&mut par[0][o..o + len], &delta);
+            if parity == 2 {
+                (self.kernel.mul_xor)(&mut par[1][o..o + len], &delta, gf::pow2(*d));
+            }
+        }
+        Ok(par)
+    }
+
+    /// Reconstruct-write: read the rest of the row over the span, merge, and generate parity.
+    fn rcw_parity(
+        &self,
+        row: u64,
+        parity: usize,
+        slots: &[usize],
+        span: &Range<u64>,
+        touched: &[(usize, Range<u64>)],
+        new: &NewData<'_>,
+    ) -> Result<Vec<AlignedBuf>> {
+        let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
+        let d_count = slots.len() - parity;
+        let span_len = (span.end - span.start) as usize;
+        let mut bufs: Vec<AlignedBuf> = Vec::with_capacity(d_count);
+        for (d, &slot) in slots.iter().enumerate().take(d_count) {
+            let mut b = AlignedBuf::zeroed(span_len);
+            match touched.iter().find(|(td, _)| *td == d) {
+                Some((_, r)) if *r == *span => b.copy_from_slice(new_of(d, r)),
+                Some((_, r)) => {
+                    self.member_read(slot, &mut b, row, span.start)?;
+                    let o = (r.start - span.start) as usize;
+                    b[o..o + (r.end - r.start) as usize].copy_from_slice(new_of(d, r));
+                }
+                None => self.member_read(slot, &mut b, row, span.start)?,
+            }
+            bufs.push(b);
+        }
+        let data: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        let mut p = AlignedBuf::zeroed(span_len);
+        let mut q = AlignedBuf::zeroed(if parity == 2 { span_len } else { 0 });
+        (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+        Ok(if parity == 2 { vec![p, q] } else { vec![p] })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_range_exactly() {
+        let v: Vec<(u64, Range<u64>, usize)> = pieces(100, 300, 128).map(|p| (p.unit, p.range, p.buf_off)).collect();
+        assert_eq!(v, vec![(0, 100..128, 0), (1, 0..128, 28), (2, 0..128, 156), (3, 0..16, 284)]);
+    }
+}

@@ -1,0 +1,115 @@
+//! Fault-injecting member wrapper for tests: EIO after N operations, or at once, and bit flips
+//! on reads of chosen offsets.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::Member;
+use crate::error::{Error, Result};
+
+/// Wraps a member and injects faults.
+pub struct FaultMember {
+    inner: Box<dyn Member>,
+    ops: AtomicU64,
+    fail_after: AtomicU64,
+    flips: Mutex<Vec<u64>>,
+}
+
+impl FaultMember {
+    pub fn new(inner: Box<dyn Member>) -> FaultMember {
+        FaultMember {
+            inner,
+            ops: AtomicU64::new(0),
+            fail_after: AtomicU64::new(u64::MAX),
+            flips: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every read, write and flush after the next `n` fails with EIO.
+    pub fn fail_after(&self, n: u64) {
+        self.fail_after.store(self.ops.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+    }
+
+    /// Stops injecting I/O errors.
+    pub fn heal(&self) {
+        self.fail_after.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    /// Reads covering byte `offset` return it with its lowest bit flipped.
+    pub fn flip_on_read(&self, offset: u64) {
+        self.flips.lock().expect("lock").push(offset);
+    }
+
+    /// Operations performed so far.
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::SeqCst)
+    }
+
+    fn tick(&self, op: &str, offset: u64) -> Result<()> {
+        let n = self.ops.fetch_add(1, Ordering::SeqCst);
+        if n >= self.fail_after.load(Ordering::SeqCst) {
+            return Err(Error::io(io::Error::from_raw_os_error(libc::EIO), op, &self.describe(), offset));
+        }
+        Ok(())
+    }
+}
+
+impl Member for FaultMember {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.tick("read", offset)?;
+        self.inner.read_at(buf, offset)?;
+        for &f in self.flips.lock().expect("lock").iter() {
+            if f >= offset && f < offset + buf.len() as u64 {
+                buf[(f - offset) as usize] ^= 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.tick("write", offset)?;
+        self.inner.write_at(buf, offset)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.tick("flush", 0)?;
+        self.inner.flush()
+    }
+
+    fn discard(&self, offset: u64, len: u64) -> Result<()> {
+        self.tick("discard", offset)?;
+        self.inner.discard(offset, len)
+    }
+
+    fn describe(&self) -> String {
+        format!("faulty({})", self.inner.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemMember;
+
+    #[test]
+    fn fails_after_n_ops_and_flips_bits() {
+        let f = FaultMember::new(Box::new(MemMember::new(8192)));
+        f.write_at(&[7; 16], 0).unwrap();
+        f.flip_on_read(3);
+        let mut b = [0u8; 16];
+        f.read_at(&mut b, 0).unwrap();
+        assert_eq!(b[3], 6);
+        assert_eq!(b[2], 7);
+        f.fail_after(1);
+        f.read_at(&mut b, 0).unwrap();
+        let e = f.read_at(&mut b, 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        f.heal();
+        f.read_at(&mut b, 0).unwrap();
+    }
+}

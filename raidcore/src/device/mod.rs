@@ -1,0 +1,47 @@
+//! Member devices: the [`Member`] trait (len, read_at, write_at, flush, discard) and its
+//! backends: files and block devices ([`FileMember`], O_DIRECT when a request is aligned),
+//! memory ([`MemMember`]) and fault injection ([`FaultMember`]); plus device probing
+//! (size, signatures of file systems and other arrays, mounts and other users). Knows nothing
+//! about RAID.
+
+mod fault;
+mod file;
+mod memory;
+pub mod probe;
+
+pub use fault::FaultMember;
+pub use file::{FileMember, OpenMode};
+pub use memory::MemMember;
+
+use crate::error::Result;
+
+/// A device an array is built on. Offsets are absolute byte offsets on the device. Reads and
+/// writes either transfer the whole buffer or fail.
+pub trait Member: Send + Sync {
+    /// Size in bytes.
+    fn len(&self) -> u64;
+    /// True when the device has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;
+    /// Makes every completed write durable (fdatasync).
+    fn flush(&self) -> Result<()>;
+    /// Tells the device a range is unused (hole punch on files, BLKDISCARD on block devices).
+    fn discard(&self, offset: u64, len: u64) -> Result<()>;
+    /// Makes a range read back as zeros, as cheaply as the device allows (hole punch,
+    /// BLKZEROOUT). The default writes zero buffers.
+    fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        let zeros = crate::buf::AlignedBuf::zeroed(1 << 20);
+        let mut pos = offset;
+        while pos < offset + len {
+            let n = (offset + len - pos).min(zeros.len() as u64) as usize;
+            self.write_at(&zeros[..n], pos)?;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+    /// The path or a name for messages.
+    fn describe(&self) -> String;
+}

@@ -1,0 +1,255 @@
+//! Parity: XOR (P), RAID-6 P+Q generation, and recovery of any one or two lost chunks of a row.
+//! Kernels sit behind one [`Kernel`] table, one file per implementation; [`Kernel::best`] picks
+//! one at run time. `scalar` is the byte-at-a-time reference that every other kernel is checked
+//! against. This module knows nothing about members or files.
+
+pub mod gf;
+mod portable;
+mod scalar;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One implementation of the parity primitives. All slices of one call have the same length.
+pub struct Kernel {
+    pub name: &'static str,
+    /// dst ^= src
+    pub xor_into: fn(dst: &mut [u8], src: &[u8]),
+    /// p = XOR of data; q (when given) = sum of g^d * data[d]. Needs at least one data chunk.
+    pub gen_pq: fn(data: &[&[u8]], p: &mut [u8], q: Option<&mut [u8]>),
+    /// dst ^= c * src in GF(2^8)
+    pub mul_xor: fn(dst: &mut [u8], src: &[u8], c: u8),
+}
+
+/// Byte-at-a-time reference kernel (the oracle).
+pub static SCALAR: Kernel = Kernel {
+    name: "scalar",
+    xor_into: scalar::xor_into,
+    gen_pq: scalar::gen_pq,
+    mul_xor: scalar::mul_xor,
+};
+
+/// Word-at-a-time kernel, portable to every CPU.
+pub static PORTABLE: Kernel = Kernel {
+    name: "portable",
+    xor_into: portable::xor_into,
+    gen_pq: portable::gen_pq,
+    mul_xor: portable::mul_xor,
+};
+
+impl Kernel {
+    /// Every kernel usable on this CPU, reference first.
+    pub fn all() -> Vec<&'static Kernel> {
+        vec![&SCALAR, &PORTABLE]
+    }
+
+    /// The fastest kernel usable on this CPU. Order of preference: (future SIMD kernels, checked
+    /// with CPU feature detection), then `portable`.
+    pub fn best() -> &'static Kernel {
+        &PORTABLE
+    }
+
+    /// Multiplies `src` by `c` into `dst` (dst = c * src).
+    pub fn mul_into(&self, dst: &mut [u8], src: &[u8], c: u8) {
+        dst.fill(0);
+        (self.mul_xor)(dst, src, c);
+    }
+
+    /// Rebuilds the chunks of one row listed in `missing`. `bufs` holds the D data chunks, then
+    /// P, then Q when `parity` is 2; the contents of the missing buffers are ignored and
+    /// overwritten. At most `parity` buffers may be missing.
+    pub fn recover(&self, bufs: &mut [&mut [u8]], parity: usize, missing: &[usize]) -> Result<()> {
+        let total = bufs.len();
+        if parity == 0 || parity > 2 || total < parity + 1 {
+            return Err(Error::new(ErrorKind::InvalidInput, format!("recover: {total} chunks with {parity} parity")));
+        }
+        let d = total - parity;
+        let mut miss: Vec<usize> = missing.to_vec();
+        miss.sort_unstable();
+        miss.dedup();
+        if miss.len() > parity || miss.iter().any(|&m| m >= total) {
+            return Err(Error::new(
+                ErrorKind::ArrayFailed,
+                format!("cannot recover chunks {miss:?} of a row with {d} data and {parity} parity chunks"),
+            ));
+        }
+        let len = bufs[0].len();
+        let p_idx = d;
+        let q_idx = d + 1;
+        let lost_data: Vec<usize> = miss.iter().copied().filter(|&m| m < d).collect();
+        let p_lost = miss.contains(&p_idx);
+        let q_lost = parity == 2 && miss.contains(&q_idx);
+
+        match lost_data.as_slice() {
+            [] => {}
+            [x] if !p_lost => {
+                let x = *x;
+                let (before, rest) = bufs.split_at_mut(x);
+                let (target, after) = rest.split_first_mut().expect("x < total");
+                target.copy_from_slice(&after[p_idx - x - 1][..len]);
+                for b in before.iter().chain(after[..d - x - 1].iter()) {
+                    (self.xor_into)(target, b);
+                }
+            }
+            [x] => {
+                // P lost too, so Q is present: D_x = (Q ^ Q') / g^x with Q' the syndrome of the rest.
+                let x = *x;
+                bufs[x].fill(0);
+                let mut sp = vec![0u8; len];
+                let mut sq = vec![0u8; len];
+                {
+                    let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &**b).collect();
+                    (self.gen_pq)(&data, &mut sp, Some(&mut sq));
+                }
+                (self.xor_into)(&mut sq, bufs[q_idx]);
+                let c = gf::inv(gf::pow2(x));
+                self.mul_into(bufs[x], &sq, c);
+            }
+            [x, y] => {
+                let (x, y) = (*x, *y);
+                bufs[x].fill(0);
+                bufs[y].fill(0);
+                let mut pxy = vec![0u8; len];
+                let mut qxy = vec![0u8; len];
+                {
+                    let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &**b).collect();
+                    (self.gen_pq)(&data, &mut pxy, Some(&mut qxy));
+                }
+                (self.xor_into)(&mut pxy, bufs[p_idx]);
+                (self.xor_into)(&mut qxy, bufs[q_idx]);
+                // D_x = (Qxy ^ g^y Pxy) / (g^x ^ g^y); D_y = Pxy ^ D_x.
+                let gx = gf::pow2(x);
+                let gy = gf::pow2(y);
+                let c1 = gf::inv(gx ^ gy);
+                let c2 = gf::mul(gy, c1);
+                (self.mul_xor)(bufs[x], &qxy, c1);
+                (self.mul_xor)(bufs[x], &pxy, c2);
+                let (lo, hi) = bufs.split_at_mut(y);
+                hi[0].copy_from_slice(&pxy);
+                (self.xor_into)(hi[0], lo[x]);
+            }
+            _ => unreachable!("checked above"),
+        }
+
+        if p_lost || q_lost {
+            let (data, par) = bufs.split_at_mut(d);
+            let data: Vec<&[u8]> = data.iter().map(|b| &**b).collect();
+            let (p, q) = par.split_at_mut(1);
+            match (p_lost, q_lost) {
+                (true, true) => (self.gen_pq)(&data, p[0], Some(q[0])),
+                (true, false) => (self.gen_pq)(&data, p[0], None),
+                (false, true) => {
+                    let mut sp = vec![0u8; len];
+                    (self.gen_pq)(&data, &mut sp, Some(q[0]));
+                }
+                (false, false) => unreachable!(),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random bytes (splitmix64).
+    fn fill(seed: u64, buf: &mut [u8]) {
+        let mut s = seed;
+        for b in buf.chunks_mut(8) {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            let n = b.len();
+            b.copy_from_slice(&z.to_le_bytes()[..n]);
+        }
+    }
+
+    fn row(seed: u64, d: usize, parity: usize, len: usize) -> Vec<Vec<u8>> {
+        let mut bufs: Vec<Vec<u8>> = (0..d)
+            .map(|i| {
+                let mut v = vec![0u8; len];
+                fill(seed * 1000 + i as u64, &mut v);
+                v
+            })
+            .collect();
+        let mut p = vec![0u8; len];
+        let mut q = vec![0u8; len];
+        {
+            let data: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+            (SCALAR.gen_pq)(&data, &mut p, if parity == 2 { Some(&mut q) } else { None });
+        }
+        bufs.push(p);
+        if parity == 2 {
+            bufs.push(q);
+        }
+        bufs
+    }
+
+    #[test]
+    fn kernels_match_reference_generation() {
+        for k in Kernel::all() {
+            for d in 1..15 {
+                for len in [1usize, 7, 8, 64, 4096 + 3] {
+                    let reference = row(d as u64 + len as u64, d, 2, len);
+                    let data: Vec<&[u8]> = reference[..d].iter().map(|b| &b[..]).collect();
+                    let mut p = vec![0xaau8; len];
+                    let mut q = vec![0x55u8; len];
+                    (k.gen_pq)(&data, &mut p, Some(&mut q));
+                    assert_eq!(p, reference[d], "{} P d={d} len={len}", k.name);
+                    assert_eq!(q, reference[d + 1], "{} Q d={d} len={len}", k.name);
+                    let mut p1 = vec![0u8; len];
+                    (k.gen_pq)(&data, &mut p1, None);
+                    assert_eq!(p1, reference[d]);
+                    let mut m = reference[0].clone();
+                    let mut mr = reference[0].clone();
+                    (k.mul_xor)(&mut m, &reference[d], 0x53);
+                    (SCALAR.mul_xor)(&mut mr, &reference[d], 0x53);
+                    assert_eq!(m, mr);
+                }
+            }
+        }
+    }
+
+    /// Every member count 3..16 and every 1- and 2-failure combination, for P-only and P+Q rows.
+    #[test]
+    fn recover_every_failure_combination() {
+        let len = 256 + 5;
+        for k in Kernel::all() {
+            for n in 3..=16usize {
+                for parity in [1usize, 2] {
+                    if n < parity + 2 {
+                        continue;
+                    }
+                    let d = n - parity;
+                    let good = row(n as u64 * 7 + parity as u64, d, parity, len);
+                    let mut combos: Vec<Vec<usize>> = (0..n).map(|a| vec![a]).collect();
+                    if parity == 2 {
+                        for a in 0..n {
+                            for b in a + 1..n {
+                                combos.push(vec![a, b]);
+                            }
+                        }
+                    }
+                    for miss in combos {
+                        let mut work = good.clone();
+                        for &m in &miss {
+                            work[m].fill(0xee);
+                        }
+                        let mut refs: Vec<&mut [u8]> = work.iter_mut().map(|b| &mut b[..]).collect();
+                        k.recover(&mut refs, parity, &miss).unwrap();
+                        assert_eq!(work, good, "{} n={n} parity={parity} missing={miss:?}", k.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn too_many_failures_is_an_error() {
+        let mut work = row(1, 3, 1, 16);
+        let mut refs: Vec<&mut [u8]> = work.iter_mut().map(|b| &mut b[..]).collect();
+        assert!(SCALAR.recover(&mut refs, 1, &[0, 1]).is_err());
+    }
+}
