@@ -1,0 +1,50 @@
+//! The clap definitions of the whole command line: the single source of --help, the man pages
+//! and the shell completions. Each subcommand's arguments live beside its code in cmd/.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cmd;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "raidctl",
+    version,
+    about = "SSD-aware software RAID: RAID 0/1/5/6/10 and skewed-parity F1 over files and block devices",
+    long_about = "raidctl creates and runs software RAID arrays over block devices, loop devices or plain \
+files. Besides RAID 0, 1, 5, 6 and 10 it offers F1: RAID 5 whose parity is skewed onto one member so \
+that SSDs wear out one at a time instead of together. An array is named on the command line by the path \
+of any of its members; raidctl finds the others from the path hints in the superblock, the member's \
+directory and --scan locations.",
+    after_long_help = crate::exit::EXIT_STATUS,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Create(cmd::create::CreateArgs),
+    Status(cmd::status::StatusArgs),
+    Examine(cmd::examine::ExamineArgs),
+    Read(cmd::read::ReadArgs),
+    Write(cmd::write::WriteArgs),
+    Completions(cmd::generate::CompletionsArgs),
+    #[command(hide = true)]
+    Generate(cmd::generate::GenerateArgs),
+}
+
+/// How to find an array's members.
+#[derive(Args, Debug, Clone)]
+pub struct ArrayArgs {
+    /// Path of any member of the array (file, loop or block device)
+    #[arg(value_name = "ARRAY")]
+    pub array: PathBuf,
+    /// Also look for members here: a directory (every file and block device in it) or a path;
+    /// repeatable, e.g. --scan /srv/raid or --scan /dev/loop3
+    #[arg(long, value_name = "DIR")]
+    pub scan: Vec<PathBuf>,
+}

@@ -1,0 +1,174 @@
+//! `raidctl create`: validate every flag and member, create or extend member files, write the
+//! first superblocks.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use raidcore::array::preflight;
+use raidcore::layout::f1_weights;
+use raidcore::{Array, CreateSpec, Error, ErrorKind, LayoutParams, Level, Result};
+
+use crate::units::parse_size;
+
+/// Create an array over MEMBERs (files or block devices)
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  raidctl create --level f1 --size 256M /srv/raid/m0 /srv/raid/m1 /srv/raid/m2 /srv/raid/m3\n  raidctl create --level 6 --chunk 128K /dev/loop0 /dev/loop1 /dev/loop2 /dev/loop3")]
+pub struct CreateArgs {
+    /// RAID level: 0, 1, 5, 6, 10 or f1 (RAID 5 with parity skewed onto one member)
+    #[arg(long, short = 'l', value_parser = parse_level)]
+    pub level: Level,
+    /// Chunk size (power of two, 4K to 16M)
+    #[arg(long, short = 'c', default_value = "64K", value_parser = parse_size)]
+    pub chunk: u64,
+    /// Array name
+    #[arg(long, short = 'n', default_value = "raid")]
+    pub name: String,
+    /// Parity weights, one per member (f1; e.g. 16,1,1,1,1); implies --level f1 semantics
+    #[arg(long, value_delimiter = ',', value_name = "W0,W1,..")]
+    pub skew: Option<Vec<u32>>,
+    /// F1: the slot that takes the extra parity
+    #[arg(long, value_name = "SLOT")]
+    pub parity_heavy: Option<usize>,
+    /// RAID10: copies of each chunk (near layout)
+    #[arg(long, value_name = "K")]
+    pub copies: Option<usize>,
+    /// Create missing member files, or extend smaller ones, to this size
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Percent of each member left unused at the tail and discarded (SSD overprovisioning)
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub overprovision: f64,
+    /// Rated endurance in terabytes written, one value for all members or one per member
+    #[arg(long, value_delimiter = ',', value_name = "TBW[,TBW..]")]
+    pub endurance: Vec<f64>,
+    /// Overwrite members that hold a file system or another array (never a mounted or busy one)
+    #[arg(long, short = 'f')]
+    pub force: bool,
+    /// Print the new array's status as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Member paths, in slot order
+    #[arg(required = true, value_name = "MEMBER")]
+    pub members: Vec<PathBuf>,
+}
+
+fn parse_level(s: &str) -> std::result::Result<Level, String> {
+    Level::parse(s).map_err(|e| e.to_string())
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidInput, msg)
+}
+
+/// Resolves the flags into layout parameters; every check happens before anything is touched.
+fn layout_params(a: &CreateArgs) -> Result<LayoutParams> {
+    let n = a.members.len();
+    let mut p = LayoutParams::with_defaults(a.level, n, a.chunk);
+    if let Some(k) = a.copies {
+        if a.level != Level::Raid10 {
+            return Err(invalid(format!("--copies applies to raid10, not {}", a.level.name())));
+        }
+        p.copies = k;
+    }
+    match (a.level, &a.skew, a.parity_heavy) {
+        (Level::F1, Some(_), Some(_)) => {
+            return Err(invalid("give either --skew or --parity-heavy, not both".into()));
+        }
+        (Level::F1, Some(w), None) => p.weights = w.clone(),
+        (Level::F1, None, Some(slot)) => {
+            if slot >= n {
+                return Err(invalid(format!("--parity-heavy {slot} is not a slot of {n} members (0..{})", n - 1)));
+            }
+            p.weights = f1_weights(n, slot, 1);
+        }
+        (Level::F1, None, None) => {}
+        (level, Some(_), _) | (level, _, Some(_)) => {
+            return Err(invalid(format!(
+                "--skew and --parity-heavy apply to --level f1, not {}",
+                level.name()
+            )));
+        }
+        _ => {}
+    }
+    raidcore::Layout::new(&p)?;
+    Ok(p)
+}
+
+fn endurance(a: &CreateArgs) -> Result<Vec<Option<u64>>> {
+    let n = a.members.len();
+    if a.endurance.iter().any(|&t| !(t > 0.0 && t < 1e6)) {
+        return Err(invalid("--endurance values are terabytes written, greater than 0".into()));
+    }
+    let tb = |t: f64| Some((t * 1e12) as u64);
+    Ok(match a.endurance.len() {
+        0 => Vec::new(),
+        1 => vec![tb(a.endurance[0]); n],
+        k if k == n => a.endurance.iter().map(|&t| tb(t)).collect(),
+        k => return Err(invalid(format!("--endurance has {k} values for {n} members: give one, or one per member"))),
+    })
+}
+
+pub fn run(a: CreateArgs) -> Result<ExitCode> {
+    let params = layout_params(&a)?;
+    let endurance_bytes = endurance(&a)?;
+    if !(0.0..=90.0).contains(&a.overprovision) {
+        return Err(invalid(format!("--overprovision {} is not a percentage between 0 and 90", a.overprovision)));
+    }
+    // Duplicates by absolute path (members may not exist yet).
+    let mut seen = std::collections::HashSet::new();
+    for m in &a.members {
+        let abs = std::fs::canonicalize(m).unwrap_or_else(|_| std::path::absolute(m).unwrap_or_else(|_| m.clone()));
+        if !seen.insert(abs) {
+            return Err(invalid(format!("{} is given twice (duplicate member)", m.display())));
+        }
+    }
+    // Members that exist are checked before any file is created or extended.
+    let existing: Vec<PathBuf> = a.members.iter().filter(|m| m.exists()).cloned().collect();
+    for m in &a.members {
+        if !m.exists() && a.size.is_none() {
+            return Err(invalid(format!("{} does not exist (use --size to create member files)", m.display())));
+        }
+    }
+    preflight(&existing, a.force)?;
+    if let Some(size) = a.size {
+        for m in &a.members {
+            let meta = std::fs::metadata(m).ok();
+            if meta.as_ref().is_some_and(|md| !md.is_file()) {
+                continue; // block devices keep their size
+            }
+            if meta.as_ref().is_none_or(|md| md.len() < size) {
+                let f = OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(m)
+                    .map_err(|e| Error::io(e, "create", &m.display().to_string(), 0))?;
+                f.set_len(size)
+                    .map_err(|e| Error::io(e, "extend", &m.display().to_string(), size))?;
+            }
+        }
+    }
+    let spec = CreateSpec {
+        name: a.name.clone(),
+        layout: params,
+        overprovision_pct: a.overprovision,
+        endurance_bytes,
+    };
+    let array = Array::create(&a.members, &spec, a.force)?;
+    let report = super::status::report(&array);
+    array.close()?;
+    if a.json {
+        crate::output::print_json(&report);
+    } else {
+        eprintln!(
+            "raidctl: created {} array \"{}\" of {} over {} members",
+            spec.layout.level.name(),
+            spec.name,
+            crate::units::human(report["size_bytes"].as_u64().unwrap_or(0)),
+            a.members.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

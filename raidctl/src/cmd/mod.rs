@@ -1,0 +1,46 @@
+//! Subcommands, one file each, and the dispatcher.
+
+pub mod create;
+pub mod examine;
+pub mod generate;
+pub mod read;
+pub mod status;
+pub mod write;
+
+use std::process::ExitCode;
+
+use raidcore::{Array, AssembleOptions, Result};
+
+use crate::cli::{ArrayArgs, Cli, Command};
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Create(a) => create::run(a),
+        Command::Status(a) => status::run(a),
+        Command::Examine(a) => examine::run(a),
+        Command::Read(a) => read::run(a),
+        Command::Write(a) => write::run(a),
+        Command::Completions(a) => generate::completions(a),
+        Command::Generate(a) => generate::run(a),
+    }
+}
+
+/// Assembles the array named by `args`, printing a warning for every unavailable member.
+pub fn assemble(args: &ArrayArgs, writable: bool) -> Result<Array> {
+    let opts = AssembleOptions {
+        writable,
+        scan: args.scan.clone(),
+    };
+    let array = Array::open(&args.array, &opts).map_err(|e| e.context(format!("array {}", args.array.display())))?;
+    for m in array.members() {
+        if m.state != raidcore::array::MemberState::Active {
+            eprintln!(
+                "raidctl: warning: slot {} {}: {}",
+                m.slot,
+                m.state.name(),
+                m.reason.as_deref().unwrap_or("unavailable")
+            );
+        }
+    }
+    Ok(array)
+}

@@ -1,0 +1,23 @@
+//! raidctl: the command line. Parses arguments, runs one subcommand, maps errors to the
+//! documented exit codes.
+
+mod cli;
+mod cmd;
+mod exit;
+mod output;
+mod units;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cmd::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("raidctl: {e}");
+            exit::for_error(&e)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Size parsing ("64K", "1.5G", "4096", "2MiB") and human formatting.
+
+/// Parses a byte count with an optional binary suffix: K, M, G, T (also KiB, KB, ...: all 1024-based).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!("{s:?} is not a size (expected e.g. 4096, 64K, 1G)"));
+    }
+    let mult: u64 = match suffix.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        other => return Err(format!("unknown size suffix {other:?} in {s:?} (use K, M, G or T)")),
+    };
+    if num.contains('.') {
+        let v: f64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
+        let b = v * mult as f64;
+        if !(0.0..1.8e19).contains(&b) {
+            return Err(format!("{s:?} is out of range"));
+        }
+        Ok(b as u64)
+    } else {
+        let v: u64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
+        v.checked_mul(mult).ok_or_else(|| format!("{s:?} is out of range"))
+    }
+}
+
+/// "1.5 GiB" style.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64K").unwrap(), 65536);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("K").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert_eq!(human(1536), "1.5 KiB");
+    }
+}
