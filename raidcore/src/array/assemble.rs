@@ -42,10 +42,10 @@ fn uuid_str(u: &[u8; 16]) -> String {
     uuid::Uuid::from_bytes(*u).hyphenated().to_string()
 }
 
-/// Opens a member and reads its superblock; errors name the path and what is wrong.
-fn load(path: &Path, writable: bool) -> Result<Found> {
-    let mode = if writable { OpenMode::Write } else { OpenMode::Read };
-    let member = FileMember::open(path, mode)?;
+/// Opens a member without locking it and reads its superblock; errors name the path and what is
+/// wrong. A member we decide to use is then [`claim`]ed.
+fn load(path: &Path) -> Result<Found> {
+    let member = FileMember::open(path, OpenMode::Peek)?;
     let name = path.display();
     let loaded = match format::probe(&member)? {
         Probe::NotMember => {
@@ -69,6 +69,21 @@ fn load(path: &Path, writable: bool) -> Result<Found> {
         path: path.to_path_buf(),
         member: Arc::new(member),
         loaded,
+    })
+}
+
+/// Reopens a peeked member with its lock (exclusive when writable) and checks that it is still
+/// the same member.
+fn claim(f: Found, writable: bool) -> Result<Found> {
+    let mode = if writable { OpenMode::Write } else { OpenMode::Read };
+    let member = FileMember::open(&f.path, mode)?;
+    let again = load(&f.path)?;
+    if again.loaded.sb.member_uuid != f.loaded.sb.member_uuid || again.loaded.generation != f.loaded.generation {
+        bail!(Mismatch, "{} changed while the array was being assembled", f.path.display());
+    }
+    Ok(Found {
+        member: Arc::new(member),
+        ..again
     })
 }
 
@@ -99,7 +114,7 @@ fn candidates(locations: &[PathBuf]) -> Vec<PathBuf> {
 impl Array {
     /// Assembles the array that `path` is a member of.
     pub fn open(path: &Path, opts: &AssembleOptions) -> Result<Array> {
-        let primary = load(path, opts.writable)?;
+        let primary = claim(load(path)?, opts.writable)?;
         let sb0 = primary.loaded.sb.clone();
         let n = sb0.slots.len();
         let mut seen: HashSet<(u64, u64)> = file_id(path).into_iter().collect();
@@ -140,9 +155,9 @@ impl Array {
             if seen.contains(&id) {
                 continue;
             }
-            match load(&hint, opts.writable) {
-                Ok(f) => match matches(&f, slot) {
-                    Ok(()) => {
+            match load(&hint) {
+                Ok(f) => match matches(&f, slot).and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string())) {
+                    Ok(f) => {
                         seen.insert(id);
                         found[slot] = Some(f);
                     }
@@ -169,7 +184,7 @@ impl Array {
                 if seen.contains(&id) {
                     continue;
                 }
-                let Ok(f) = load(&cand, opts.writable) else { continue };
+                let Ok(f) = load(&cand) else { continue };
                 if f.loaded.sb.array_uuid != sb0.array_uuid {
                     continue;
                 }
@@ -177,8 +192,8 @@ impl Array {
                 else {
                     continue;
                 };
-                match matches(&f, slot) {
-                    Ok(()) => {
+                match matches(&f, slot).and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string())) {
+                    Ok(f) => {
                         seen.insert(id);
                         reasons[slot] = None;
                         found[slot] = Some(f);

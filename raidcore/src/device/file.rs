@@ -24,15 +24,34 @@ pub enum OpenMode {
     Read,
     /// Read and write, exclusive advisory lock; block devices also O_EXCL.
     Write,
+    /// Read only and no lock: for looking at superblocks while scanning for members, so that
+    /// probing a device never disturbs the process that owns it.
+    Peek,
 }
 
 /// A file or block device member.
 pub struct FileMember {
     path: PathBuf,
-    file: Flock<File>,
+    file: Lock,
     direct: Option<File>,
     len: u64,
     block_device: bool,
+}
+
+/// The buffered descriptor, holding the advisory lock unless opened to peek.
+enum Lock {
+    Held(Flock<File>),
+    None(File),
+}
+
+impl std::ops::Deref for Lock {
+    type Target = File;
+    fn deref(&self) -> &File {
+        match self {
+            Lock::Held(f) => f,
+            Lock::None(f) => f,
+        }
+    }
 }
 
 /// Size of an open file or block device.
@@ -74,13 +93,17 @@ impl FileMember {
             }
         })?;
         let lock = if mode == OpenMode::Write { FlockArg::LockExclusiveNonblock } else { FlockArg::LockSharedNonblock };
-        let file = Flock::lock(file, lock).map_err(|(_, errno)| {
+        let file = if mode == OpenMode::Peek {
+            Lock::None(file)
+        } else {
+            Lock::Held(Flock::lock(file, lock).map_err(|(_, errno)| {
             if errno == nix::errno::Errno::EWOULDBLOCK {
                 Error::new(ErrorKind::Busy, format!("{name} is locked by another raidctl process"))
             } else {
                 Error::io(io::Error::from_raw_os_error(errno as i32), "flock", &name, 0)
             }
-        })?;
+        })?)
+        };
         let len = file_size(&file, path)?;
         // O_DIRECT is refused by some file systems (tmpfs): fall back to buffered I/O there.
         let direct = OpenOptions::new()

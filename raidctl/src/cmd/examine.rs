@@ -64,7 +64,8 @@ fn sb_json(sb: &Superblock) -> Value {
 }
 
 pub fn run(a: ExamineArgs) -> Result<ExitCode> {
-    let m = FileMember::open(&a.member, OpenMode::Read)?;
+    // Peek: examining a member never takes its lock, so it cannot disturb the process owning it.
+    let m = FileMember::open(&a.member, OpenMode::Peek)?;
     let name = a.member.display().to_string();
     let mut copies = Vec::new();
     let mut best: Option<(u64, Superblock)> = None;

@@ -1,0 +1,10 @@
+//! Integration tests: one binary, one module per area. They drive the real `raidctl` binary
+//! over plain files and real loop devices.
+
+mod util;
+
+mod bad_input;
+mod docs;
+mod golden;
+mod levels;
+mod loopdev;
