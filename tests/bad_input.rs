@@ -9,7 +9,13 @@ use crate::util::*;
 /// Creates an array over fresh files in `dir` with `prefix` names.
 fn array(dir: &std::path::Path, prefix: &str, level: &str, n: usize) -> Vec<PathBuf> {
     let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("{prefix}{i}"))).collect();
-    let mut args = vec!["create".to_string(), "--level".into(), level.into(), "--size".into(), "12M".into()];
+    let mut args = vec![
+        "create".to_string(),
+        "--level".into(),
+        level.into(),
+        "--size".into(),
+        "12M".into(),
+    ];
     args.extend(strs(&m));
     raidctl(&args).ok();
     write_at(&m[0], 777, &pattern(prefix, 200_000), dir);
@@ -20,7 +26,11 @@ fn array(dir: &std::path::Path, prefix: &str, level: &str, n: usize) -> Vec<Path
 fn refused(args: &[String], code: i32, needles: &[&str], watch: &[PathBuf]) {
     let before = hashes(watch);
     raidctl(args).fails(code, needles);
-    assert_eq!(hashes(watch), before, "a refused command changed a member: {args:?}");
+    assert_eq!(
+        hashes(watch),
+        before,
+        "a refused command changed a member: {args:?}"
+    );
 }
 
 fn args(v: &[&str], paths: &[PathBuf]) -> Vec<String> {
@@ -38,9 +48,24 @@ fn corrupt_superblock_in_both_copies() {
     img[8192 + 300] ^= 0xff;
     std::fs::write(&m[0], &img).unwrap();
     let target = m[0].display().to_string();
-    refused(&args(&["status"], &m[..1]), 3, &[&target, "both superblock copies are invalid", "checksum"], &m);
-    refused(&args(&["write", "--input", "/dev/null"], &m[..1]), 3, &[&target, "invalid"], &m);
-    refused(&args(&["examine"], &m[..1]), 3, &[&target, "no valid superblock"], &m);
+    refused(
+        &args(&["status"], &m[..1]),
+        3,
+        &[&target, "both superblock copies are invalid", "checksum"],
+        &m,
+    );
+    refused(
+        &args(&["write", "--input", "/dev/null"], &m[..1]),
+        3,
+        &[&target, "invalid"],
+        &m,
+    );
+    refused(
+        &args(&["examine"], &m[..1]),
+        3,
+        &[&target, "no valid superblock"],
+        &m,
+    );
     // One good copy is enough: the array still assembles from a sibling and m0 counts as missing.
     raidctl(["status", &m[1].display().to_string()]).ok();
 }
@@ -58,7 +83,10 @@ fn member_of_another_array() {
     watch.extend(fresh.clone());
     let victim = a[1].display().to_string();
     refused(
-        &args(&["create", "--level", "5"], &[fresh[0].clone(), a[1].clone(), fresh[1].clone()]),
+        &args(
+            &["create", "--level", "5"],
+            &[fresh[0].clone(), a[1].clone(), fresh[1].clone()],
+        ),
         4,
         &[&victim, "holds slot 1 of raidctl array", "--force"],
         &watch,
@@ -66,7 +94,15 @@ fn member_of_another_array() {
     // Members of mixed arrays: refused as well, naming the first foreign member.
     let mut all = a.clone();
     all.extend(b.clone());
-    refused(&args(&["create", "--level", "6"], &[a[0].clone(), b[0].clone(), a[2].clone(), b[1].clone()]), 4, &["holds slot 0"], &all);
+    refused(
+        &args(
+            &["create", "--level", "6"],
+            &[a[0].clone(), b[0].clone(), a[2].clone(), b[1].clone()],
+        ),
+        4,
+        &["holds slot 0"],
+        &all,
+    );
 }
 
 #[test]
@@ -80,7 +116,11 @@ fn foreign_member_at_a_sibling_path_is_never_written() {
     std::fs::copy(&b[2], &a[2]).unwrap();
     let before = hashes(&a[2..3]);
     let st = raidctl(["status", "--json", &a[0].display().to_string()]).ok();
-    assert!(st.stderr.contains("belongs to another array"), "{}", st.stderr);
+    assert!(
+        st.stderr.contains("belongs to another array"),
+        "{}",
+        st.stderr
+    );
     assert_eq!(st.json()["state"], "degraded");
     write_at(&a[0], 5, &pattern("x", 100_000), dir.path());
     assert_eq!(hashes(&a[2..3]), before, "the foreign member was written");
@@ -98,7 +138,9 @@ fn scan_picks_the_right_array_among_mixed_members() {
         std::fs::rename(p.path(), moved.path().join(p.file_name())).unwrap();
     }
     let a0 = moved.path().join("a0");
-    let st = raidctl(["status", "--json", &a0.display().to_string()]).ok().json();
+    let st = raidctl(["status", "--json", &a0.display().to_string()])
+        .ok()
+        .json();
     assert_eq!(st["state"], "clean", "{st}");
     let _ = a;
     let got = read_at(&a0, 777, 200_000).ok().stdout;
@@ -114,7 +156,12 @@ fn truncated_member() {
     drop(f);
     let name = m[3].display().to_string();
     refused(&args(&["status"], &m[3..4]), 3, &[&name, "truncated"], &m);
-    refused(&args(&["read", "--length", "10"], &m[3..4]), 3, &[&name, "truncated"], &m);
+    refused(
+        &args(&["read", "--length", "10"], &m[3..4]),
+        3,
+        &[&name, "truncated"],
+        &m,
+    );
     let ex = raidctl(["examine", "--json", &name]).ok().json();
     assert_eq!(ex["truncated"], true);
 }
@@ -130,32 +177,123 @@ fn wrong_member_counts_and_flags() {
         std::fs::write(f, data).unwrap();
     }
     let f = &files;
-    refused(&args(&["create", "--level", "6"], &f[..3]), 2, &["raid6 needs at least 4 members, got 3"], f);
-    refused(&args(&["create", "--level", "5"], &f[..2]), 2, &["raid5 needs at least 3 members, got 2"], f);
-    refused(&args(&["create", "--level", "1"], &f[..1]), 2, &["raid1 needs at least 2 members, got 1"], f);
     refused(
-        &args(&["create", "--level", "5"], &[f[0].clone(), f[1].clone(), f[0].clone()]),
+        &args(&["create", "--level", "6"], &f[..3]),
+        2,
+        &["raid6 needs at least 4 members, got 3"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5"], &f[..2]),
+        2,
+        &["raid5 needs at least 3 members, got 2"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "1"], &f[..1]),
+        2,
+        &["raid1 needs at least 2 members, got 1"],
+        f,
+    );
+    refused(
+        &args(
+            &["create", "--level", "5"],
+            &[f[0].clone(), f[1].clone(), f[0].clone()],
+        ),
         2,
         &["given twice", &f[0].display().to_string()],
         f,
     );
-    refused(&args(&["create", "--level", "7"], &f[..4]), 2, &["unknown RAID level", "7"], f);
-    refused(&args(&["create", "--level", "5", "--chunk", "48K"], &f[..4]), 2, &["49152", "not a power of two"], f);
-    refused(&args(&["create", "--level", "5", "--chunk", "1K"], &f[..4]), 2, &["not a power of two between"], f);
-    refused(&args(&["create", "--level", "f1", "--skew", "2,1,1"], &f[..4]), 2, &["3 parity weights given for 4 members"], f);
-    refused(&args(&["create", "--level", "f1", "--skew", "0,0,0,0"], &f[..4]), 2, &["sum to 0"], f);
-    refused(&args(&["create", "--level", "5", "--skew", "2,1,1,1"], &f[..4]), 2, &["--level f1"], f);
-    refused(&args(&["create", "--level", "f1", "--parity-heavy", "9"], &f[..4]), 2, &["--parity-heavy 9"], f);
-    refused(&args(&["create", "--level", "10", "--copies", "5"], &f[..4]), 2, &["copies must be between 2 and"], f);
-    refused(&args(&["create", "--level", "5", "--endurance", "1,2"], &f[..4]), 2, &["--endurance has 2 values for 4 members"], f);
-    refused(&args(&["create", "--level", "5", "--bogus"], &f[..4]), 2, &["--bogus"], f);
-    refused(&args(&["create", "--level", "5", "--size", "12Q"], &f[..4]), 2, &["12Q"], f);
+    refused(
+        &args(&["create", "--level", "7"], &f[..4]),
+        2,
+        &["unknown RAID level", "7"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--chunk", "48K"], &f[..4]),
+        2,
+        &["49152", "not a power of two"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--chunk", "1K"], &f[..4]),
+        2,
+        &["not a power of two between"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "f1", "--skew", "2,1,1"], &f[..4]),
+        2,
+        &["3 parity weights given for 4 members"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "f1", "--skew", "0,0,0,0"], &f[..4]),
+        2,
+        &["sum to 0"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--skew", "2,1,1,1"], &f[..4]),
+        2,
+        &["--level f1"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "f1", "--parity-heavy", "9"], &f[..4]),
+        2,
+        &["--parity-heavy 9"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "10", "--copies", "5"], &f[..4]),
+        2,
+        &["copies must be between 2 and"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--endurance", "1,2"], &f[..4]),
+        2,
+        &["--endurance has 2 values for 4 members"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--bogus"], &f[..4]),
+        2,
+        &["--bogus"],
+        f,
+    );
+    refused(
+        &args(&["create", "--level", "5", "--size", "12Q"], &f[..4]),
+        2,
+        &["12Q"],
+        f,
+    );
     // Too many: one more than the supported maximum.
-    let many: Vec<PathBuf> = (0..65).map(|i| dir.path().join(format!("many{i}"))).collect();
-    refused(&args(&["create", "--level", "0", "--size", "4M"], &many), 2, &["at most 64 members"], f);
-    assert!(!many[0].exists(), "no member file may be created when the flags are refused");
+    let many: Vec<PathBuf> = (0..65)
+        .map(|i| dir.path().join(format!("many{i}")))
+        .collect();
+    refused(
+        &args(&["create", "--level", "0", "--size", "4M"], &many),
+        2,
+        &["at most 64 members"],
+        f,
+    );
+    assert!(
+        !many[0].exists(),
+        "no member file may be created when the flags are refused"
+    );
     // A missing member without --size.
-    refused(&args(&["create", "--level", "5"], &[f[0].clone(), f[1].clone(), dir.path().join("nope")]), 2, &["nope", "does not exist"], f);
+    refused(
+        &args(
+            &["create", "--level", "5"],
+            &[f[0].clone(), f[1].clone(), dir.path().join("nope")],
+        ),
+        2,
+        &["nope", "does not exist"],
+        f,
+    );
 }
 
 #[test]
@@ -165,9 +303,22 @@ fn file_system_is_refused_without_force() {
     for f in &m {
         sparse_file(f, 16 << 20);
     }
-    let ok = Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&m[1]).status().expect("mkfs.ext4 (e2fsprogs) is needed");
+    let ok = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&m[1])
+        .status()
+        .expect("mkfs.ext4 (e2fsprogs) is needed");
     assert!(ok.success());
-    refused(&args(&["create", "--level", "5"], &m), 4, &[&m[1].display().to_string(), "ext2/3/4 file system", "--force"], &m);
+    refused(
+        &args(&["create", "--level", "5"], &m),
+        4,
+        &[
+            &m[1].display().to_string(),
+            "ext2/3/4 file system",
+            "--force",
+        ],
+        &m,
+    );
     raidctl(args(&["create", "--level", "5", "--force"], &m)).ok();
 }
 
@@ -176,11 +327,24 @@ fn mounted_or_busy_device_is_refused_even_with_force() {
     let dir = tempdir();
     let backing = dir.path().join("fs.img");
     sparse_file(&backing, 32 << 20);
-    assert!(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&backing).status().unwrap().success());
+    assert!(Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&backing)
+        .status()
+        .unwrap()
+        .success());
     let lo = LoopDev::attach(&backing);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    assert!(Command::new("mount").arg(&lo.dev).arg(&mnt).status().unwrap().success(), "mount");
+    assert!(
+        Command::new("mount")
+            .arg(&lo.dev)
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success(),
+        "mount"
+    );
     let others: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("o{i}"))).collect();
     for f in &others {
         sparse_file(f, 32 << 20);
@@ -189,11 +353,23 @@ fn mounted_or_busy_device_is_refused_even_with_force() {
     members.extend(others.clone());
     let res = raidctl(args(&["create", "--level", "5", "--force"], &members));
     let _ = Command::new("umount").arg(&mnt).status();
-    res.fails(4, &[&lo.dev.display().to_string(), "mounted", "not even with --force"]);
+    res.fails(
+        4,
+        &[
+            &lo.dev.display().to_string(),
+            "mounted",
+            "not even with --force",
+        ],
+    );
     // The backing file of an attached loop device is in use as well.
     let mut members = vec![backing.clone()];
     members.extend(others.clone());
-    refused(&args(&["create", "--level", "5", "--force"], &members), 4, &["attached to /dev/loop"], &members);
+    refused(
+        &args(&["create", "--level", "5", "--force"], &members),
+        4,
+        &["attached to /dev/loop"],
+        &members,
+    );
 }
 
 #[test]
@@ -212,7 +388,9 @@ fn second_process_cannot_open_an_array_for_writing() {
     stdin.write_all(&pattern("first", 4 << 20)).unwrap();
     let mut held = false;
     for _ in 0..500 {
-        let ex = raidctl(["examine", "--json", &m[1].display().to_string()]).ok().json();
+        let ex = raidctl(["examine", "--json", &m[1].display().to_string()])
+            .ok()
+            .json();
         if ex["clean"] == false {
             held = true;
             break;

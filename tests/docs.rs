@@ -4,7 +4,11 @@ use crate::util::*;
 
 fn compare(committed: &str, generated: &std::path::Path) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(committed);
-    let mut names: Vec<_> = std::fs::read_dir(generated).unwrap().flatten().map(|e| e.file_name()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(generated)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     names.sort();
     let mut committed_names: Vec<_> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
@@ -12,7 +16,10 @@ fn compare(committed: &str, generated: &std::path::Path) {
         .map(|e| e.file_name())
         .collect();
     committed_names.sort();
-    assert_eq!(names, committed_names, "{committed}/ has other files than the generator makes");
+    assert_eq!(
+        names, committed_names,
+        "{committed}/ has other files than the generator makes"
+    );
     for n in names {
         let want = std::fs::read(generated.join(&n)).unwrap();
         let have = std::fs::read(root.join(&n)).unwrap();
@@ -29,9 +36,19 @@ fn man_pages_and_completions_match_the_code() {
     let dir = tempdir();
     let man = dir.path().join("man");
     let comp = dir.path().join("completions");
-    raidctl(["generate", "--man", &man.display().to_string(), "--completions", &comp.display().to_string()]).ok();
+    raidctl([
+        "generate",
+        "--man",
+        &man.display().to_string(),
+        "--completions",
+        &comp.display().to_string(),
+    ])
+    .ok();
     compare("man", &man);
     compare("completions", &comp);
     let page = std::fs::read_to_string(man.join("raidctl.8")).unwrap();
-    assert!(page.contains("EXIT STATUS"), "exit codes must be documented in raidctl.8");
+    assert!(
+        page.contains("EXIT STATUS"),
+        "exit codes must be documented in raidctl.8"
+    );
 }

@@ -25,7 +25,10 @@ fn golden_dir() -> std::path::PathBuf {
 
 /// The known content: (offset, bytes) pairs, derived from the level name.
 fn content(name: &str, size: u64) -> Vec<(u64, Vec<u8>)> {
-    vec![(1000, pattern(&format!("golden-{name}-1"), 150_000)), (size - 70_001, pattern(&format!("golden-{name}-2"), 70_000))]
+    vec![
+        (1000, pattern(&format!("golden-{name}-1"), 150_000)),
+        (size - 70_001, pattern(&format!("golden-{name}-2"), 70_000)),
+    ]
 }
 
 #[test]
@@ -35,9 +38,11 @@ fn golden_images_assemble_and_read_back() {
         for i in 0..*n {
             let gz = golden_dir().join(name).join(format!("m{i}.img.gz"));
             let mut raw = Vec::new();
-            flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display())))
-                .read_to_end(&mut raw)
-                .unwrap();
+            flate2::read::GzDecoder::new(
+                std::fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display())),
+            )
+            .read_to_end(&mut raw)
+            .unwrap();
             std::fs::write(dir.path().join(format!("m{i}")), raw).unwrap();
         }
         let m0 = dir.path().join("m0").display().to_string();
@@ -53,7 +58,10 @@ fn golden_images_assemble_and_read_back() {
         if st["tolerance"].as_u64().unwrap() > 0 {
             std::fs::remove_file(dir.path().join(format!("m{}", n - 1))).unwrap();
             let (off, data) = &content(name, size)[0];
-            assert!(read_at(Path::new(&m0), *off, data.len()).ok().stdout == *data, "{name}: degraded golden read");
+            assert!(
+                read_at(Path::new(&m0), *off, data.len()).ok().stdout == *data,
+                "{name}: degraded golden read"
+            );
         }
     }
 }
@@ -67,7 +75,16 @@ fn regenerate() {
     for (name, n, level) in CASES {
         let dir = tempdir();
         let m = members(dir.path(), *n);
-        let mut args: Vec<String> = vec!["create".into(), "--name".into(), format!("golden-{name}"), "--chunk".into(), "16K".into(), "--size".into(), "3M".into(), "--json".into()];
+        let mut args: Vec<String> = vec![
+            "create".into(),
+            "--name".into(),
+            format!("golden-{name}"),
+            "--chunk".into(),
+            "16K".into(),
+            "--size".into(),
+            "3M".into(),
+            "--json".into(),
+        ];
         args.extend(level.iter().map(|s| s.to_string()));
         args.extend(strs(&m));
         let size = raidctl(&args).ok().json()["size_bytes"].as_u64().unwrap();

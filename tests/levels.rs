@@ -7,9 +7,19 @@ use std::path::PathBuf;
 use crate::util::*;
 
 /// Runs the whole story over `members`; `remove(slot)` takes a member away.
-pub fn scenario(level_args: &[&str], members: &[PathBuf], remove: &mut dyn FnMut(usize), work: &std::path::Path) {
+pub fn scenario(
+    level_args: &[&str],
+    members: &[PathBuf],
+    remove: &mut dyn FnMut(usize),
+    work: &std::path::Path,
+) {
     let n = members.len();
-    let mut args: Vec<String> = vec!["create".into(), "--chunk".into(), "16K".into(), "--json".into()];
+    let mut args: Vec<String> = vec![
+        "create".into(),
+        "--chunk".into(),
+        "16K".into(),
+        "--json".into(),
+    ];
     args.extend(level_args.iter().map(|s| s.to_string()));
     args.extend(strs(members));
     let created = raidctl(&args).ok().json();
@@ -37,11 +47,19 @@ pub fn scenario(level_args: &[&str], members: &[PathBuf], remove: &mut dyn FnMut
     for slot in 0..tol {
         remove(slot);
         check(&blobs, &format!("with {} members removed", slot + 1));
-        let blob = (size / 3 + 1001 + slot as u64 * 200_000, pattern(&format!("degraded{slot}"), 150_003));
+        let blob = (
+            size / 3 + 1001 + slot as u64 * 200_000,
+            pattern(&format!("degraded{slot}"), 150_003),
+        );
         write_at(&array, blob.0, &blob.1, work);
         blobs.push(blob);
-        check(&blobs, &format!("after a degraded write with {} removed", slot + 1));
-        let st = raidctl(["status", "--json", &array.display().to_string()]).ok().json();
+        check(
+            &blobs,
+            &format!("after a degraded write with {} removed", slot + 1),
+        );
+        let st = raidctl(["status", "--json", &array.display().to_string()])
+            .ok()
+            .json();
         assert_eq!(st["state"], "degraded");
         assert_eq!(st["members"][slot]["state"], "missing", "{st}");
     }
@@ -53,7 +71,11 @@ pub fn scenario(level_args: &[&str], members: &[PathBuf], remove: &mut dyn FnMut
     } else {
         // Every member is gone, the named one included.
         assert_ne!(r.code, 0);
-        assert!(r.stderr.contains(&array.display().to_string()), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&array.display().to_string()),
+            "{}",
+            r.stderr
+        );
     }
 }
 
@@ -92,7 +114,19 @@ level_tests! {
 fn status_json_has_the_documented_fields() {
     let dir = tempdir();
     let m = members(dir.path(), 4);
-    let mut args = vec!["create", "--level", "f1", "--parity-heavy", "2", "--size", "16M", "--name", "fields", "--endurance", "600"];
+    let mut args = vec![
+        "create",
+        "--level",
+        "f1",
+        "--parity-heavy",
+        "2",
+        "--size",
+        "16M",
+        "--name",
+        "fields",
+        "--endurance",
+        "600",
+    ];
     let ms = strs(&m);
     args.extend(ms.iter().map(|s| s.as_str()));
     raidctl(&args).ok();
@@ -130,7 +164,15 @@ fn overprovisioned_tail_is_discarded_and_never_used() {
     for p in &m {
         std::fs::write(p, vec![0x11u8; 32 << 20]).unwrap();
     }
-    let mut args = vec!["create", "--level", "5", "--overprovision", "25", "--force", "--json"];
+    let mut args = vec![
+        "create",
+        "--level",
+        "5",
+        "--overprovision",
+        "25",
+        "--force",
+        "--json",
+    ];
     args.extend(ms.iter().map(|s| s.as_str()));
     // Non-zero garbage has no signature, so --force is not needed; keep it to show it is harmless.
     let st = raidctl(&args).ok().json();
@@ -138,8 +180,14 @@ fn overprovisioned_tail_is_discarded_and_never_used() {
     let data_end = ex["data_offset"].as_u64().unwrap() + ex["data_bytes"].as_u64().unwrap();
     assert!(data_end <= 24 << 20, "data ends at {data_end}");
     let f = std::fs::read(&m[0]).unwrap();
-    assert!(f[(data_end as usize)..].iter().all(|&b| b == 0), "tail not discarded");
-    assert!(f[..4096].iter().all(|&b| b == 0x11), "first 4 KiB must be untouched");
+    assert!(
+        f[(data_end as usize)..].iter().all(|&b| b == 0),
+        "tail not discarded"
+    );
+    assert!(
+        f[..4096].iter().all(|&b| b == 0x11),
+        "first 4 KiB must be untouched"
+    );
     assert!(st["size_bytes"].as_u64().unwrap() <= 2 * (24 << 20));
 }
 
@@ -160,10 +208,24 @@ fn stdin_write_and_stdout_read_roundtrip() {
         .unwrap();
     child.stdin.take().unwrap().write_all(&data).unwrap();
     assert!(child.wait().unwrap().success());
-    let got = raidctl(["read", &ms[0], "--offset", "1024", "--length", &data.len().to_string()]).ok().stdout;
+    let got = raidctl([
+        "read",
+        &ms[0],
+        "--offset",
+        "1024",
+        "--length",
+        &data.len().to_string(),
+    ])
+    .ok()
+    .stdout;
     assert!(got == data);
     // Written bytes are accounted per member and persisted.
     let st = raidctl(["status", "--json", &ms[0]]).ok().json();
-    let total: u64 = st["members"].as_array().unwrap().iter().map(|m| m["bytes_written_by_kind"]["data"].as_u64().unwrap()).sum();
+    let total: u64 = st["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["bytes_written_by_kind"]["data"].as_u64().unwrap())
+        .sum();
     assert!(total >= data.len() as u64);
 }

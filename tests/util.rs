@@ -23,14 +23,23 @@ impl Run {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", self.stdout_str()))
+        serde_json::from_slice(&self.stdout)
+            .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", self.stdout_str()))
     }
 
     /// Asserts a failure with `code` whose message contains every one of `needles`.
     pub fn fails(self, code: i32, needles: &[&str]) -> Run {
-        assert_eq!(self.code, code, "expected exit {code}, got {}: {}", self.code, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}, got {}: {}",
+            self.code, self.stderr
+        );
         for n in needles {
-            assert!(self.stderr.contains(n), "stderr lacks {n:?}: {}", self.stderr);
+            assert!(
+                self.stderr.contains(n),
+                "stderr lacks {n:?}: {}",
+                self.stderr
+            );
         }
         self
     }
@@ -50,19 +59,31 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    from_output(Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run raidctl"))
+    from_output(
+        Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run raidctl"),
+    )
 }
 
 /// Deterministic bytes from a seed (blake3 in XOF mode).
 pub fn pattern(seed: &str, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
-    blake3::Hasher::new().update(seed.as_bytes()).finalize_xof().fill(&mut out);
+    blake3::Hasher::new()
+        .update(seed.as_bytes())
+        .finalize_xof()
+        .fill(&mut out);
     out
 }
 
 /// A fresh temporary directory, removed on drop.
 pub fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("raidctl-test-").tempdir().expect("tempdir")
+    tempfile::Builder::new()
+        .prefix("raidctl-test-")
+        .tempdir()
+        .expect("tempdir")
 }
 
 /// Member paths m0..m{n-1} in `dir`.
@@ -89,7 +110,15 @@ pub fn hashes(paths: &[PathBuf]) -> Vec<String> {
 pub fn write_at(array: &Path, offset: u64, data: &[u8], dir: &Path) {
     let input = dir.join(format!("input-{offset}"));
     std::fs::write(&input, data).unwrap();
-    raidctl(["write".as_ref(), array.as_os_str(), "--offset".as_ref(), offset.to_string().as_ref(), "--input".as_ref(), input.as_os_str()]).ok();
+    raidctl([
+        "write".as_ref(),
+        array.as_os_str(),
+        "--offset".as_ref(),
+        offset.to_string().as_ref(),
+        "--input".as_ref(),
+        input.as_os_str(),
+    ])
+    .ok();
     std::fs::remove_file(input).unwrap();
 }
 
@@ -113,8 +142,16 @@ pub struct LoopDev {
 
 impl LoopDev {
     pub fn attach(file: &Path) -> LoopDev {
-        let o = Command::new("losetup").args(["-f", "--show"]).arg(file).output().expect("run losetup");
-        assert!(o.status.success(), "losetup: {}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file)
+            .output()
+            .expect("run losetup");
+        assert!(
+            o.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         LoopDev {
             dev: PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
             attached: true,

@@ -61,7 +61,8 @@ impl DerefMut for AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len != 0 {
-            let layout = Layout::from_size_align(self.len, ALIGN).expect("layout was valid at allocation");
+            let layout =
+                Layout::from_size_align(self.len, ALIGN).expect("layout was valid at allocation");
             // SAFETY: allocated in `zeroed` with this very layout.
             unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
         }

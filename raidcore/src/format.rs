@@ -160,7 +160,10 @@ fn align_up(x: u64, a: u64) -> u64 {
 /// and the data area starts on a 1 MiB boundary.
 pub fn plan_geometry(member_bytes: u64, chunk: u64, overprovision_pct: f64) -> Result<Geometry> {
     if !(0.0..100.0).contains(&overprovision_pct) {
-        bail!(InvalidInput, "overprovision {overprovision_pct}% is not in 0..100");
+        bail!(
+            InvalidInput,
+            "overprovision {overprovision_pct}% is not in 0..100"
+        );
     }
     let reserve = (member_bytes as f64 * overprovision_pct / 100.0).ceil() as u64;
     let usable = member_bytes.saturating_sub(reserve);
@@ -189,7 +192,11 @@ impl Superblock {
         let layout = Layout::new(&self.layout).map_err(|e| e.context("superblock layout"))?;
         let corrupt = |msg: String| Err(Error::new(ErrorKind::Corrupt, msg));
         if self.slots.len() != layout.members() {
-            return corrupt(format!("{} slot entries for {} members", self.slots.len(), layout.members()));
+            return corrupt(format!(
+                "{} slot entries for {} members",
+                self.slots.len(),
+                layout.members()
+            ));
         }
         let slot = self.slot as usize;
         if slot >= self.slots.len() {
@@ -216,10 +223,22 @@ impl Superblock {
             .and_then(|d| d.checked_add(self.data_offset));
         match data_end {
             Some(end) if end <= self.member_bytes && self.data_rows > 0 => {}
-            _ => return corrupt(format!("data area of {} rows does not fit the member size {}", self.data_rows, self.member_bytes)),
+            _ => {
+                return corrupt(format!(
+                    "data area of {} rows does not fit the member size {}",
+                    self.data_rows, self.member_bytes
+                ))
+            }
         }
-        if layout.logical_chunks(self.data_rows).checked_mul(layout.chunk()) != Some(self.array_bytes) {
-            return corrupt(format!("array size {} does not match the layout", self.array_bytes));
+        if layout
+            .logical_chunks(self.data_rows)
+            .checked_mul(layout.chunk())
+            != Some(self.array_bytes)
+        {
+            return corrupt(format!(
+                "array size {} does not match the layout",
+                self.array_bytes
+            ));
         }
         Ok(layout)
     }
@@ -232,8 +251,9 @@ impl Superblock {
     /// Encodes this superblock into one 4 KiB copy.
     pub fn encode(&self, generation: u64, copy: u32) -> Result<Vec<u8>> {
         self.validate()?;
-        let body = postcard::to_stdvec(self)
-            .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("encoding superblock: {e}")))?;
+        let body = postcard::to_stdvec(self).map_err(|e| {
+            Error::new(ErrorKind::InvalidInput, format!("encoding superblock: {e}"))
+        })?;
         if body.len() > MAX_BODY {
             bail!(
                 InvalidInput,
@@ -244,11 +264,14 @@ impl Superblock {
         let mut out = vec![0u8; SB_SIZE];
         out[MAGIC_OFFSET..MAGIC_OFFSET + 8].copy_from_slice(&MAGIC);
         out[VERSION_OFFSET..VERSION_OFFSET + 4].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out[HEADER_LEN_OFFSET..HEADER_LEN_OFFSET + 4].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        out[HEADER_LEN_OFFSET..HEADER_LEN_OFFSET + 4]
+            .copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
         out[GENERATION_OFFSET..GENERATION_OFFSET + 8].copy_from_slice(&generation.to_le_bytes());
-        out[BODY_LEN_OFFSET..BODY_LEN_OFFSET + 4].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        out[BODY_LEN_OFFSET..BODY_LEN_OFFSET + 4]
+            .copy_from_slice(&(body.len() as u32).to_le_bytes());
         out[COPY_OFFSET..COPY_OFFSET + 4].copy_from_slice(&copy.to_le_bytes());
-        out[BODY_HASH_OFFSET..BODY_HASH_OFFSET + 32].copy_from_slice(blake3::hash(&body).as_bytes());
+        out[BODY_HASH_OFFSET..BODY_HASH_OFFSET + 32]
+            .copy_from_slice(blake3::hash(&body).as_bytes());
         let hh = blake3::hash(&out[..HASHED_HEADER]);
         out[HEADER_HASH_OFFSET..HEADER_HASH_OFFSET + 32].copy_from_slice(hh.as_bytes());
         out[HEADER_LEN..HEADER_LEN + body.len()].copy_from_slice(&body);
@@ -259,17 +282,26 @@ impl Superblock {
     pub fn decode(raw: &[u8]) -> Result<(Superblock, u64)> {
         let corrupt = |msg: String| Err(Error::new(ErrorKind::Corrupt, msg));
         if raw.len() < SB_SIZE {
-            return corrupt(format!("superblock copy is {} bytes, expected {SB_SIZE}", raw.len()));
+            return corrupt(format!(
+                "superblock copy is {} bytes, expected {SB_SIZE}",
+                raw.len()
+            ));
         }
         if raw[MAGIC_OFFSET..MAGIC_OFFSET + 8] != MAGIC {
-            return Err(Error::new(ErrorKind::Mismatch, "no raidctl superblock (bad magic)"));
+            return Err(Error::new(
+                ErrorKind::Mismatch,
+                "no raidctl superblock (bad magic)",
+            ));
         }
         let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().expect("4 bytes"));
         let hh = blake3::hash(&raw[..HASHED_HEADER]);
         if raw[HEADER_HASH_OFFSET..HEADER_HASH_OFFSET + 32] != *hh.as_bytes() {
             return corrupt("superblock header checksum mismatch".into());
         }
-        if raw[HEADER_HASH_OFFSET + 32..HEADER_LEN].iter().any(|&b| b != 0) {
+        if raw[HEADER_HASH_OFFSET + 32..HEADER_LEN]
+            .iter()
+            .any(|&b| b != 0)
+        {
             return corrupt("superblock reserved header bytes are not zero".into());
         }
         let version = u32_at(VERSION_OFFSET);
@@ -280,19 +312,32 @@ impl Superblock {
             ));
         }
         if u32_at(HEADER_LEN_OFFSET) as usize != HEADER_LEN {
-            return corrupt(format!("superblock header length {}", u32_at(HEADER_LEN_OFFSET)));
+            return corrupt(format!(
+                "superblock header length {}",
+                u32_at(HEADER_LEN_OFFSET)
+            ));
         }
         let body_len = u32_at(BODY_LEN_OFFSET) as usize;
         if body_len > MAX_BODY {
-            return corrupt(format!("superblock body length {body_len} exceeds {MAX_BODY}"));
+            return corrupt(format!(
+                "superblock body length {body_len} exceeds {MAX_BODY}"
+            ));
         }
-        let generation = u64::from_le_bytes(raw[GENERATION_OFFSET..GENERATION_OFFSET + 8].try_into().expect("8 bytes"));
+        let generation = u64::from_le_bytes(
+            raw[GENERATION_OFFSET..GENERATION_OFFSET + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
         let body = &raw[HEADER_LEN..HEADER_LEN + body_len];
         if raw[BODY_HASH_OFFSET..BODY_HASH_OFFSET + 32] != *blake3::hash(body).as_bytes() {
             return corrupt("superblock body checksum mismatch".into());
         }
-        let sb: Superblock = postcard::from_bytes(body)
-            .map_err(|e| Error::new(ErrorKind::Corrupt, format!("superblock body does not decode: {e}")))?;
+        let sb: Superblock = postcard::from_bytes(body).map_err(|e| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!("superblock body does not decode: {e}"),
+            )
+        })?;
         sb.validate()?;
         Ok((sb, generation))
     }
@@ -306,7 +351,7 @@ pub enum Probe {
     /// At least one copy carries the magic but none is valid; the message names what is wrong with each.
     Corrupt(String),
     /// The newest valid copy.
-    Valid(LoadedSuperblock),
+    Valid(Box<LoadedSuperblock>),
 }
 
 /// A decoded superblock and where it came from.
@@ -324,10 +369,13 @@ pub fn probe(member: &dyn Member) -> Result<Probe> {
         return Ok(Probe::NotMember);
     }
     let mut raw = crate::buf::AlignedBuf::zeroed(2 * SB_SIZE);
-    member.read_at(&mut raw, SB_A_OFFSET).map_err(|e| e.context("reading superblocks"))?;
+    member
+        .read_at(&mut raw, SB_A_OFFSET)
+        .map_err(|e| e.context("reading superblocks"))?;
     let a = Superblock::decode(&raw[..SB_SIZE]);
     let b = Superblock::decode(&raw[SB_SIZE..]);
-    let no_magic = |r: &Result<(Superblock, u64)>| matches!(r, Err(e) if e.kind() == ErrorKind::Mismatch);
+    let no_magic =
+        |r: &Result<(Superblock, u64)>| matches!(r, Err(e) if e.kind() == ErrorKind::Mismatch);
     if no_magic(&a) && no_magic(&b) {
         return Ok(Probe::NotMember);
     }
@@ -343,11 +391,11 @@ pub fn probe(member: &dyn Member) -> Result<Probe> {
         (Err(_), Ok((s, g))) => (s, g, 1),
         (Err(ea), Err(eb)) => return Ok(Probe::Corrupt(format!("copy A: {ea}; copy B: {eb}"))),
     };
-    Ok(Probe::Valid(LoadedSuperblock {
+    Ok(Probe::Valid(Box::new(LoadedSuperblock {
         sb: best.0,
         generation: best.1,
         copy: best.2,
-    }))
+    })))
 }
 
 /// Writes `sb` as the next generation into the copy that does not hold the newest valid one,
@@ -356,8 +404,12 @@ pub fn write_next(member: &dyn Member, sb: &Superblock, loaded: &mut (u64, u32))
     let (generation, copy) = (loaded.0 + 1, 1 - loaded.1);
     let raw = crate::buf::AlignedBuf::from_slice(&sb.encode(generation, copy)?);
     let off = if copy == 0 { SB_A_OFFSET } else { SB_B_OFFSET };
-    member.write_at(&raw, off).map_err(|e| e.context("writing superblock"))?;
-    member.flush().map_err(|e| e.context("flushing superblock"))?;
+    member
+        .write_at(&raw, off)
+        .map_err(|e| e.context("writing superblock"))?;
+    member
+        .flush()
+        .map_err(|e| e.context("flushing superblock"))?;
     *loaded = (generation, copy);
     Ok(())
 }
@@ -441,7 +493,10 @@ mod tests {
         }
         m.write_at(&[0xff; 16], SB_A_OFFSET + 200).unwrap();
         assert!(matches!(probe(&m).unwrap(), Probe::Corrupt(_)));
-        assert!(matches!(probe(&MemMember::new(1 << 20)).unwrap(), Probe::NotMember));
+        assert!(matches!(
+            probe(&MemMember::new(1 << 20)).unwrap(),
+            Probe::NotMember
+        ));
     }
 
     #[test]

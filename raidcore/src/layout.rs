@@ -173,7 +173,9 @@ impl Layout {
             ));
         }
         if n > MAX_MEMBERS {
-            return invalid(format!("at most {MAX_MEMBERS} members are supported, got {n}"));
+            return invalid(format!(
+                "at most {MAX_MEMBERS} members are supported, got {n}"
+            ));
         }
         let c = p.chunk_bytes;
         if !c.is_power_of_two() || !(MIN_CHUNK..=MAX_CHUNK).contains(&c) {
@@ -184,7 +186,10 @@ impl Layout {
         let copies = match level {
             Level::Raid1 => {
                 if p.copies != n {
-                    return invalid(format!("raid1 keeps one copy per member ({n}), not {}", p.copies));
+                    return invalid(format!(
+                        "raid1 keeps one copy per member ({n}), not {}",
+                        p.copies
+                    ));
                 }
                 n
             }
@@ -199,7 +204,10 @@ impl Layout {
             }
             _ => {
                 if p.copies != 1 {
-                    return invalid(format!("--copies applies to raid10 only (level {})", level.name()));
+                    return invalid(format!(
+                        "--copies applies to raid10 only (level {})",
+                        level.name()
+                    ));
                 }
                 1
             }
@@ -214,7 +222,9 @@ impl Layout {
                 }
                 let total: u64 = p.weights.iter().map(|&w| u64::from(w)).sum();
                 if total == 0 {
-                    return invalid("parity weights sum to 0: at least one member must hold parity".into());
+                    return invalid(
+                        "parity weights sum to 0: at least one member must hold parity".into(),
+                    );
                 }
                 if total > u64::from(MAX_SKEW_CYCLE) {
                     return invalid(format!(
@@ -222,13 +232,18 @@ impl Layout {
                     ));
                 }
                 if level == Level::Raid5 && p.weights.iter().any(|&w| w != 1) {
-                    return invalid("raid5 has equal parity weights; use --level f1 for skewed parity".into());
+                    return invalid(
+                        "raid5 has equal parity weights; use --level f1 for skewed parity".into(),
+                    );
                 }
                 (p.weights.clone(), skew_sequence(&p.weights))
             }
             _ => {
                 if !p.weights.is_empty() {
-                    return invalid(format!("parity weights apply to raid5/f1 only (level {})", level.name()));
+                    return invalid(format!(
+                        "parity weights apply to raid5/f1 only (level {})",
+                        level.name()
+                    ));
                 }
                 let seq = if level == Level::Raid6 {
                     // RAID6 rotates P like left-symmetric RAID5.
@@ -278,7 +293,9 @@ impl Layout {
     pub fn redundancy(&self) -> Redundancy {
         match self.level {
             Level::Raid0 => Redundancy::Mirror { copies: 1 },
-            Level::Raid1 | Level::Raid10 => Redundancy::Mirror { copies: self.copies },
+            Level::Raid1 | Level::Raid10 => Redundancy::Mirror {
+                copies: self.copies,
+            },
             Level::Raid5 | Level::F1 => Redundancy::Parity { parity: 1 },
             Level::Raid6 => Redundancy::Parity { parity: 2 },
         }
@@ -372,8 +389,7 @@ impl Layout {
                     return true;
                 }
                 // The slot pattern of chunk copies repeats every N chunks.
-                (0..self.n as u64)
-                    .all(|c| (0..copies).any(|k| !lost[self.mirror_cell(c, k).0]))
+                (0..self.n as u64).all(|c| (0..copies).any(|k| !lost[self.mirror_cell(c, k).0]))
             }
         }
     }
@@ -386,10 +402,23 @@ mod tests {
     use std::collections::HashSet;
 
     fn layouts() -> impl Strategy<Value = Layout> {
-        (0usize..6, 2usize..12, 0u32..4, 0usize..12, 2usize..5, proptest::collection::vec(0u32..6, 12)).prop_filter_map(
-            "valid layout",
-            |(lv, n, extra, heavy, k, ws)| {
-                let level = [Level::Raid0, Level::Raid1, Level::Raid5, Level::Raid6, Level::Raid10, Level::F1][lv];
+        (
+            0usize..6,
+            2usize..12,
+            0u32..4,
+            0usize..12,
+            2usize..5,
+            proptest::collection::vec(0u32..6, 12),
+        )
+            .prop_filter_map("valid layout", |(lv, n, extra, heavy, k, ws)| {
+                let level = [
+                    Level::Raid0,
+                    Level::Raid1,
+                    Level::Raid5,
+                    Level::Raid6,
+                    Level::Raid10,
+                    Level::F1,
+                ][lv];
                 let mut p = LayoutParams::with_defaults(level, n, 4096);
                 match level {
                     Level::F1 if extra == 0 => p.weights = ws[..n].to_vec(),
@@ -398,8 +427,7 @@ mod tests {
                     _ => {}
                 }
                 Layout::new(&p).ok()
-            },
-        )
+            })
     }
 
     #[test]
@@ -417,18 +445,30 @@ mod tests {
         let l = Layout::new(&LayoutParams::with_defaults(Level::Raid5, 4, 4096)).unwrap();
         // md left-symmetric, 4 disks: row0 P on 3, data 0,1,2 on 0,1,2; row1 P on 2, data on 3,0,1.
         assert_eq!(l.p_slot(0), 3);
-        assert_eq!((0..3).map(|d| l.data_slot(0, d)).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            (0..3).map(|d| l.data_slot(0, d)).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
         assert_eq!(l.p_slot(1), 2);
-        assert_eq!((0..3).map(|d| l.data_slot(1, d)).collect::<Vec<_>>(), vec![3, 0, 1]);
+        assert_eq!(
+            (0..3).map(|d| l.data_slot(1, d)).collect::<Vec<_>>(),
+            vec![3, 0, 1]
+        );
     }
 
     #[test]
     fn raid6_matches_md() {
         let l = Layout::new(&LayoutParams::with_defaults(Level::Raid6, 5, 4096)).unwrap();
         assert_eq!((l.p_slot(0), l.q_slot(0)), (4, 0));
-        assert_eq!((0..3).map(|d| l.data_slot(0, d)).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            (0..3).map(|d| l.data_slot(0, d)).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         assert_eq!((l.p_slot(1), l.q_slot(1)), (3, 4));
-        assert_eq!((0..3).map(|d| l.data_slot(1, d)).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            (0..3).map(|d| l.data_slot(1, d)).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
     }
 
     #[test]
@@ -449,7 +489,10 @@ mod tests {
         assert!(Layout::new(&p).is_err());
         p = LayoutParams::with_defaults(Level::F1, 4, 4096);
         p.weights = vec![1, 1, 1];
-        assert!(Layout::new(&p).unwrap_err().to_string().contains("3 parity weights"));
+        assert!(Layout::new(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("3 parity weights"));
         p.weights = vec![0, 0, 0, 0];
         assert!(Layout::new(&p).is_err());
         p = LayoutParams::with_defaults(Level::Raid10, 2, 4096);

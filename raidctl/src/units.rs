@@ -3,7 +3,9 @@
 /// Parses a byte count with an optional binary suffix: K, M, G, T (also KiB, KB, ...: all 1024-based).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
         return Err(format!("{s:?} is not a size (expected e.g. 4096, 64K, 1G)"));
@@ -14,7 +16,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "M" | "MB" | "MIB" => 1 << 20,
         "G" | "GB" | "GIB" => 1 << 30,
         "T" | "TB" | "TIB" => 1 << 40,
-        other => return Err(format!("unknown size suffix {other:?} in {s:?} (use K, M, G or T)")),
+        other => {
+            return Err(format!(
+                "unknown size suffix {other:?} in {s:?} (use K, M, G or T)"
+            ))
+        }
     };
     if num.contains('.') {
         let v: f64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
@@ -25,7 +31,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         Ok(b as u64)
     } else {
         let v: u64 = num.parse().map_err(|_| format!("{s:?} is not a size"))?;
-        v.checked_mul(mult).ok_or_else(|| format!("{s:?} is out of range"))
+        v.checked_mul(mult)
+            .ok_or_else(|| format!("{s:?} is out of range"))
     }
 }
 

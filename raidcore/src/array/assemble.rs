@@ -49,10 +49,16 @@ fn load(path: &Path) -> Result<Found> {
     let name = path.display();
     let loaded = match format::probe(&member)? {
         Probe::NotMember => {
-            return Err(Error::new(ErrorKind::Mismatch, format!("{name} is not a raidctl member (no superblock)")))
+            return Err(Error::new(
+                ErrorKind::Mismatch,
+                format!("{name} is not a raidctl member (no superblock)"),
+            ))
         }
         Probe::Corrupt(why) => {
-            return Err(Error::new(ErrorKind::Corrupt, format!("{name}: both superblock copies are invalid ({why})")))
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!("{name}: both superblock copies are invalid ({why})"),
+            ))
         }
         Probe::Valid(l) => l,
     };
@@ -68,18 +74,28 @@ fn load(path: &Path) -> Result<Found> {
     Ok(Found {
         path: path.to_path_buf(),
         member: Arc::new(member),
-        loaded,
+        loaded: *loaded,
     })
 }
 
 /// Reopens a peeked member with its lock (exclusive when writable) and checks that it is still
 /// the same member.
 fn claim(f: Found, writable: bool) -> Result<Found> {
-    let mode = if writable { OpenMode::Write } else { OpenMode::Read };
+    let mode = if writable {
+        OpenMode::Write
+    } else {
+        OpenMode::Read
+    };
     let member = FileMember::open(&f.path, mode)?;
     let again = load(&f.path)?;
-    if again.loaded.sb.member_uuid != f.loaded.sb.member_uuid || again.loaded.generation != f.loaded.generation {
-        bail!(Mismatch, "{} changed while the array was being assembled", f.path.display());
+    if again.loaded.sb.member_uuid != f.loaded.sb.member_uuid
+        || again.loaded.generation != f.loaded.generation
+    {
+        bail!(
+            Mismatch,
+            "{} changed while the array was being assembled",
+            f.path.display()
+        );
     }
     Ok(Found {
         member: Arc::new(member),
@@ -134,10 +150,19 @@ impl Array {
                 ));
             }
             if sb.member_uuid != sb0.slots[slot].member_uuid {
-                return Err(format!("{} is not the member recorded for slot {slot}", f.path.display()));
+                return Err(format!(
+                    "{} is not the member recorded for slot {slot}",
+                    f.path.display()
+                ));
             }
-            if sb.layout != sb0.layout || sb.data_offset != sb0.data_offset || sb.data_rows != sb0.data_rows {
-                return Err(format!("{} disagrees with its siblings about the array geometry", f.path.display()));
+            if sb.layout != sb0.layout
+                || sb.data_offset != sb0.data_offset
+                || sb.data_rows != sb0.data_rows
+            {
+                return Err(format!(
+                    "{} disagrees with its siblings about the array geometry",
+                    f.path.display()
+                ));
             }
             Ok(())
         };
@@ -156,7 +181,9 @@ impl Array {
                 continue;
             }
             match load(&hint) {
-                Ok(f) => match matches(&f, slot).and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string())) {
+                Ok(f) => match matches(&f, slot)
+                    .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
+                {
                     Ok(f) => {
                         seen.insert(id);
                         found[slot] = Some(f);
@@ -170,9 +197,16 @@ impl Array {
         // Then the member's own directory and the scan locations.
         if found.iter().any(|f| f.is_none()) {
             let mut locations = Vec::new();
-            if std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(false) {
+            if std::fs::metadata(path)
+                .map(|m| m.is_file())
+                .unwrap_or(false)
+            {
                 if let Some(dir) = path.parent() {
-                    locations.push(if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir.to_path_buf() });
+                    locations.push(if dir.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        dir.to_path_buf()
+                    });
                 }
             }
             locations.extend(opts.scan.iter().cloned());
@@ -188,11 +222,14 @@ impl Array {
                 if f.loaded.sb.array_uuid != sb0.array_uuid {
                     continue;
                 }
-                let Some(slot) = (0..n).find(|&s| found[s].is_none() && sb0.slots[s].member_uuid == f.loaded.sb.member_uuid)
-                else {
+                let Some(slot) = (0..n).find(|&s| {
+                    found[s].is_none() && sb0.slots[s].member_uuid == f.loaded.sb.member_uuid
+                }) else {
                     continue;
                 };
-                match matches(&f, slot).and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string())) {
+                match matches(&f, slot)
+                    .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
+                {
                     Ok(f) => {
                         seen.insert(id);
                         reasons[slot] = None;
@@ -220,7 +257,8 @@ impl Array {
                 None => {
                     let mut s = Slot::new(None, None);
                     s.member_uuid = auth_sb.slots[i].member_uuid;
-                    *s.reason.get_mut().expect("fresh") = reasons[i].take().or(Some("not found".into()));
+                    *s.reason.get_mut().expect("fresh") =
+                        reasons[i].take().or(Some("not found".into()));
                     s
                 }
                 Some(f) => {
@@ -237,7 +275,8 @@ impl Array {
                         ));
                     } else if recorded != SlotState::Active {
                         s.failed.store(true, Ordering::Release);
-                        *s.reason.get_mut().expect("fresh") = Some(format!("recorded {}", recorded.name()));
+                        *s.reason.get_mut().expect("fresh") =
+                            Some(format!("recorded {}", recorded.name()));
                     }
                     if auth_sb.slots[i].path_hint != f.path.display().to_string() {
                         changed = true;
@@ -248,12 +287,17 @@ impl Array {
             slots.push(slot);
         }
         let array = Array::from_parts(auth_sb, slots, opts.writable)?;
-        array.check_alive().map_err(|e| e.context(format!("assembling {}", path.display())))?;
+        array
+            .check_alive()
+            .map_err(|e| e.context(format!("assembling {}", path.display())))?;
         if opts.writable {
             let mut meta = array.meta.lock().expect("meta lock");
             for (i, s) in array.slots.iter().enumerate() {
                 if let Some(p) = &s.path {
-                    let hint = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string();
+                    let hint = std::fs::canonicalize(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string();
                     if hint.len() <= format::MAX_PATH_HINT && meta.slots[i].path_hint != hint {
                         meta.slots[i].path_hint = hint;
                         changed = true;

@@ -32,7 +32,11 @@ pub fn preflight(paths: &[PathBuf], force: bool) -> Result<()> {
     for p in paths {
         let name = p.display();
         let meta = std::fs::metadata(p).map_err(|e| Error::io(e, "stat", &name.to_string(), 0))?;
-        let id = if meta.file_type().is_block_device() { (u64::MAX, meta.rdev()) } else { (meta.dev(), meta.ino()) };
+        let id = if meta.file_type().is_block_device() {
+            (u64::MAX, meta.rdev())
+        } else {
+            (meta.dev(), meta.ino())
+        };
         if !ids.insert(id) {
             bail!(InvalidInput, "{name} is given twice (duplicate member)");
         }
@@ -53,13 +57,20 @@ pub fn preflight(paths: &[PathBuf], force: bool) -> Result<()> {
                 uuid::Uuid::from_bytes(l.sb.array_uuid).hyphenated()
             ),
             Probe::Corrupt(_) if !force => {
-                bail!(InUse, "{name} holds a damaged raidctl superblock; use --force to overwrite it")
+                bail!(
+                    InUse,
+                    "{name} holds a damaged raidctl superblock; use --force to overwrite it"
+                )
             }
             _ => {}
         }
         let sigs = probe::foreign_signatures(&m, Some(p));
         if !sigs.is_empty() && !force {
-            bail!(InUse, "{name} holds {}; use --force to overwrite it", sigs.join(", "));
+            bail!(
+                InUse,
+                "{name} holds {}; use --force to overwrite it",
+                sigs.join(", ")
+            );
         }
     }
     Ok(())
@@ -70,13 +81,27 @@ impl Array {
     pub fn create(paths: &[PathBuf], spec: &CreateSpec, force: bool) -> Result<Array> {
         let layout = Layout::new(&spec.layout)?;
         if paths.len() != layout.members() {
-            bail!(InvalidInput, "{} members given for a layout of {}", paths.len(), layout.members());
+            bail!(
+                InvalidInput,
+                "{} members given for a layout of {}",
+                paths.len(),
+                layout.members()
+            );
         }
         if spec.name.len() > format::MAX_NAME {
-            bail!(InvalidInput, "array name is longer than {} bytes", format::MAX_NAME);
+            bail!(
+                InvalidInput,
+                "array name is longer than {} bytes",
+                format::MAX_NAME
+            );
         }
         if !spec.endurance_bytes.is_empty() && spec.endurance_bytes.len() != paths.len() {
-            bail!(InvalidInput, "{} endurance values for {} members", spec.endurance_bytes.len(), paths.len());
+            bail!(
+                InvalidInput,
+                "{} endurance values for {} members",
+                spec.endurance_bytes.len(),
+                paths.len()
+            );
         }
         preflight(paths, force)?;
         let mut members: Vec<(PathBuf, Arc<dyn Member>)> = Vec::new();
@@ -84,7 +109,12 @@ impl Array {
             let m = FileMember::open(p, OpenMode::Write)?;
             let hint = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
             if hint.display().to_string().len() > format::MAX_PATH_HINT {
-                bail!(InvalidInput, "member path {} is longer than {} bytes", hint.display(), format::MAX_PATH_HINT);
+                bail!(
+                    InvalidInput,
+                    "member path {} is longer than {} bytes",
+                    hint.display(),
+                    format::MAX_PATH_HINT
+                );
             }
             members.push((hint, Arc::new(m)));
         }
@@ -95,7 +125,12 @@ impl Array {
     pub fn create_on(members: Vec<(PathBuf, Arc<dyn Member>)>, spec: &CreateSpec) -> Result<Array> {
         let layout = Layout::new(&spec.layout)?;
         if members.len() != layout.members() {
-            bail!(InvalidInput, "{} members given for a layout of {}", members.len(), layout.members());
+            bail!(
+                InvalidInput,
+                "{} members given for a layout of {}",
+                members.len(),
+                layout.members()
+            );
         }
         let (small_i, smallest) = members
             .iter()
@@ -106,7 +141,10 @@ impl Array {
         let geo = plan_geometry(smallest, layout.chunk(), spec.overprovision_pct)
             .map_err(|e| e.context(format!("member {}", members[small_i].0.display())))?;
         let array_uuid = *uuid::Uuid::new_v4().as_bytes();
-        let uuids: Vec<[u8; 16]> = members.iter().map(|_| *uuid::Uuid::new_v4().as_bytes()).collect();
+        let uuids: Vec<[u8; 16]> = members
+            .iter()
+            .map(|_| *uuid::Uuid::new_v4().as_bytes())
+            .collect();
         let t = now();
         let sb = Superblock {
             array_uuid,
@@ -140,11 +178,17 @@ impl Array {
         // starts consistent), then discard the tail. The first 4 KiB are never touched.
         for (p, m) in &members {
             let ctx = |e: Error| e.context(format!("preparing {}", p.display()));
-            m.write_zeroes(format::SB_A_OFFSET, geo.tail_offset - format::SB_A_OFFSET).map_err(ctx)?;
+            m.write_zeroes(format::SB_A_OFFSET, geo.tail_offset - format::SB_A_OFFSET)
+                .map_err(ctx)?;
             if m.len() > geo.tail_offset {
                 if let Err(e) = m.discard(geo.tail_offset, m.len() - geo.tail_offset) {
                     // Discard is advisory: devices without it keep the tail as it is.
-                    if e.kind() != ErrorKind::Io || !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)) {
+                    if e.kind() != ErrorKind::Io
+                        || !matches!(
+                            e.raw_os_error(),
+                            Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)
+                        )
+                    {
                         return Err(ctx(e));
                     }
                 }

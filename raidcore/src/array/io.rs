@@ -86,7 +86,10 @@ impl Array {
     fn member_read(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
         let s = &self.slots[slot];
         let Some(m) = s.usable() else {
-            return Err(Error::new(ErrorKind::Io, format!("slot {slot} unavailable")));
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("slot {slot} unavailable"),
+            ));
         };
         let off = self.cell_offset(row, within);
         m.read_at(buf, off).map_err(|e| {
@@ -99,7 +102,14 @@ impl Array {
     }
 
     /// Writes one member range and counts it; on failure the member is failed.
-    fn member_write(&self, slot: usize, buf: &[u8], row: u64, within: u64, kind: WriteKind) -> Result<()> {
+    fn member_write(
+        &self,
+        slot: usize,
+        buf: &[u8],
+        row: u64,
+        within: u64,
+        kind: WriteKind,
+    ) -> Result<()> {
         let s = &self.slots[slot];
         let Some(m) = s.usable() else { return Ok(()) };
         let off = self.cell_offset(row, within);
@@ -124,18 +134,30 @@ impl Array {
             Redundancy::Mirror { copies } => {
                 for p in pieces(offset, buf.len(), chunk) {
                     let _g = self.locks.read(p.unit);
-                    let out = &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    let out =
+                        &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     self.read_mirror_chunk(p.unit, copies, out, p.range.start)
-                        .map_err(|e| e.context(format!("reading array offset {}", offset + p.buf_off as u64)))?;
+                        .map_err(|e| {
+                            e.context(format!(
+                                "reading array offset {}",
+                                offset + p.buf_off as u64
+                            ))
+                        })?;
                 }
             }
             Redundancy::Parity { parity } => {
                 let row_bytes = chunk * self.layout.data_per_row() as u64;
                 for p in pieces(offset, buf.len(), row_bytes) {
                     let _g = self.locks.read(p.unit);
-                    let out = &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    let out =
+                        &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     self.read_parity_row(p.unit, parity, &p.range, out)
-                        .map_err(|e| e.context(format!("reading array offset {}", offset + p.buf_off as u64)))?;
+                        .map_err(|e| {
+                            e.context(format!(
+                                "reading array offset {}",
+                                offset + p.buf_off as u64
+                            ))
+                        })?;
                 }
             }
         }
@@ -158,20 +180,33 @@ impl Array {
             }
         }
         Err(last_err.unwrap_or_else(|| {
-            Error::new(ErrorKind::ArrayFailed, format!("logical chunk {c}: no copy is on an available member"))
+            Error::new(
+                ErrorKind::ArrayFailed,
+                format!("logical chunk {c}: no copy is on an available member"),
+            )
         }))
     }
 
-    fn read_parity_row(&self, row: u64, parity: usize, range: &Range<u64>, out: &mut [u8]) -> Result<()> {
+    fn read_parity_row(
+        &self,
+        row: u64,
+        parity: usize,
+        range: &Range<u64>,
+        out: &mut [u8],
+    ) -> Result<()> {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
         let mut need: Vec<usize> = Vec::new();
         for d in 0..d_count {
-            let Some(cr) = chunk_range(range, d, chunk) else { continue };
+            let Some(cr) = chunk_range(range, d, chunk) else {
+                continue;
+            };
             let slot = self.layout.data_slot(row, d);
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
             let dst = &mut out[o..o + (cr.end - cr.start) as usize];
-            if self.slots[slot].usable().is_none() || self.member_read(slot, dst, row, cr.start).is_err() {
+            if self.slots[slot].usable().is_none()
+                || self.member_read(slot, dst, row, cr.start).is_err()
+            {
                 need.push(d);
             }
         }
@@ -179,8 +214,16 @@ impl Array {
             return Ok(());
         }
         // Reconstruct the chunks that could not be read, over the union of their ranges.
-        let lo = need.iter().map(|&d| chunk_range(range, d, chunk).expect("touched").start).min().expect("non-empty");
-        let hi = need.iter().map(|&d| chunk_range(range, d, chunk).expect("touched").end).max().expect("non-empty");
+        let lo = need
+            .iter()
+            .map(|&d| chunk_range(range, d, chunk).expect("touched").start)
+            .min()
+            .expect("non-empty");
+        let hi = need
+            .iter()
+            .map(|&d| chunk_range(range, d, chunk).expect("touched").end)
+            .max()
+            .expect("non-empty");
         let bufs = self.reconstruct_span(row, parity, lo..hi)?;
         for &d in &need {
             let cr = chunk_range(range, d, chunk).expect("touched");
@@ -193,7 +236,9 @@ impl Array {
 
     /// Slots of a parity row in buffer order: data 0..D, then P, then Q.
     pub(crate) fn row_slots(&self, row: u64, parity: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..self.layout.data_per_row()).map(|d| self.layout.data_slot(row, d)).collect();
+        let mut v: Vec<usize> = (0..self.layout.data_per_row())
+            .map(|d| self.layout.data_slot(row, d))
+            .collect();
         v.push(self.layout.p_slot(row));
         if parity == 2 {
             v.push(self.layout.q_slot(row));
@@ -204,7 +249,12 @@ impl Array {
     /// Reads span `within` of every available chunk of a row (data, P, Q) and reconstructs the
     /// unavailable ones. Returns buffers in row order. Members failing meanwhile are failed and
     /// the reconstruction retried without them.
-    fn reconstruct_span(&self, row: u64, parity: usize, within: Range<u64>) -> Result<Vec<AlignedBuf>> {
+    fn reconstruct_span(
+        &self,
+        row: u64,
+        parity: usize,
+        within: Range<u64>,
+    ) -> Result<Vec<AlignedBuf>> {
         let slots = self.row_slots(row, parity);
         let len = (within.end - within.start) as usize;
         let mut bufs: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(len)).collect();
@@ -217,13 +267,20 @@ impl Array {
             }
             if missing.len() > parity {
                 self.check_alive()?;
-                bail!(ArrayFailed, "row {row}: {} chunks unavailable, parity covers {parity}", missing.len());
+                bail!(
+                    ArrayFailed,
+                    "row {row}: {} chunks unavailable, parity covers {parity}",
+                    missing.len()
+                );
             }
             for (i, &slot) in slots.iter().enumerate() {
                 if missing.contains(&i) {
                     continue;
                 }
-                if self.member_read(slot, &mut bufs[i], row, within.start).is_err() {
+                if self
+                    .member_read(slot, &mut bufs[i], row, within.start)
+                    .is_err()
+                {
                     continue 'retry;
                 }
             }
@@ -256,8 +313,12 @@ impl Array {
                         let (slot, row) = self.layout.mirror_cell(p.unit, k);
                         self.member_write(slot, src, row, p.range.start, WriteKind::Data)?;
                     }
-                    self.check_alive()
-                        .map_err(|e| e.context(format!("writing array offset {}", offset + p.buf_off as u64)))?;
+                    self.check_alive().map_err(|e| {
+                        e.context(format!(
+                            "writing array offset {}",
+                            offset + p.buf_off as u64
+                        ))
+                    })?;
                 }
             }
             Redundancy::Parity { parity } => {
@@ -266,22 +327,42 @@ impl Array {
                     let _g = self.locks.write(p.unit);
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     self.write_parity_row(p.unit, parity, &p.range, src)
-                        .map_err(|e| e.context(format!("writing array offset {}", offset + p.buf_off as u64)))?;
+                        .map_err(|e| {
+                            e.context(format!(
+                                "writing array offset {}",
+                                offset + p.buf_off as u64
+                            ))
+                        })?;
                 }
             }
         }
         Ok(())
     }
 
-    fn write_parity_row(&self, row: u64, parity: usize, range: &Range<u64>, src: &[u8]) -> Result<()> {
+    fn write_parity_row(
+        &self,
+        row: u64,
+        parity: usize,
+        range: &Range<u64>,
+        src: &[u8],
+    ) -> Result<()> {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
         let slots = self.row_slots(row, parity);
-        let touched: Vec<(usize, Range<u64>)> =
-            (0..d_count).filter_map(|d| chunk_range(range, d, chunk).map(|r| (d, r))).collect();
-        let new = NewData { src, row_start: range.start, chunk };
+        let touched: Vec<(usize, Range<u64>)> = (0..d_count)
+            .filter_map(|d| chunk_range(range, d, chunk).map(|r| (d, r)))
+            .collect();
+        let new = NewData {
+            src,
+            row_start: range.start,
+            chunk,
+        };
         let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
-        let span = touched.iter().map(|(_, r)| r.start).min().expect("non-empty")
+        let span = touched
+            .iter()
+            .map(|(_, r)| r.start)
+            .min()
+            .expect("non-empty")
             ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty");
         let span_len = (span.end - span.start) as usize;
         let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
@@ -294,7 +375,11 @@ impl Array {
                 let mut p = AlignedBuf::zeroed(chunk as usize);
                 let mut q = AlignedBuf::zeroed(if parity == 2 { chunk as usize } else { 0 });
                 (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
-                if parity == 2 { vec![p, q] } else { vec![p] }
+                if parity == 2 {
+                    vec![p, q]
+                } else {
+                    vec![p]
+                }
             } else if degraded {
                 // Reconstruct whatever is missing over the span, merge, and regenerate parity.
                 let Ok(mut bufs) = self.reconstruct_span(row, parity, span.clone()) else {
@@ -312,7 +397,8 @@ impl Array {
                 bufs.split_off(d_count)
             } else {
                 // Partial row: choose read-modify-write or reconstruct-write by bytes read.
-                let rmw_reads: u64 = touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>() + (parity * span_len) as u64;
+                let rmw_reads: u64 = touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>()
+                    + (parity * span_len) as u64;
                 let rcw_reads: u64 = (0..d_count)
                     .filter(|&d| !touched.iter().any(|(td, r)| *td == d && *r == span))
                     .count() as u64
@@ -335,9 +421,19 @@ impl Array {
             for (d, r) in &touched {
                 self.member_write(slots[*d], new_of(*d, r), row, r.start, WriteKind::Data)?;
             }
-            let (p_within, p_len) = if full_row && !degraded { (0, chunk as usize) } else { (span.start, span_len) };
+            let (p_within, p_len) = if full_row && !degraded {
+                (0, chunk as usize)
+            } else {
+                (span.start, span_len)
+            };
             for (i, buf) in par.iter().enumerate() {
-                self.member_write(slots[d_count + i], &buf[..p_len], row, p_within, WriteKind::Parity)?;
+                self.member_write(
+                    slots[d_count + i],
+                    &buf[..p_len],
+                    row,
+                    p_within,
+                    WriteKind::Parity,
+                )?;
             }
             return self.check_alive();
         }
@@ -419,7 +515,17 @@ mod tests {
 
     #[test]
     fn pieces_cover_the_range_exactly() {
-        let v: Vec<(u64, Range<u64>, usize)> = pieces(100, 300, 128).map(|p| (p.unit, p.range, p.buf_off)).collect();
-        assert_eq!(v, vec![(0, 100..128, 0), (1, 0..128, 28), (2, 0..128, 156), (3, 0..16, 284)]);
+        let v: Vec<(u64, Range<u64>, usize)> = pieces(100, 300, 128)
+            .map(|p| (p.unit, p.range, p.buf_off))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                (0, 100..128, 0),
+                (1, 0..128, 28),
+                (2, 0..128, 156),
+                (3, 0..16, 284)
+            ]
+        );
     }
 }

@@ -22,10 +22,14 @@ impl RowLocks {
     }
 
     pub(crate) fn read(&self, row: u64) -> RwLockReadGuard<'_, ()> {
-        self.table[Self::index(row)].read().unwrap_or_else(|e| e.into_inner())
+        self.table[Self::index(row)]
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn write(&self, row: u64) -> RwLockWriteGuard<'_, ()> {
-        self.table[Self::index(row)].write().unwrap_or_else(|e| e.into_inner())
+        self.table[Self::index(row)]
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     }
 }

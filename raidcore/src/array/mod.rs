@@ -258,9 +258,21 @@ impl Array {
             .enumerate()
             .filter(|(_, s)| s.usable().is_none())
             .map(|(i, s)| {
-                let who = s.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "missing".into());
-                let why = s.reason.lock().expect("reason lock").clone().unwrap_or_default();
-                format!("slot {i} ({who}{}{why})", if why.is_empty() { "" } else { ": " })
+                let who = s
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "missing".into());
+                let why = s
+                    .reason
+                    .lock()
+                    .expect("reason lock")
+                    .clone()
+                    .unwrap_or_default();
+                format!(
+                    "slot {i} ({who}{}{why})",
+                    if why.is_empty() { "" } else { ": " }
+                )
             })
             .collect();
         Err(Error::new(

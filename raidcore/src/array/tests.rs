@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::device::{FaultMember, MemMember};
-use crate::layout::{f1_weights, Level, LayoutParams, Redundancy};
+use crate::layout::{f1_weights, LayoutParams, Level, Redundancy};
 use crate::parity::SCALAR;
 
 struct Rng(u64);
@@ -35,7 +35,12 @@ fn params(level: Level, n: usize, chunk: u64) -> LayoutParams {
 
 fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
     let faults: Vec<Arc<FaultMember>> = (0..p.members)
-        .map(|i| Arc::new(FaultMember::new(Box::new(MemMember::named(member_bytes, &format!("m{i}"))))))
+        .map(|i| {
+            Arc::new(FaultMember::new(Box::new(MemMember::named(
+                member_bytes,
+                &format!("m{i}"),
+            ))))
+        })
         .collect();
     let members = faults
         .iter()
@@ -90,7 +95,10 @@ fn assert_consistent(a: &Array) {
                         read(s, r)
                     })
                     .collect();
-                assert!(got.windows(2).all(|w| w[0] == w[1]), "chunk {ch} copies differ");
+                assert!(
+                    got.windows(2).all(|w| w[0] == w[1]),
+                    "chunk {ch} copies differ"
+                );
             }
         }
     }
@@ -107,12 +115,20 @@ fn random_ops(a: &Array, model: &mut [u8], rng: &mut Rng, ops: usize) {
             _ => rng.below(4 * c) + 1,
         }
         .min(size);
-        let off = if rng.below(3) == 0 { rng.below(size / c) * c } else { rng.below(size - len + 1) };
+        let off = if rng.below(3) == 0 {
+            rng.below(size / c) * c
+        } else {
+            rng.below(size - len + 1)
+        };
         let len = len.min(size - off);
         if rng.below(3) == 0 {
             let mut got = vec![0u8; len as usize];
             a.read(&mut got, off).unwrap();
-            assert_eq!(&got[..], &model[off as usize..(off + len) as usize], "read at {off}+{len}");
+            assert_eq!(
+                &got[..],
+                &model[off as usize..(off + len) as usize],
+                "read at {off}+{len}"
+            );
         } else {
             let data = rng.bytes(len as usize);
             a.write(&data, off).unwrap();
@@ -166,7 +182,12 @@ fn degraded_reads_and_writes_up_to_tolerance() {
             let victim = n - 1 - t * 2 % n;
             faults[victim].fail_after(rng.below(20));
             random_ops(&a, &mut model, &mut rng, 150);
-            assert_eq!(read_all(&a), model, "{level:?} n={n} after losing {} members", t + 1);
+            assert_eq!(
+                read_all(&a),
+                model,
+                "{level:?} n={n} after losing {} members",
+                t + 1
+            );
         }
         if tol > 0 {
             assert_ne!(a.state(), ArrayState::Clean);
@@ -192,7 +213,11 @@ fn rcw_and_rmw_produce_the_same_result() {
         let mut rng = Rng(7);
         for _ in 0..200 {
             let off = rng.below(a.size() - 20_000);
-            let len = if rng.below(2) == 0 { 1 + rng.below(512) } else { 8192 + rng.below(8192) };
+            let len = if rng.below(2) == 0 {
+                1 + rng.below(512)
+            } else {
+                8192 + rng.below(8192)
+            };
             let data = rng.bytes(len as usize);
             a.write(&data, off).unwrap();
             model[off as usize..(off + len) as usize].copy_from_slice(&data);
@@ -211,7 +236,11 @@ fn full_row_writes_read_nothing_and_count_parity() {
     // 3 data + 1 parity writes, plus the dirty-flag superblock write on each member.
     let after: Vec<u64> = faults.iter().map(|f| f.ops()).collect();
     let ops: u64 = after.iter().zip(&before).map(|(a, b)| a - b).sum();
-    assert_eq!(ops, 4 + 4 * 2, "writes plus superblock write+flush per member, no reads");
+    assert_eq!(
+        ops,
+        4 + 4 * 2,
+        "writes plus superblock write+flush per member, no reads"
+    );
     let m = a.members();
     let data: u64 = m.iter().map(|x| x.wear.data_bytes).sum();
     let parity: u64 = m.iter().map(|x| x.wear.parity_bytes).sum();
@@ -233,8 +262,15 @@ fn write_skew_follows_parity_weights() {
     let w: Vec<u64> = a.members().iter().map(|m| m.wear.parity_bytes).collect();
     assert!(w[0] > 3 * w[1], "parity bytes {w:?}");
     // Expected share: p_i/k + (1-p_i)/(N-1) with k = 1.
-    let total: u64 = a.members().iter().map(|m| m.wear.data_bytes + m.wear.parity_bytes).sum();
+    let total: u64 = a
+        .members()
+        .iter()
+        .map(|m| m.wear.data_bytes + m.wear.parity_bytes)
+        .sum();
     let share0 = (w[0] + a.members()[0].wear.data_bytes) as f64 / total as f64;
     let expect = (4.0 / 7.0 + (3.0 / 7.0) / 3.0) / 2.0;
-    assert!((share0 - expect).abs() < 0.02, "slot 0 share {share0}, expected {expect}");
+    assert!(
+        (share0 - expect).abs() < 0.02,
+        "slot 0 share {share0}, expected {expect}"
+    );
 }

@@ -28,7 +28,8 @@ impl FaultMember {
 
     /// Every read, write and flush after the next `n` fails with EIO.
     pub fn fail_after(&self, n: u64) {
-        self.fail_after.store(self.ops.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+        self.fail_after
+            .store(self.ops.load(Ordering::SeqCst) + n, Ordering::SeqCst);
     }
 
     /// Stops injecting I/O errors.
@@ -49,7 +50,12 @@ impl FaultMember {
     fn tick(&self, op: &str, offset: u64) -> Result<()> {
         let n = self.ops.fetch_add(1, Ordering::SeqCst);
         if n >= self.fail_after.load(Ordering::SeqCst) {
-            return Err(Error::io(io::Error::from_raw_os_error(libc::EIO), op, &self.describe(), offset));
+            return Err(Error::io(
+                io::Error::from_raw_os_error(libc::EIO),
+                op,
+                &self.describe(),
+                offset,
+            ));
         }
         Ok(())
     }

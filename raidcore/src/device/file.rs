@@ -63,7 +63,12 @@ pub fn file_size(file: &File, path: &Path) -> Result<u64> {
         let mut size = 0u64;
         // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which is valid for the call.
         unsafe { blkgetsize64(file.as_raw_fd(), &mut size) }.map_err(|e| {
-            Error::io(io::Error::from_raw_os_error(e as i32), "BLKGETSIZE64", &path.display().to_string(), 0)
+            Error::io(
+                io::Error::from_raw_os_error(e as i32),
+                "BLKGETSIZE64",
+                &path.display().to_string(),
+                0,
+            )
         })?;
         Ok(size)
     } else {
@@ -79,30 +84,54 @@ impl FileMember {
         let ft = meta.file_type();
         let block_device = ft.is_block_device();
         if !block_device && !ft.is_file() {
-            bail!(InvalidInput, "{name} is neither a regular file nor a block device");
+            bail!(
+                InvalidInput,
+                "{name} is neither a regular file nor a block device"
+            );
         }
         let mut opts = OpenOptions::new();
         opts.read(true).write(mode == OpenMode::Write);
-        let excl = if block_device && mode == OpenMode::Write { libc::O_EXCL } else { 0 };
+        let excl = if block_device && mode == OpenMode::Write {
+            libc::O_EXCL
+        } else {
+            0
+        };
         opts.custom_flags(libc::O_CLOEXEC | excl);
         let file = opts.open(path).map_err(|e| {
             if e.raw_os_error() == Some(libc::EBUSY) {
-                Error::new(ErrorKind::Busy, format!("{name} is in use (mounted, or held open exclusively by another program)"))
+                Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "{name} is in use (mounted, or held open exclusively by another program)"
+                    ),
+                )
             } else {
                 Error::io(e, "open", &name, 0)
             }
         })?;
-        let lock = if mode == OpenMode::Write { FlockArg::LockExclusiveNonblock } else { FlockArg::LockSharedNonblock };
+        let lock = if mode == OpenMode::Write {
+            FlockArg::LockExclusiveNonblock
+        } else {
+            FlockArg::LockSharedNonblock
+        };
         let file = if mode == OpenMode::Peek {
             Lock::None(file)
         } else {
             Lock::Held(Flock::lock(file, lock).map_err(|(_, errno)| {
-            if errno == nix::errno::Errno::EWOULDBLOCK {
-                Error::new(ErrorKind::Busy, format!("{name} is locked by another raidctl process"))
-            } else {
-                Error::io(io::Error::from_raw_os_error(errno as i32), "flock", &name, 0)
-            }
-        })?)
+                if errno == nix::errno::Errno::EWOULDBLOCK {
+                    Error::new(
+                        ErrorKind::Busy,
+                        format!("{name} is locked by another raidctl process"),
+                    )
+                } else {
+                    Error::io(
+                        io::Error::from_raw_os_error(errno as i32),
+                        "flock",
+                        &name,
+                        0,
+                    )
+                }
+            })?)
         };
         let len = file_size(&file, path)?;
         // O_DIRECT is refused by some file systems (tmpfs): fall back to buffered I/O there.
@@ -136,7 +165,13 @@ impl FileMember {
 
     fn pick(&self, ptr: *const u8, len: usize, offset: u64) -> &File {
         match &self.direct {
-            Some(d) if (ptr as usize) % ALIGN == 0 && len % ALIGN == 0 && offset % ALIGN as u64 == 0 => d,
+            Some(d)
+                if (ptr as usize) % ALIGN == 0
+                    && len % ALIGN == 0
+                    && offset % ALIGN as u64 == 0 =>
+            {
+                d
+            }
             _ => &self.file,
         }
     }
@@ -146,7 +181,11 @@ impl FileMember {
             Some(end) if end <= self.len => Ok(()),
             _ => Err(Error::new(
                 ErrorKind::Io,
-                format!("{op} {} at offset {offset}: {len} bytes past the end of the device ({} bytes)", self.path.display(), self.len),
+                format!(
+                    "{op} {} at offset {offset}: {len} bytes past the end of the device ({} bytes)",
+                    self.path.display(),
+                    self.len
+                ),
             )),
         }
     }
@@ -185,7 +224,14 @@ impl Member for FileMember {
             // SAFETY: BLKDISCARD reads two u64 (start, length) through the pointer, valid for the call.
             unsafe { blkdiscard(self.file.as_raw_fd(), &range) }
                 .map(|_| ())
-                .map_err(|e| Error::io(io::Error::from_raw_os_error(e as i32), "BLKDISCARD", &name, offset))
+                .map_err(|e| {
+                    Error::io(
+                        io::Error::from_raw_os_error(e as i32),
+                        "BLKDISCARD",
+                        &name,
+                        offset,
+                    )
+                })
         } else {
             use nix::fcntl::{fallocate, FallocateFlags};
             fallocate(
@@ -194,7 +240,14 @@ impl Member for FileMember {
                 offset as libc::off_t,
                 len as libc::off_t,
             )
-            .map_err(|e| Error::io(io::Error::from_raw_os_error(e as i32), "punch hole", &name, offset))
+            .map_err(|e| {
+                Error::io(
+                    io::Error::from_raw_os_error(e as i32),
+                    "punch hole",
+                    &name,
+                    offset,
+                )
+            })
         }
     }
 
@@ -203,9 +256,16 @@ impl Member for FileMember {
         if self.block_device {
             let range = [offset, len];
             // SAFETY: BLKZEROOUT reads two u64 (start, length) through the pointer, valid for the call.
-            unsafe { blkzeroout(self.file.as_raw_fd(), &range) }.map(|_| ()).map_err(|e| {
-                Error::io(io::Error::from_raw_os_error(e as i32), "BLKZEROOUT", &self.path.display().to_string(), offset)
-            })
+            unsafe { blkzeroout(self.file.as_raw_fd(), &range) }
+                .map(|_| ())
+                .map_err(|e| {
+                    Error::io(
+                        io::Error::from_raw_os_error(e as i32),
+                        "BLKZEROOUT",
+                        &self.path.display().to_string(),
+                        offset,
+                    )
+                })
         } else {
             // A punched hole reads back as zeros and costs no writes.
             self.discard(offset, len)

@@ -34,7 +34,10 @@ impl MemMember {
             Some(end) if end <= size => Ok(offset as usize..end as usize),
             _ => Err(Error::new(
                 ErrorKind::Io,
-                format!("{op} {} at offset {offset}: {len} bytes past the end ({size})", self.name),
+                format!(
+                    "{op} {} at offset {offset}: {len} bytes past the end ({size})",
+                    self.name
+                ),
             )),
         }
     }

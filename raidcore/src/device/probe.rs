@@ -23,7 +23,11 @@ const SIGNATURES: &[(&str, u64, &[u8])] = &[
     ("FAT file system", 54, b"FAT16   "),
     ("FAT file system", 54, b"FAT12   "),
     ("NTFS file system", 3, b"NTFS    "),
-    ("bcache device", 4120, &[0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca]),
+    (
+        "bcache device",
+        4120,
+        &[0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca],
+    ),
 ];
 
 /// Names of the foreign signatures found on a member (not raidctl's own superblock).
@@ -45,7 +49,11 @@ pub fn foreign_signatures(member: &dyn Member, path: Option<&Path>) -> Vec<Strin
     }
     if let Some(p) = path {
         if let Some(t) = blkid_type(p) {
-            if t != "raidctl" && !found.iter().any(|f| f.to_lowercase().contains(&t.to_lowercase())) {
+            if t != "raidctl"
+                && !found
+                    .iter()
+                    .any(|f| f.to_lowercase().contains(&t.to_lowercase()))
+            {
                 found.push(format!("{t} (blkid)"));
             }
         }
@@ -54,13 +62,20 @@ pub fn foreign_signatures(member: &dyn Member, path: Option<&Path>) -> Vec<Strin
 }
 
 fn blkid_type(path: &Path) -> Option<String> {
-    let out = Command::new("blkid").args(["-p", "-o", "export"]).arg(path).output().ok()?;
+    let out = Command::new("blkid")
+        .args(["-p", "-o", "export"])
+        .arg(path)
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
-        .find_map(|l| l.strip_prefix("TYPE=").or_else(|| l.strip_prefix("PTTYPE=")))
+        .find_map(|l| {
+            l.strip_prefix("TYPE=")
+                .or_else(|| l.strip_prefix("PTTYPE="))
+        })
         .map(|s| s.to_string())
 }
 
@@ -81,14 +96,22 @@ pub fn in_use(path: &Path) -> Option<String> {
         }
         if let Ok(swaps) = std::fs::read_to_string("/proc/swaps") {
             let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            if swaps.lines().skip(1).any(|l| l.split_whitespace().next() == Some(&canon.display().to_string())) {
+            if swaps
+                .lines()
+                .skip(1)
+                .any(|l| l.split_whitespace().next() == Some(&canon.display().to_string()))
+            {
                 return Some(format!("{} is in use as swap", path.display()));
             }
         }
         let holders = PathBuf::from(format!("/sys/dev/block/{maj}:{min}/holders"));
         if let Ok(mut d) = std::fs::read_dir(&holders) {
             if let Some(Ok(h)) = d.next() {
-                return Some(format!("{} is held by {}", path.display(), h.file_name().to_string_lossy()));
+                return Some(format!(
+                    "{} is held by {}",
+                    path.display(),
+                    h.file_name().to_string_lossy()
+                ));
             }
         }
     } else if meta.file_type().is_file() {

@@ -9,13 +9,16 @@ mod scalar;
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// Signature of P(+Q) generation: data chunks, P out, optional Q out.
+pub type GenPq = fn(data: &[&[u8]], p: &mut [u8], q: Option<&mut [u8]>);
+
 /// One implementation of the parity primitives. All slices of one call have the same length.
 pub struct Kernel {
     pub name: &'static str,
     /// dst ^= src
     pub xor_into: fn(dst: &mut [u8], src: &[u8]),
     /// p = XOR of data; q (when given) = sum of g^d * data[d]. Needs at least one data chunk.
-    pub gen_pq: fn(data: &[&[u8]], p: &mut [u8], q: Option<&mut [u8]>),
+    pub gen_pq: GenPq,
     /// dst ^= c * src in GF(2^8)
     pub mul_xor: fn(dst: &mut [u8], src: &[u8], c: u8),
 }
@@ -60,7 +63,10 @@ impl Kernel {
     pub fn recover(&self, bufs: &mut [&mut [u8]], parity: usize, missing: &[usize]) -> Result<()> {
         let total = bufs.len();
         if parity == 0 || parity > 2 || total < parity + 1 {
-            return Err(Error::new(ErrorKind::InvalidInput, format!("recover: {total} chunks with {parity} parity")));
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("recover: {total} chunks with {parity} parity"),
+            ));
         }
         let d = total - parity;
         let mut miss: Vec<usize> = missing.to_vec();
@@ -237,9 +243,14 @@ mod tests {
                         for &m in &miss {
                             work[m].fill(0xee);
                         }
-                        let mut refs: Vec<&mut [u8]> = work.iter_mut().map(|b| &mut b[..]).collect();
+                        let mut refs: Vec<&mut [u8]> =
+                            work.iter_mut().map(|b| &mut b[..]).collect();
                         k.recover(&mut refs, parity, &miss).unwrap();
-                        assert_eq!(work, good, "{} n={n} parity={parity} missing={miss:?}", k.name);
+                        assert_eq!(
+                            work, good,
+                            "{} n={n} parity={parity} missing={miss:?}",
+                            k.name
+                        );
                     }
                 }
             }
@@ -247,7 +258,10 @@ mod tests {
     }
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// P and Q match Intel ISA-L's pq_gen (an independent implementation; fixtures/README.md).
@@ -257,7 +271,11 @@ mod tests {
         let mut cases = 0;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            let (nd, seed, len): (usize, u64, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap());
+            let (nd, seed, len): (usize, u64, usize) = (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            );
             let data: Vec<Vec<u8>> = (0..nd)
                 .map(|i| {
                     let mut v = vec![0u8; len];

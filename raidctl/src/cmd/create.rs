@@ -14,7 +14,9 @@ use crate::units::parse_size;
 
 /// Create an array over MEMBERs (files or block devices)
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  raidctl create --level f1 --size 256M /srv/raid/m0 /srv/raid/m1 /srv/raid/m2 /srv/raid/m3\n  raidctl create --level 6 --chunk 128K /dev/loop0 /dev/loop1 /dev/loop2 /dev/loop3")]
+#[command(
+    after_help = "Examples:\n  raidctl create --level f1 --size 256M /srv/raid/m0 /srv/raid/m1 /srv/raid/m2 /srv/raid/m3\n  raidctl create --level 6 --chunk 128K /dev/loop0 /dev/loop1 /dev/loop2 /dev/loop3"
+)]
 pub struct CreateArgs {
     /// RAID level: 0, 1, 5, 6, 10 or f1 (RAID 5 with parity skewed onto one member)
     #[arg(long, short = 'l', value_parser = parse_level)]
@@ -68,18 +70,26 @@ fn layout_params(a: &CreateArgs) -> Result<LayoutParams> {
     let mut p = LayoutParams::with_defaults(a.level, n, a.chunk);
     if let Some(k) = a.copies {
         if a.level != Level::Raid10 {
-            return Err(invalid(format!("--copies applies to raid10, not {}", a.level.name())));
+            return Err(invalid(format!(
+                "--copies applies to raid10, not {}",
+                a.level.name()
+            )));
         }
         p.copies = k;
     }
     match (a.level, &a.skew, a.parity_heavy) {
         (Level::F1, Some(_), Some(_)) => {
-            return Err(invalid("give either --skew or --parity-heavy, not both".into()));
+            return Err(invalid(
+                "give either --skew or --parity-heavy, not both".into(),
+            ));
         }
         (Level::F1, Some(w), None) => p.weights = w.clone(),
         (Level::F1, None, Some(slot)) => {
             if slot >= n {
-                return Err(invalid(format!("--parity-heavy {slot} is not a slot of {n} members (0..{})", n - 1)));
+                return Err(invalid(format!(
+                    "--parity-heavy {slot} is not a slot of {n} members (0..{})",
+                    n - 1
+                )));
             }
             p.weights = f1_weights(n, slot, 1);
         }
@@ -99,14 +109,20 @@ fn layout_params(a: &CreateArgs) -> Result<LayoutParams> {
 fn endurance(a: &CreateArgs) -> Result<Vec<Option<u64>>> {
     let n = a.members.len();
     if a.endurance.iter().any(|&t| !(t > 0.0 && t < 1e6)) {
-        return Err(invalid("--endurance values are terabytes written, greater than 0".into()));
+        return Err(invalid(
+            "--endurance values are terabytes written, greater than 0".into(),
+        ));
     }
     let tb = |t: f64| Some((t * 1e12) as u64);
     Ok(match a.endurance.len() {
         0 => Vec::new(),
         1 => vec![tb(a.endurance[0]); n],
         k if k == n => a.endurance.iter().map(|&t| tb(t)).collect(),
-        k => return Err(invalid(format!("--endurance has {k} values for {n} members: give one, or one per member"))),
+        k => {
+            return Err(invalid(format!(
+                "--endurance has {k} values for {n} members: give one, or one per member"
+            )))
+        }
     })
 }
 
@@ -114,21 +130,31 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
     let params = layout_params(&a)?;
     let endurance_bytes = endurance(&a)?;
     if !(0.0..=90.0).contains(&a.overprovision) {
-        return Err(invalid(format!("--overprovision {} is not a percentage between 0 and 90", a.overprovision)));
+        return Err(invalid(format!(
+            "--overprovision {} is not a percentage between 0 and 90",
+            a.overprovision
+        )));
     }
     // Duplicates by absolute path (members may not exist yet).
     let mut seen = std::collections::HashSet::new();
     for m in &a.members {
-        let abs = std::fs::canonicalize(m).unwrap_or_else(|_| std::path::absolute(m).unwrap_or_else(|_| m.clone()));
+        let abs = std::fs::canonicalize(m)
+            .unwrap_or_else(|_| std::path::absolute(m).unwrap_or_else(|_| m.clone()));
         if !seen.insert(abs) {
-            return Err(invalid(format!("{} is given twice (duplicate member)", m.display())));
+            return Err(invalid(format!(
+                "{} is given twice (duplicate member)",
+                m.display()
+            )));
         }
     }
     // Members that exist are checked before any file is created or extended.
     let existing: Vec<PathBuf> = a.members.iter().filter(|m| m.exists()).cloned().collect();
     for m in &a.members {
         if !m.exists() && a.size.is_none() {
-            return Err(invalid(format!("{} does not exist (use --size to create member files)", m.display())));
+            return Err(invalid(format!(
+                "{} does not exist (use --size to create member files)",
+                m.display()
+            )));
         }
     }
     preflight(&existing, a.force)?;

@@ -72,29 +72,56 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
     for (label, off) in [("A", format::SB_A_OFFSET), ("B", format::SB_B_OFFSET)] {
         let mut raw = vec![0u8; SB_SIZE];
         let decoded = if m.len() < off + SB_SIZE as u64 {
-            Err(Error::new(ErrorKind::Corrupt, "member too small to hold it"))
+            Err(Error::new(
+                ErrorKind::Corrupt,
+                "member too small to hold it",
+            ))
         } else {
-            m.read_at(&mut raw, off).and_then(|_| Superblock::decode(&raw))
+            m.read_at(&mut raw, off)
+                .and_then(|_| Superblock::decode(&raw))
         };
         match decoded {
             Ok((sb, generation)) => {
-                copies.push(json!({"copy": label, "offset": off, "valid": true, "generation": generation}));
+                copies.push(
+                    json!({"copy": label, "offset": off, "valid": true, "generation": generation}),
+                );
                 if best.as_ref().is_none_or(|(g, _)| generation > *g) {
                     best = Some((generation, sb));
                 }
             }
-            Err(e) => copies.push(json!({"copy": label, "offset": off, "valid": false, "error": e.to_string()})),
+            Err(e) => copies.push(
+                json!({"copy": label, "offset": off, "valid": false, "error": e.to_string()}),
+            ),
         }
     }
     let Some((generation, sb)) = best else {
         let why: Vec<String> = copies
             .iter()
-            .map(|c| format!("copy {}: {}", c["copy"].as_str().unwrap_or("?"), c["error"].as_str().unwrap_or("?")))
+            .map(|c| {
+                format!(
+                    "copy {}: {}",
+                    c["copy"].as_str().unwrap_or("?"),
+                    c["error"].as_str().unwrap_or("?")
+                )
+            })
             .collect();
-        let no_magic = copies.iter().all(|c| c["error"].as_str().is_some_and(|e| e.contains("bad magic")));
-        let kind = if no_magic { ErrorKind::Mismatch } else { ErrorKind::Corrupt };
-        let what = if no_magic { "is not a raidctl member" } else { "has no valid superblock" };
-        return Err(Error::new(kind, format!("{name} {what} ({})", why.join("; "))));
+        let no_magic = copies
+            .iter()
+            .all(|c| c["error"].as_str().is_some_and(|e| e.contains("bad magic")));
+        let kind = if no_magic {
+            ErrorKind::Mismatch
+        } else {
+            ErrorKind::Corrupt
+        };
+        let what = if no_magic {
+            "is not a raidctl member"
+        } else {
+            "has no valid superblock"
+        };
+        return Err(Error::new(
+            kind,
+            format!("{name} {what} ({})", why.join("; ")),
+        ));
     };
     let mut v = sb_json(&sb);
     v["member"] = json!(name);
@@ -106,25 +133,73 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
         crate::output::print_json(&v);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("member       {name} ({} bytes{})", m.len(), if m.len() < sb.data_end() { ", TRUNCATED" } else { "" });
+    println!(
+        "member       {name} ({} bytes{})",
+        m.len(),
+        if m.len() < sb.data_end() {
+            ", TRUNCATED"
+        } else {
+            ""
+        }
+    );
     println!("array        \"{}\" {}", sb.name, uuid(&sb.array_uuid));
-    println!("level        {} x{} chunk {} weights {:?} copies {}", sb.layout.level.name(), sb.layout.members, sb.layout.chunk_bytes, sb.layout.weights, sb.layout.copies);
-    println!("this member  slot {} uuid {}", sb.slot, uuid(&sb.member_uuid));
-    println!("events       {}  generation {}  {}", sb.events, generation, if sb.clean { "clean" } else { "dirty" });
-    println!("metadata     offset {} bytes {}", sb.metadata_offset, sb.metadata_bytes);
-    println!("data         offset {} rows {} ({} bytes)", sb.data_offset, sb.data_rows, sb.data_rows * sb.layout.chunk_bytes);
+    println!(
+        "level        {} x{} chunk {} weights {:?} copies {}",
+        sb.layout.level.name(),
+        sb.layout.members,
+        sb.layout.chunk_bytes,
+        sb.layout.weights,
+        sb.layout.copies
+    );
+    println!(
+        "this member  slot {} uuid {}",
+        sb.slot,
+        uuid(&sb.member_uuid)
+    );
+    println!(
+        "events       {}  generation {}  {}",
+        sb.events,
+        generation,
+        if sb.clean { "clean" } else { "dirty" }
+    );
+    println!(
+        "metadata     offset {} bytes {}",
+        sb.metadata_offset, sb.metadata_bytes
+    );
+    println!(
+        "data         offset {} rows {} ({} bytes)",
+        sb.data_offset,
+        sb.data_rows,
+        sb.data_rows * sb.layout.chunk_bytes
+    );
     println!("array size   {} bytes", sb.array_bytes);
-    println!("created      {}   updated {}", time(sb.created), time(sb.updated));
-    println!("written      data {} parity {} metadata {} rebuild {}", sb.wear.data_bytes, sb.wear.parity_bytes, sb.wear.metadata_bytes, sb.wear.rebuild_bytes);
+    println!(
+        "created      {}   updated {}",
+        time(sb.created),
+        time(sb.updated)
+    );
+    println!(
+        "written      data {} parity {} metadata {} rebuild {}",
+        sb.wear.data_bytes, sb.wear.parity_bytes, sb.wear.metadata_bytes, sb.wear.rebuild_bytes
+    );
     for c in &copies {
         println!(
             "copy {}       {}",
             c["copy"].as_str().unwrap_or("?"),
-            if c["valid"] == true { format!("valid, generation {}", c["generation"]) } else { format!("INVALID: {}", c["error"].as_str().unwrap_or("")) }
+            if c["valid"] == true {
+                format!("valid, generation {}", c["generation"])
+            } else {
+                format!("INVALID: {}", c["error"].as_str().unwrap_or(""))
+            }
         );
     }
     for (i, s) in sb.slots.iter().enumerate() {
-        println!("slot {i:<3}     {:<10} {}  {}", s.state.name(), uuid(&s.member_uuid), s.path_hint);
+        println!(
+            "slot {i:<3}     {:<10} {}  {}",
+            s.state.name(),
+            uuid(&s.member_uuid),
+            s.path_hint
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

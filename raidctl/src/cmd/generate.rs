@@ -52,7 +52,8 @@ fn render(cmd: clap::Command, name: &str) -> Result<Vec<u8>> {
 pub fn run(a: GenerateArgs) -> Result<ExitCode> {
     let cmd = Cli::command();
     if let Some(dir) = &a.man {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
         write(&dir.join("raidctl.8"), &render(cmd.clone(), "raidctl")?)?;
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             let name = format!("raidctl-{}", sub.get_name());
@@ -60,8 +61,12 @@ pub fn run(a: GenerateArgs) -> Result<ExitCode> {
         }
     }
     if let Some(dir) = &a.completions {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
-        for shell in Shell::value_variants().iter().filter(|s| matches!(s, Shell::Bash | Shell::Zsh | Shell::Fish)) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
+        for shell in Shell::value_variants()
+            .iter()
+            .filter(|s| matches!(s, Shell::Bash | Shell::Zsh | Shell::Fish))
+        {
             let mut out = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "raidctl", &mut out);
             let file = match shell {

@@ -31,7 +31,8 @@ pub fn assemble(args: &ArrayArgs, writable: bool) -> Result<Array> {
         writable,
         scan: args.scan.clone(),
     };
-    let array = Array::open(&args.array, &opts).map_err(|e| e.context(format!("array {}", args.array.display())))?;
+    let array = Array::open(&args.array, &opts)
+        .map_err(|e| e.context(format!("array {}", args.array.display())))?;
     for m in array.members() {
         if m.state != raidcore::array::MemberState::Active {
             eprintln!(

@@ -38,20 +38,35 @@ pub fn run(a: ReadArgs) -> Result<ExitCode> {
     let array = super::assemble(&a.array, false)?;
     let size = array.size();
     if a.offset > size {
-        return Err(Error::new(ErrorKind::InvalidInput, format!("--offset {} is past the end of the array ({size} bytes)", a.offset)));
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "--offset {} is past the end of the array ({size} bytes)",
+                a.offset
+            ),
+        ));
     }
     let length = a.length.unwrap_or(size - a.offset);
     if a.offset.checked_add(length).is_none_or(|e| e > size) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
-            format!("--offset {} --length {length} goes past the end of the array ({size} bytes)", a.offset),
+            format!(
+                "--offset {} --length {length} goes past the end of the array ({size} bytes)",
+                a.offset
+            ),
         ));
     }
     let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(File::create(p).map_err(|e| Error::io(e, "create", &p.display().to_string(), 0))?),
+        Some(p) => Box::new(
+            File::create(p).map_err(|e| Error::io(e, "create", &p.display().to_string(), 0))?,
+        ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let out_name = a.output.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "stdout".into());
+    let out_name = a
+        .output
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "stdout".into());
     let block = io_block(&array);
     let mut buf = raidcore::buf::AlignedBuf::zeroed(block);
     let mut pos = a.offset;
@@ -59,9 +74,11 @@ pub fn run(a: ReadArgs) -> Result<ExitCode> {
     while pos < end {
         let n = ((end - pos) as usize).min(block);
         array.read(&mut buf[..n], pos)?;
-        out.write_all(&buf[..n]).map_err(|e| Error::io(e, "write", &out_name, pos - a.offset))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::io(e, "write", &out_name, pos - a.offset))?;
         pos += n as u64;
     }
-    out.flush().map_err(|e| Error::io(e, "flush", &out_name, 0))?;
+    out.flush()
+        .map_err(|e| Error::io(e, "flush", &out_name, 0))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -86,25 +86,45 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
     let weights = if l.parity_count() == 1 {
         format!(
             ", parity weights {}",
-            l.weights().iter().map(|w| w.to_string()).collect::<Vec<_>>().join(",")
+            l.weights()
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
         )
     } else if l.level() == raidcore::Level::Raid10 {
         format!(", {} copies", l.copies())
     } else {
         String::new()
     };
-    println!("array    {} ({})", r["name"].as_str().unwrap_or(""), r["uuid"].as_str().unwrap_or(""));
-    println!("level    {}, {} members, chunk {}{weights}", l.level().name(), l.members(), human(l.chunk()));
+    println!(
+        "array    {} ({})",
+        r["name"].as_str().unwrap_or(""),
+        r["uuid"].as_str().unwrap_or("")
+    );
+    println!(
+        "level    {}, {} members, chunk {}{weights}",
+        l.level().name(),
+        l.members(),
+        human(l.chunk())
+    );
     println!("size     {} ({} bytes)", human(array.size()), array.size());
     println!(
         "state    {}{}, events {}",
         array.state().name(),
-        if r["clean"] == true { "" } else { " (dirty: not stopped cleanly or open)" },
+        if r["clean"] == true {
+            ""
+        } else {
+            " (dirty: not stopped cleanly or open)"
+        },
         r["events"]
     );
     println!("created  {}", r["created"].as_str().unwrap_or(""));
     println!();
-    println!("{:>4}  {:<10} {:>10} {:>10} {:>10}  path", "slot", "state", "written", "data", "parity");
+    println!(
+        "{:>4}  {:<10} {:>10} {:>10} {:>10}  path",
+        "slot", "state", "written", "data", "parity"
+    );
     for m in array.members() {
         println!(
             "{:>4}  {:<10} {:>10} {:>10} {:>10}  {}{}",
@@ -113,7 +133,10 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
             human(m.wear.total()),
             human(m.wear.data_bytes),
             human(m.wear.parity_bytes),
-            m.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into()),
+            m.path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "-".into()),
             m.reason.map(|r| format!("  ({r})")).unwrap_or_default()
         );
     }

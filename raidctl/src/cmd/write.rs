@@ -37,7 +37,13 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
     let size = array.size();
     let room = size.saturating_sub(a.offset);
     if a.offset > size {
-        return Err(Error::new(ErrorKind::InvalidInput, format!("--offset {} is past the end of the array ({size} bytes)", a.offset)));
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "--offset {} is past the end of the array ({size} bytes)",
+                a.offset
+            ),
+        ));
     }
     if let Some(len) = in_len {
         if len > room {
