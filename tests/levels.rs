@@ -68,6 +68,10 @@ pub fn scenario(
     let r = read_at(&array, 0, 4096);
     if tol + 1 < n {
         r.fails(5, &["unavailable", &format!("tolerates {tol}")]);
+        let st = raidctl(["status", "--json", &array.display().to_string()])
+            .ok()
+            .json();
+        assert_eq!(st["state"], "failed", "{st}");
     } else {
         // Every member is gone, the named one included.
         assert_ne!(r.code, 0);

@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod exit;
 mod output;
+mod progress;
 mod units;
 
 use std::process::ExitCode;

@@ -21,6 +21,9 @@ pub struct AssembleOptions {
     /// Extra places to look for members: directories (every file and block device in them) or
     /// individual paths.
     pub scan: Vec<PathBuf>,
+    /// Read-only opens only: assemble even when too many members are missing, so that status
+    /// can report a failed array (every read still fails).
+    pub allow_failed: bool,
 }
 
 struct Found {
@@ -287,9 +290,11 @@ impl Array {
             slots.push(slot);
         }
         let array = Array::from_parts(auth_sb, slots, opts.writable)?;
-        array
-            .check_alive()
-            .map_err(|e| e.context(format!("assembling {}", path.display())))?;
+        if !opts.allow_failed || opts.writable {
+            array
+                .check_alive()
+                .map_err(|e| e.context(format!("assembling {}", path.display())))?;
+        }
         if opts.writable {
             let mut meta = array.meta.lock().expect("meta lock");
             for (i, s) in array.slots.iter().enumerate() {

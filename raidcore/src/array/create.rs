@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{now, Array, Slot};
 use crate::device::{probe, FileMember, Member, OpenMode};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::format::{self, plan_geometry, Probe, SlotInfo, SlotState, Superblock, WearRecord};
 use crate::layout::{Layout, LayoutParams};
 
@@ -78,7 +78,14 @@ pub fn preflight(paths: &[PathBuf], force: bool) -> Result<()> {
 
 impl Array {
     /// Creates an array over `paths` after [`preflight`]. Returns it open for writing.
-    pub fn create(paths: &[PathBuf], spec: &CreateSpec, force: bool) -> Result<Array> {
+    /// `progress(done, total)` is called as the members are prepared (zeroing can take a while on
+    /// block devices without a fast write-zeroes).
+    pub fn create(
+        paths: &[PathBuf],
+        spec: &CreateSpec,
+        force: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Array> {
         let layout = Layout::new(&spec.layout)?;
         if paths.len() != layout.members() {
             bail!(
@@ -118,11 +125,15 @@ impl Array {
             }
             members.push((hint, Arc::new(m)));
         }
-        Array::create_on(members, spec)
+        Array::create_on(members, spec, progress)
     }
 
     /// Creates an array on already opened members (any backend). No signature checks.
-    pub fn create_on(members: Vec<(PathBuf, Arc<dyn Member>)>, spec: &CreateSpec) -> Result<Array> {
+    pub fn create_on(
+        members: Vec<(PathBuf, Arc<dyn Member>)>,
+        spec: &CreateSpec,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Array> {
         let layout = Layout::new(&spec.layout)?;
         if members.len() != layout.members() {
             bail!(
@@ -176,19 +187,29 @@ impl Array {
         sb.validate()?;
         // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row
         // starts consistent), then discard the tail. The first 4 KiB are never touched.
+        const STEP: u64 = 1 << 30;
+        let span = geo.tail_offset - format::SB_A_OFFSET;
+        let total = span * members.len() as u64;
+        let mut done = 0;
+        progress(0, total);
         for (p, m) in &members {
             let ctx = |e: Error| e.context(format!("preparing {}", p.display()));
-            m.write_zeroes(format::SB_A_OFFSET, geo.tail_offset - format::SB_A_OFFSET)
-                .map_err(ctx)?;
+            let mut pos = format::SB_A_OFFSET;
+            while pos < geo.tail_offset {
+                let n = (geo.tail_offset - pos).min(STEP);
+                m.write_zeroes(pos, n).map_err(ctx)?;
+                pos += n;
+                done += n;
+                progress(done, total);
+            }
             if m.len() > geo.tail_offset {
                 if let Err(e) = m.discard(geo.tail_offset, m.len() - geo.tail_offset) {
                     // Discard is advisory: devices without it keep the tail as it is.
-                    if e.kind() != ErrorKind::Io
-                        || !matches!(
-                            e.raw_os_error(),
-                            Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)
-                        )
-                    {
+                    let unsupported = matches!(
+                        e.raw_os_error(),
+                        Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)
+                    );
+                    if !unsupported {
                         return Err(ctx(e));
                     }
                 }

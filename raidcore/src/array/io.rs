@@ -336,7 +336,7 @@ impl Array {
                 }
             }
         }
-        Ok(())
+        self.maybe_persist()
     }
 
     fn write_parity_row(

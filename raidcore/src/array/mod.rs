@@ -154,7 +154,13 @@ pub struct Array {
     size: u64,
     /// Set once a write was accepted since the array was marked dirty.
     dirty: AtomicBool,
+    /// Unix seconds of the last superblock write (wear counters are persisted at most every
+    /// [`PERSIST_INTERVAL`] seconds under load).
+    last_persist: AtomicU64,
 }
+
+/// Seconds between superblock updates that record the wear counters while writes go on.
+pub const PERSIST_INTERVAL: u64 = 5;
 
 pub(crate) fn now() -> u64 {
     SystemTime::now()
@@ -176,6 +182,7 @@ impl Array {
             kernel: Kernel::best(),
             writable,
             dirty: AtomicBool::new(false),
+            last_persist: AtomicU64::new(now()),
         })
     }
 
@@ -316,6 +323,7 @@ impl Array {
     pub(crate) fn persist(&self) -> Result<()> {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
+        self.last_persist.store(meta.updated, Ordering::Relaxed);
         let mut first_err = None;
         for (i, s) in self.slots.iter().enumerate() {
             let Some(m) = s.usable() else { continue };
@@ -336,6 +344,21 @@ impl Array {
             self.fail_member(i, &format!("superblock write failed: {e}"))?;
         }
         self.check_alive()
+    }
+
+    /// Persists the wear counters if the last superblock write is older than [`PERSIST_INTERVAL`].
+    pub(crate) fn maybe_persist(&self) -> Result<()> {
+        let last = self.last_persist.load(Ordering::Relaxed);
+        let t = now();
+        if t >= last + PERSIST_INTERVAL
+            && self
+                .last_persist
+                .compare_exchange(last, t, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.persist()?;
+        }
+        Ok(())
     }
 
     /// Marks the array dirty on disk before the first write (an unclean stop is then detectable).

@@ -182,7 +182,12 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
         overprovision_pct: a.overprovision,
         endurance_bytes,
     };
-    let array = Array::create(&a.members, &spec, a.force)?;
+    // Progress on a terminal only: --json here means the final report, not progress lines.
+    let mut progress = crate::progress::Progress::new("create", false);
+    let array = Array::create(&a.members, &spec, a.force, &mut |d, t| {
+        progress.update(d, t)
+    })?;
+    progress.finish();
     let report = super::status::report(&array);
     array.close()?;
     if a.json {

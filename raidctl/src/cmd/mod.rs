@@ -27,9 +27,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Assembles the array named by `args`, printing a warning for every unavailable member.
 pub fn assemble(args: &ArrayArgs, writable: bool) -> Result<Array> {
+    assemble_with(args, writable, false)
+}
+
+/// As [`assemble`]; `allow_failed` assembles a failed array read-only (for reports).
+pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Result<Array> {
     let opts = AssembleOptions {
         writable,
         scan: args.scan.clone(),
+        allow_failed,
     };
     let array = Array::open(&args.array, &opts)
         .map_err(|e| e.context(format!("array {}", args.array.display())))?;

@@ -76,7 +76,8 @@ pub fn report(a: &Array) -> Value {
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
-    let array = super::assemble(&a.array, false)?;
+    // A failed array is still reported (state "failed"), like mdadm --detail does.
+    let array = super::assemble_with(&a.array, false, true)?;
     let r = report(&array);
     if a.json {
         crate::output::print_json(&r);
