@@ -31,6 +31,12 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "status" -d 'Show an
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "examine" -d 'Show the superblock of one member'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "fail" -d 'Mark a member faulty; a hot spare then takes its place'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "remove" -d 'Remove a faulty or spare member from an array'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "add" -d 'Add a member: it rebuilds a missing slot, or waits as a hot spare'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "loop" -d 'Loop devices for simulations'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -65,17 +71,78 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s o -l offset -d
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s i -l input -d 'Read from this file instead of stdin' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l endurance -d 'Rated endurance of the new member in terabytes written' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l endurance -d 'Rated endurance of the new member in terabytes written' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l dir -d 'Directory for the backing files (created if missing)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l count -d 'Number of devices' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l size -d 'Size of each backing file' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l prefix -d 'Backing file name prefix' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -l dir -d 'Detach every loop device whose backing file is in this directory' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l man -d 'Output directory for man pages (raidctl.8, raidctl-SUBCOMMAND.8)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l completions -d 'Output directory for completions (bash, zsh, fish)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "status" -d 'Show an array\'s state and its members'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "examine" -d 'Show the superblock of one member'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "completions" -d 'Print shell completions'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "status" -d 'Show an array\'s state and its members'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "examine" -d 'Show the superblock of one member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "fail" -d 'Mark a member faulty; a hot spare then takes its place'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "remove" -d 'Remove a faulty or spare member from an array'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "add" -d 'Add a member: it rebuilds a missing slot, or waits as a hot spare'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "loop" -d 'Loop devices for simulations'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "completions" -d 'Print shell completions'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'

@@ -7,4 +7,5 @@ mod bad_input;
 mod docs;
 mod golden;
 mod levels;
+mod lifecycle;
 mod loopdev;

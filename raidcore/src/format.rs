@@ -65,6 +65,16 @@ pub enum SlotState {
     Faulty,
     /// Being rebuilt; rows below `checkpoint_row` are in sync.
     Rebuilding { checkpoint_row: u64 },
+    /// Hot spare (entries past the N array slots only).
+    Spare,
+    /// Taking over `slot` from its live member (a replace): rows below `checkpoint_row` are
+    /// copied. When done, the old member of `slot` leaves, or moves to `old_to_slot` (the
+    /// age-driven parity reshuffle of skewed arrays). Entries past the N array slots only.
+    Replacing {
+        slot: u32,
+        checkpoint_row: u64,
+        old_to_slot: Option<u32>,
+    },
 }
 
 impl SlotState {
@@ -73,6 +83,8 @@ impl SlotState {
             SlotState::Active => "active",
             SlotState::Faulty => "faulty",
             SlotState::Rebuilding { .. } => "rebuilding",
+            SlotState::Spare => "spare",
+            SlotState::Replacing { .. } => "replacing",
         }
     }
 }
@@ -191,12 +203,26 @@ impl Superblock {
     pub fn validate(&self) -> Result<Layout> {
         let layout = Layout::new(&self.layout).map_err(|e| e.context("superblock layout"))?;
         let corrupt = |msg: String| Err(Error::new(ErrorKind::Corrupt, msg));
-        if self.slots.len() != layout.members() {
-            return corrupt(format!(
-                "{} slot entries for {} members",
-                self.slots.len(),
-                layout.members()
-            ));
+        let n = layout.members();
+        if self.slots.len() < n || self.slots.len() > n + crate::layout::MAX_MEMBERS {
+            return corrupt(format!("{} slot entries for {n} members", self.slots.len()));
+        }
+        for (i, e) in self.slots.iter().enumerate() {
+            let extra = matches!(e.state, SlotState::Spare | SlotState::Replacing { .. });
+            if extra != (i >= n) {
+                return corrupt(format!(
+                    "slot entry {i} has state {} in the wrong place",
+                    e.state.name()
+                ));
+            }
+            if let SlotState::Replacing {
+                slot, old_to_slot, ..
+            } = e.state
+            {
+                if slot as usize >= n || old_to_slot.is_some_and(|o| o as usize >= n || o == slot) {
+                    return corrupt(format!("slot entry {i} replaces an invalid slot"));
+                }
+            }
         }
         let slot = self.slot as usize;
         if slot >= self.slots.len() {

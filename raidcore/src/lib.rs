@@ -9,6 +9,7 @@ pub mod array;
 pub mod buf;
 pub mod device;
 pub mod format;
+pub mod jobs;
 pub mod layout;
 pub mod parity;
 

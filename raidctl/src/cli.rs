@@ -32,6 +32,12 @@ pub enum Command {
     Examine(cmd::examine::ExamineArgs),
     Read(cmd::read::ReadArgs),
     Write(cmd::write::WriteArgs),
+    Fail(cmd::fail::FailArgs),
+    Remove(cmd::remove::RemoveArgs),
+    Add(cmd::add::AddArgs),
+    Replace(cmd::replace::ReplaceArgs),
+    Rebuild(cmd::rebuild::RebuildArgs),
+    Loop(cmd::loops::LoopArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod exit;
+mod loopdev;
 mod output;
 mod progress;
 mod units;

@@ -1,5 +1,5 @@
 //! Progress for long work: an indicatif bar with rate and ETA when stderr is a terminal, one JSON
-//! object per line with `--json`, nothing otherwise.
+//! object per line on stdout with `--json`, nothing otherwise.
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -12,6 +12,8 @@ pub struct Progress {
     label: &'static str,
     start: Instant,
     last_json: Option<Instant>,
+    /// First `done` seen: a resumed job's rate counts only what this run did.
+    first_done: Option<u64>,
 }
 
 impl Progress {
@@ -35,13 +37,18 @@ impl Progress {
             label,
             start: Instant::now(),
             last_json: None,
+            first_done: None,
         }
     }
 
-    pub fn update(&mut self, done: u64, total: u64) {
+    pub fn update(&mut self, done: u64, total: u64, phase: Option<&str>) {
+        let first = *self.first_done.get_or_insert(done);
         if let Some(b) = &self.bar {
             b.set_length(total);
             b.set_position(done);
+            if let Some(p) = phase {
+                b.set_message(p.to_string());
+            }
         } else if self.json {
             let now = Instant::now();
             let due = self
@@ -50,10 +57,10 @@ impl Progress {
             if due || done == total {
                 self.last_json = Some(now);
                 let secs = self.start.elapsed().as_secs_f64().max(1e-3);
-                eprintln!(
+                println!(
                     "{}",
-                    serde_json::json!({"progress": self.label, "bytes_done": done, "bytes_total": total,
-                        "rate_bytes_per_sec": (done as f64 / secs) as u64})
+                    serde_json::json!({"progress": phase.unwrap_or(self.label), "bytes_done": done, "bytes_total": total,
+                        "rate_bytes_per_sec": ((done - first.min(done)) as f64 / secs) as u64})
                 );
             }
         }

@@ -6,9 +6,11 @@ use std::collections::HashSet;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::{Array, Slot};
+use std::sync::atomic::AtomicU64;
+
+use super::{Array, Dev, Slot, Target, TargetKind};
 use crate::device::{FileMember, Member, OpenMode};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, LoadedSuperblock, Probe, SlotState};
@@ -135,14 +137,16 @@ impl Array {
     pub fn open(path: &Path, opts: &AssembleOptions) -> Result<Array> {
         let primary = claim(load(path)?, opts.writable)?;
         let sb0 = primary.loaded.sb.clone();
-        let n = sb0.slots.len();
         let mut seen: HashSet<(u64, u64)> = file_id(path).into_iter().collect();
-        let mut found: Vec<Option<Found>> = (0..n).map(|_| None).collect();
-        let mut reasons: Vec<Option<String>> = vec![None; n];
+        let entries = sb0.slots.clone();
+        let count = entries.len();
+        let mut found: Vec<Option<Found>> = (0..count).map(|_| None).collect();
+        let mut reasons: Vec<Option<String>> = vec![None; count];
         let slot0 = sb0.slot as usize;
         found[slot0] = Some(primary);
+        let wanted = |i: usize| entries[i].member_uuid != [0; 16];
 
-        let matches = |f: &Found, slot: usize| -> std::result::Result<(), String> {
+        let matches = |f: &Found, entry: usize| -> std::result::Result<(), String> {
             let sb = &f.loaded.sb;
             if sb.array_uuid != sb0.array_uuid {
                 return Err(format!(
@@ -152,13 +156,15 @@ impl Array {
                     sb.name
                 ));
             }
-            if sb.member_uuid != sb0.slots[slot].member_uuid {
+            if sb.member_uuid != entries[entry].member_uuid {
                 return Err(format!(
-                    "{} is not the member recorded for slot {slot}",
+                    "{} is not the member recorded for slot {entry}",
                     f.path.display()
                 ));
             }
-            if sb.layout != sb0.layout
+            if sb.layout.level != sb0.layout.level
+                || sb.layout.members != sb0.layout.members
+                || sb.layout.chunk_bytes != sb0.layout.chunk_bytes
                 || sb.data_offset != sb0.data_offset
                 || sb.data_rows != sb0.data_rows
             {
@@ -171,34 +177,34 @@ impl Array {
         };
 
         // Path hints first.
-        for slot in 0..n {
-            if found[slot].is_some() {
+        for i in 0..count {
+            if found[i].is_some() || !wanted(i) {
                 continue;
             }
-            let hint = PathBuf::from(&sb0.slots[slot].path_hint);
+            let hint = PathBuf::from(&entries[i].path_hint);
             let Some(id) = file_id(&hint) else {
-                reasons[slot] = Some(format!("not found at {}", hint.display()));
+                reasons[i] = Some(format!("not found at {}", hint.display()));
                 continue;
             };
             if seen.contains(&id) {
                 continue;
             }
             match load(&hint) {
-                Ok(f) => match matches(&f, slot)
+                Ok(f) => match matches(&f, i)
                     .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
                 {
                     Ok(f) => {
                         seen.insert(id);
-                        found[slot] = Some(f);
+                        found[i] = Some(f);
                     }
-                    Err(why) => reasons[slot] = Some(why),
+                    Err(why) => reasons[i] = Some(why),
                 },
-                Err(e) => reasons[slot] = Some(e.to_string()),
+                Err(e) => reasons[i] = Some(e.to_string()),
             }
         }
 
         // Then the member's own directory and the scan locations.
-        if found.iter().any(|f| f.is_none()) {
+        if (0..count).any(|i| found[i].is_none() && wanted(i)) {
             let mut locations = Vec::new();
             if std::fs::metadata(path)
                 .map(|m| m.is_file())
@@ -214,7 +220,7 @@ impl Array {
             }
             locations.extend(opts.scan.iter().cloned());
             for cand in candidates(&locations) {
-                if found.iter().all(|f| f.is_some()) {
+                if (0..count).all(|i| found[i].is_some() || !wanted(i)) {
                     break;
                 }
                 let Some(id) = file_id(&cand) else { continue };
@@ -225,100 +231,218 @@ impl Array {
                 if f.loaded.sb.array_uuid != sb0.array_uuid {
                     continue;
                 }
-                let Some(slot) = (0..n).find(|&s| {
-                    found[s].is_none() && sb0.slots[s].member_uuid == f.loaded.sb.member_uuid
+                let Some(i) = (0..count).find(|&i| {
+                    found[i].is_none() && entries[i].member_uuid == f.loaded.sb.member_uuid
                 }) else {
                     continue;
                 };
-                match matches(&f, slot)
+                match matches(&f, i)
                     .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
                 {
                     Ok(f) => {
                         seen.insert(id);
-                        reasons[slot] = None;
-                        found[slot] = Some(f);
+                        reasons[i] = None;
+                        found[i] = Some(f);
                     }
-                    Err(why) => reasons[slot] = Some(why),
+                    Err(why) => reasons[i] = Some(why),
                 }
             }
         }
 
-        // The member with the most events carries the truth; members behind it are stale.
-        let (auth_slot, auth) = found
+        // The named member must be current: a member behind its siblings, or one recorded
+        // faulty, would otherwise present old data as the array's.
+        let newest = found
             .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.as_ref().map(|f| (i, f)))
-            .max_by_key(|(i, f)| (f.loaded.sb.events, *i == slot0, f.loaded.generation))
-            .expect("the primary member is present");
-        let auth_sb = auth.loaded.sb.clone();
-        let _ = auth_slot;
+            .flatten()
+            .map(|f| f.loaded.sb.events)
+            .max()
+            .unwrap_or(0);
+        let name = path.display();
+        if sb0.events < newest {
+            let good = found
+                .iter()
+                .flatten()
+                .find(|f| f.loaded.sb.events == newest)
+                .map(|f| f.path.display().to_string());
+            bail!(
+                Mismatch,
+                "{name} is stale: events {} behind the array's {newest} (it was failed or absent while the array changed); \
+                 name a current member such as {} and re-add {name} with `raidctl add` to rebuild it",
+                sb0.events,
+                good.unwrap_or_default()
+            );
+        }
+        if sb0.slots[slot0].state == SlotState::Faulty {
+            bail!(
+                Mismatch,
+                "{name} was failed out of its array \"{}\"; name another member, and re-add it with `raidctl add` to rebuild it",
+                sb0.name
+            );
+        }
 
-        let mut slots = Vec::with_capacity(n);
-        let mut changed = false;
+        let n = sb0.layout.members;
+        let mut notes = Vec::new();
+        let mut devs: Vec<Option<Arc<Dev>>> = Vec::with_capacity(count);
+        let mut is_stale = vec![false; count];
         for (i, f) in found.into_iter().enumerate() {
-            let slot = match f {
-                None => {
-                    let mut s = Slot::new(None, None);
-                    s.member_uuid = auth_sb.slots[i].member_uuid;
-                    *s.reason.get_mut().expect("fresh") =
-                        reasons[i].take().or(Some("not found".into()));
+            devs.push(f.and_then(|f| {
+                if f.loaded.sb.events < sb0.events {
+                    is_stale[i] = true;
+                    reasons[i] = Some(format!(
+                        "{} is stale: events {} behind the array's {} (failed or absent while the array changed); it must be rebuilt",
+                        f.path.display(),
+                        f.loaded.sb.events,
+                        sb0.events
+                    ));
+                    if i >= n || !matches!(entries[i].state, SlotState::Active | SlotState::Faulty) {
+                        return None;
+                    }
+                }
+                let dev = Dev::new(f.member.clone(), f.path.clone(), f.loaded.sb.member_uuid, f.loaded.sb.wear.clone(), (f.loaded.generation, f.loaded.copy));
+                Some(Arc::new(dev))
+            }));
+        }
+
+        let mut slots: Vec<Slot> = Vec::with_capacity(n);
+        for i in 0..n {
+            let slot = match entries[i].state {
+                SlotState::Active => {
+                    let s = Slot::new(devs[i].clone());
+                    if is_stale[i] {
+                        s.failed.store(true, Ordering::Release);
+                    }
                     s
                 }
-                Some(f) => {
-                    let mut s = Slot::new(Some(f.member.clone()), Some(f.path.clone()));
-                    s.member_uuid = f.loaded.sb.member_uuid;
-                    s.wear_base = f.loaded.sb.wear.clone();
-                    s.sb_state = Mutex::new((f.loaded.generation, f.loaded.copy));
-                    let recorded = auth_sb.slots[i].state;
-                    if f.loaded.sb.events < auth_sb.events {
-                        s.failed.store(true, Ordering::Release);
-                        *s.reason.get_mut().expect("fresh") = Some(format!(
-                            "stale: events {} behind the array's {} (failed or absent while the array changed); it must be rebuilt",
-                            f.loaded.sb.events, auth_sb.events
-                        ));
-                    } else if recorded != SlotState::Active {
-                        s.failed.store(true, Ordering::Release);
-                        *s.reason.get_mut().expect("fresh") =
-                            Some(format!("recorded {}", recorded.name()));
-                    }
-                    if auth_sb.slots[i].path_hint != f.path.display().to_string() {
-                        changed = true;
+                SlotState::Faulty => {
+                    let s = Slot::new(devs[i].clone());
+                    s.failed.store(true, Ordering::Release);
+                    if devs[i].is_some() && reasons[i].is_none() {
+                        reasons[i] = Some("recorded faulty".into());
                     }
                     s
+                }
+                SlotState::Rebuilding { checkpoint_row } => {
+                    let s = Slot::new(None);
+                    match &devs[i] {
+                        Some(d) => {
+                            *s.target.write().expect("fresh") = Some(Arc::new(Target {
+                                dev: d.clone(),
+                                kind: TargetKind::Rebuild,
+                                checkpoint: AtomicU64::new(checkpoint_row),
+                                durable: AtomicU64::new(checkpoint_row),
+                            }));
+                            reasons[i] = Some("being rebuilt".into());
+                        }
+                        None => {
+                            reasons[i] = Some(format!(
+                                "rebuild target {}",
+                                reasons[i].clone().unwrap_or_else(|| "missing".into())
+                            ))
+                        }
+                    }
+                    s
+                }
+                SlotState::Spare | SlotState::Replacing { .. } => {
+                    unreachable!("validated: extras follow the slots")
                 }
             };
+            slot.set_reason(
+                reasons[i]
+                    .take()
+                    .or_else(|| slot.usable().is_none().then(|| "not found".into())),
+            );
             slots.push(slot);
         }
-        let array = Array::from_parts(auth_sb, slots, opts.writable)?;
+        let mut spares = Vec::new();
+        for i in n..count {
+            let Some(d) = devs[i].clone() else {
+                notes.push(format!(
+                    "{} {}: {}",
+                    entries[i].state.name(),
+                    entries[i].path_hint,
+                    reasons[i].clone().unwrap_or_else(|| "not found".into())
+                ));
+                continue;
+            };
+            match entries[i].state {
+                SlotState::Spare => spares.push(d),
+                SlotState::Replacing {
+                    slot,
+                    checkpoint_row,
+                    old_to_slot,
+                } => {
+                    *slots[slot as usize].target.write().expect("fresh") = Some(Arc::new(Target {
+                        dev: d,
+                        kind: TargetKind::Replace { old_to_slot },
+                        checkpoint: AtomicU64::new(checkpoint_row),
+                        durable: AtomicU64::new(checkpoint_row),
+                    }));
+                }
+                _ => unreachable!("validated"),
+            }
+        }
+
+        let array = Array::from_parts(sb0, slots, spares, opts.writable)?;
+        *array.notes.lock().expect("notes lock") = notes;
         if !opts.allow_failed || opts.writable {
             array
                 .check_alive()
                 .map_err(|e| e.context(format!("assembling {}", path.display())))?;
         }
         if opts.writable {
-            let mut meta = array.meta.lock().expect("meta lock");
-            for (i, s) in array.slots.iter().enumerate() {
-                if let Some(p) = &s.path {
-                    let hint = std::fs::canonicalize(p)
-                        .unwrap_or_else(|_| p.clone())
-                        .display()
-                        .to_string();
-                    if hint.len() <= format::MAX_PATH_HINT && meta.slots[i].path_hint != hint {
-                        meta.slots[i].path_hint = hint;
+            array.settle_entries()?;
+        }
+        Ok(array)
+    }
+
+    /// After a writable assembly: records what is missing (events bumped, so absent members are
+    /// recognised as stale when they return) and refreshes the path hints.
+    fn settle_entries(&self) -> Result<()> {
+        let mut changed = false;
+        {
+            let mut meta = self.meta.lock().expect("meta lock");
+            let mut bump = false;
+            let present: Vec<[u8; 16]> = self.live_devs().iter().map(|d| d.uuid).collect();
+            for (i, s) in self.slots.iter().enumerate() {
+                if s.usable().is_none() && meta.slots[i].state == SlotState::Active {
+                    meta.slots[i].state = SlotState::Faulty;
+                    bump = true;
+                }
+                if matches!(meta.slots[i].state, SlotState::Rebuilding { .. })
+                    && s.target().is_none()
+                {
+                    meta.slots[i].state = SlotState::Faulty;
+                    bump = true;
+                }
+            }
+            let n = self.slots.len();
+            let before = meta.slots.len();
+            let mut idx = 0;
+            meta.slots.retain(|e| {
+                idx += 1;
+                idx <= n || present.contains(&e.member_uuid)
+            });
+            bump |= meta.slots.len() != before;
+            for d in self.live_devs() {
+                let hint = std::fs::canonicalize(&d.path)
+                    .unwrap_or_else(|_| d.path.clone())
+                    .display()
+                    .to_string();
+                if let Some(e) = meta.slots.iter_mut().find(|e| e.member_uuid == d.uuid) {
+                    if hint.len() <= format::MAX_PATH_HINT && e.path_hint != hint {
+                        e.path_hint = hint;
                         changed = true;
                     }
                 }
-                if s.usable().is_none() && meta.slots[i].state == SlotState::Active {
-                    meta.slots[i].state = SlotState::Faulty;
-                    changed = true;
-                    meta.events += 1;
-                }
             }
-            drop(meta);
-            if changed {
-                array.persist()?;
+            if bump {
+                meta.events += 1;
+                changed = true;
             }
         }
-        Ok(array)
+        if changed {
+            self.persist()?;
+        }
+        Ok(())
     }
 }

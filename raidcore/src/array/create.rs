@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::{now, Array, Slot};
+use super::{now, Array, Dev, Slot};
 use crate::device::{probe, FileMember, Member, OpenMode};
 use crate::error::{Error, Result};
 use crate::format::{self, plan_geometry, Probe, SlotInfo, SlotState, Superblock, WearRecord};
@@ -217,13 +217,14 @@ impl Array {
         }
         let mut slots = Vec::with_capacity(members.len());
         for (i, (p, m)) in members.into_iter().enumerate() {
-            let mut s = Slot::new(Some(m), Some(p));
-            s.member_uuid = uuids[i];
-            s.wear_base.endurance_bytes = spec.endurance_bytes.get(i).copied().flatten();
-            s.sb_state = Mutex::new((0, 1));
+            let wear = WearRecord {
+                endurance_bytes: spec.endurance_bytes.get(i).copied().flatten(),
+                ..WearRecord::default()
+            };
+            let s = Slot::new(Some(Arc::new(Dev::new(m, p, uuids[i], wear, (0, 1)))));
             slots.push(s);
         }
-        let array = Array::from_parts(sb, slots, true)?;
+        let array = Array::from_parts(sb, slots, Vec::new(), true)?;
         // Both copies valid from the start: generation 1 in A, 2 in B.
         array.persist()?;
         array.persist()?;

@@ -7,7 +7,9 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use super::{Array, WriteKind};
+use std::sync::Arc;
+
+use super::{Array, Dev, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
@@ -82,27 +84,53 @@ impl Array {
         self.data_offset + row * self.layout.chunk() + within
     }
 
-    /// Reads one member range; on failure the member is failed and the error returned.
-    fn member_read(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
+    /// The device holding cell (slot, row) right now: the slot's usable member, or a rebuild
+    /// target for rows it already holds.
+    pub(crate) fn source(&self, slot: usize, row: u64) -> Option<Arc<Dev>> {
         let s = &self.slots[slot];
-        let Some(m) = s.usable() else {
+        if let Some(d) = s.usable() {
+            return Some(d);
+        }
+        s.target()
+            .filter(|t| t.kind == TargetKind::Rebuild && row < t.checkpoint.load(Ordering::Acquire))
+            .map(|t| t.dev.clone())
+    }
+
+    /// Reads one member range; on failure the device is failed and the error returned.
+    pub(crate) fn member_read(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        row: u64,
+        within: u64,
+    ) -> Result<()> {
+        let Some(d) = self.source(slot, row) else {
             return Err(Error::new(
                 ErrorKind::Io,
                 format!("slot {slot} unavailable"),
             ));
         };
         let off = self.cell_offset(row, within);
-        m.read_at(buf, off).map_err(|e| {
-            s.read_errors.fetch_add(1, Ordering::Relaxed);
+        d.member.read_at(buf, off).map_err(|e| {
+            d.read_errors.fetch_add(1, Ordering::Relaxed);
             let e = e.context(format!("slot {slot}"));
-            // Failing the member is best effort here; the caller reconstructs or reports.
-            let _ = self.fail_member(slot, &format!("read error at member offset {off}"));
+            // Failing the device is best effort here; the caller reconstructs or reports.
+            let why = format!("read error at member offset {off}");
+            let _ = if self.slots[slot]
+                .usable()
+                .is_some_and(|u| Arc::ptr_eq(&u, &d))
+            {
+                self.fail_member(slot, &why)
+            } else {
+                self.fail_target(slot, &why)
+            };
             e
         })
     }
 
-    /// Writes one member range and counts it; on failure the member is failed.
-    fn member_write(
+    /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
+    /// rebuild or replace target; counts the bytes. A device that fails is failed.
+    pub(crate) fn member_write(
         &self,
         slot: usize,
         buf: &[u8],
@@ -111,18 +139,29 @@ impl Array {
         kind: WriteKind,
     ) -> Result<()> {
         let s = &self.slots[slot];
-        let Some(m) = s.usable() else { return Ok(()) };
         let off = self.cell_offset(row, within);
-        match m.write_at(buf, off) {
-            Ok(()) => {
-                self.count(slot, kind, buf.len() as u64);
-                Ok(())
-            }
-            Err(e) => {
-                s.write_errors.fetch_add(1, Ordering::Relaxed);
-                self.fail_member(slot, &format!("write error at member offset {off}: {e}"))
+        if let Some(d) = s.usable() {
+            match d.member.write_at(buf, off) {
+                Ok(()) => d.count(kind, buf.len() as u64),
+                Err(e) => {
+                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_member(slot, &format!("write error at member offset {off}: {e}"))?;
+                }
             }
         }
+        if let Some(t) = s
+            .target()
+            .filter(|t| row < t.checkpoint.load(Ordering::Acquire))
+        {
+            match t.dev.member.write_at(buf, off) {
+                Ok(()) => t.dev.count(kind, buf.len() as u64),
+                Err(e) => {
+                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads `buf.len()` bytes at logical `offset`.
@@ -171,7 +210,7 @@ impl Array {
         for i in 0..copies {
             let k = (first + i) % copies;
             let (slot, row) = self.layout.mirror_cell(c, k);
-            if self.slots[slot].usable().is_none() {
+            if self.source(slot, row).is_none() {
                 continue;
             }
             match self.member_read(slot, out, row, within) {
@@ -204,7 +243,7 @@ impl Array {
             let slot = self.layout.data_slot(row, d);
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
             let dst = &mut out[o..o + (cr.end - cr.start) as usize];
-            if self.slots[slot].usable().is_none()
+            if self.source(slot, row).is_none()
                 || self.member_read(slot, dst, row, cr.start).is_err()
             {
                 need.push(d);
@@ -261,7 +300,7 @@ impl Array {
         'retry: loop {
             let mut missing = Vec::new();
             for (i, &slot) in slots.iter().enumerate() {
-                if self.slots[slot].usable().is_none() {
+                if self.source(slot, row).is_none() {
                     missing.push(i);
                 }
             }
@@ -368,7 +407,7 @@ impl Array {
         let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
 
         for _attempt in 0..=parity + 1 {
-            let degraded = slots.iter().any(|&s| self.slots[s].usable().is_none());
+            let degraded = slots.iter().any(|&s| self.source(s, row).is_none());
             let par: Vec<AlignedBuf> = if full_row && !degraded {
                 // Full row: parity straight from the new data, no reads.
                 let data: Vec<&[u8]> = (0..d_count).map(|d| new_of(d, &(0..chunk))).collect();

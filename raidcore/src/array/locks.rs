@@ -27,6 +27,21 @@ impl RowLocks {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Write-locks every row of a range, each lock once, in table order (a request holds at
+    /// most one lock, so this cannot deadlock with them).
+    pub(crate) fn write_many(&self, rows: std::ops::Range<u64>) -> Vec<RwLockWriteGuard<'_, ()>> {
+        let mut idx: Vec<usize> = if rows.end - rows.start >= SLOTS as u64 {
+            (0..SLOTS).collect()
+        } else {
+            rows.map(Self::index).collect()
+        };
+        idx.sort_unstable();
+        idx.dedup();
+        idx.into_iter()
+            .map(|i| self.table[i].write().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    }
+
     pub(crate) fn write(&self, row: u64) -> RwLockWriteGuard<'_, ()> {
         self.table[Self::index(row)]
             .write()

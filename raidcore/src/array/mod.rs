@@ -1,23 +1,25 @@
 //! The array engine: assembly from members, the read and write paths (full-row, read-modify-write,
-//! reconstruct-write, degraded), row locking, member failure handling and per-member accounting.
-//! Shared by many threads (`Send + Sync`); prints nothing.
+//! reconstruct-write, degraded), row locking, member failure handling, rebuild and replace
+//! targets, and per-member accounting. Shared by many threads (`Send + Sync`); prints nothing.
 
 mod assemble;
 mod create;
 mod io;
+mod lifecycle;
 mod locks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use assemble::AssembleOptions;
 pub use create::{preflight, CreateSpec};
+pub use lifecycle::{MemberRef, RoleChange};
 
 use crate::device::Member;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{self, SlotState, Superblock, WearRecord};
+use crate::format::{self, SlotInfo, SlotState, Superblock, WearRecord};
 use crate::layout::Layout;
 use crate::parity::Kernel;
 use locks::RowLocks;
@@ -38,6 +40,9 @@ pub enum MemberState {
     Faulty,
     Missing,
     Rebuilding,
+    Spare,
+    /// Copying a live member's contents (replace).
+    Replacing,
 }
 
 impl MemberState {
@@ -47,6 +52,8 @@ impl MemberState {
             MemberState::Faulty => "faulty",
             MemberState::Missing => "missing",
             MemberState::Rebuilding => "rebuilding",
+            MemberState::Spare => "spare",
+            MemberState::Replacing => "replacing",
         }
     }
 }
@@ -71,49 +78,43 @@ impl ArrayState {
     }
 }
 
-/// One slot at run time.
-pub(crate) struct Slot {
-    pub(crate) member: Option<Arc<dyn Member>>,
-    pub(crate) path: Option<PathBuf>,
-    /// Why the member is missing or was failed (for status and errors).
-    pub(crate) reason: Mutex<Option<String>>,
-    /// Set when the member is missing, recorded faulty, or failed at run time.
-    pub(crate) failed: AtomicBool,
-    /// Generation and copy index of the newest superblock on this member.
+/// One member device in use by the array: a slot's member, a rebuild or replace target, or a
+/// spare. Counters are per device, so wear follows the SSD, not the slot.
+pub struct Dev {
+    pub(crate) member: Arc<dyn Member>,
+    pub(crate) path: PathBuf,
+    pub(crate) uuid: [u8; 16],
+    /// Generation and copy index of the newest superblock on this device.
     pub(crate) sb_state: Mutex<(u64, u32)>,
-    /// This member's own uuid and the wear it had when opened.
-    pub(crate) member_uuid: [u8; 16],
+    /// Wear recorded in its superblock when opened.
     pub(crate) wear_base: WearRecord,
     pub(crate) written: [AtomicU64; 4],
     pub(crate) read_errors: AtomicU64,
     pub(crate) write_errors: AtomicU64,
 }
 
-impl Slot {
-    fn new(member: Option<Arc<dyn Member>>, path: Option<PathBuf>) -> Slot {
-        let failed = member.is_none();
-        Slot {
+impl Dev {
+    pub(crate) fn new(
+        member: Arc<dyn Member>,
+        path: PathBuf,
+        uuid: [u8; 16],
+        wear_base: WearRecord,
+        sb: (u64, u32),
+    ) -> Dev {
+        Dev {
             member,
             path,
-            reason: Mutex::new(None),
-            failed: AtomicBool::new(failed),
-            sb_state: Mutex::new((0, 1)),
-            member_uuid: [0; 16],
-            wear_base: WearRecord::default(),
+            uuid,
+            sb_state: Mutex::new(sb),
+            wear_base,
             written: Default::default(),
             read_errors: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
         }
     }
 
-    /// The member, if it is present and not failed.
-    #[inline]
-    pub(crate) fn usable(&self) -> Option<&Arc<dyn Member>> {
-        if self.failed.load(Ordering::Acquire) {
-            None
-        } else {
-            self.member.as_ref()
-        }
+    pub(crate) fn count(&self, kind: WriteKind, bytes: u64) {
+        self.written[kind as usize].fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Wear record: what the superblock had at open plus what this process wrote since.
@@ -127,10 +128,70 @@ impl Slot {
     }
 }
 
+/// What a target device is filling in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// The slot has no usable member: its contents are reconstructed from redundancy.
+    Rebuild,
+    /// The slot's member still serves; its contents are copied (replace).
+    Replace { old_to_slot: Option<u32> },
+}
+
+/// A device being filled with a slot's contents.
+pub struct Target {
+    pub(crate) dev: Arc<Dev>,
+    pub(crate) kind: TargetKind,
+    /// Rows below this are in sync on the target (in memory; writes below it go to the target).
+    pub(crate) checkpoint: AtomicU64,
+    /// Rows below this are in sync and flushed (what the superblock records).
+    pub(crate) durable: AtomicU64,
+}
+
+/// One of the N slots of the layout at run time.
+pub(crate) struct Slot {
+    /// The member recorded for this slot, if present (it may still be failed).
+    pub(crate) dev: RwLock<Option<Arc<Dev>>>,
+    /// Set when the member is missing, recorded faulty, stale, or failed at run time.
+    pub(crate) failed: AtomicBool,
+    /// Why the member is unavailable (for status and errors).
+    pub(crate) reason: Mutex<Option<String>>,
+    pub(crate) target: RwLock<Option<Arc<Target>>>,
+}
+
+impl Slot {
+    pub(crate) fn new(dev: Option<Arc<Dev>>) -> Slot {
+        Slot {
+            failed: AtomicBool::new(dev.is_none()),
+            dev: RwLock::new(dev),
+            reason: Mutex::new(None),
+            target: RwLock::new(None),
+        }
+    }
+
+    /// The member, if it is present and not failed.
+    #[inline]
+    pub(crate) fn usable(&self) -> Option<Arc<Dev>> {
+        if self.failed.load(Ordering::Acquire) {
+            None
+        } else {
+            self.dev.read().expect("slot lock").clone()
+        }
+    }
+
+    pub(crate) fn target(&self) -> Option<Arc<Target>> {
+        self.target.read().expect("slot lock").clone()
+    }
+
+    pub(crate) fn set_reason(&self, why: Option<String>) {
+        *self.reason.lock().expect("reason lock") = why;
+    }
+}
+
 /// Per-member facts for status reports.
 #[derive(Clone, Debug)]
 pub struct MemberInfo {
-    pub slot: usize,
+    /// The slot this device serves or is filling; None for spares.
+    pub slot: Option<usize>,
     pub path: Option<PathBuf>,
     pub uuid: [u8; 16],
     pub state: MemberState,
@@ -138,25 +199,31 @@ pub struct MemberInfo {
     pub wear: WearRecord,
     pub read_errors: u64,
     pub write_errors: u64,
+    /// For rebuild and replace targets: fraction of rows in sync.
+    pub progress: Option<f64>,
 }
 
 /// An assembled array.
 pub struct Array {
     layout: Layout,
-    /// Array-wide superblock fields (slot states, events, name...). Per-member fields are
+    /// Array-wide superblock fields (slot entries, events, name...). Per-device fields are
     /// filled in when written.
     meta: Mutex<Superblock>,
     slots: Vec<Slot>,
+    spares: Mutex<Vec<Arc<Dev>>>,
     locks: RowLocks,
     kernel: &'static Kernel,
     writable: bool,
     data_offset: u64,
+    data_rows: u64,
     size: u64,
     /// Set once a write was accepted since the array was marked dirty.
     dirty: AtomicBool,
     /// Unix seconds of the last superblock write (wear counters are persisted at most every
     /// [`PERSIST_INTERVAL`] seconds under load).
     last_persist: AtomicU64,
+    /// Assembly notes about devices left out (missing spares, stale targets).
+    notes: Mutex<Vec<String>>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -170,19 +237,27 @@ pub(crate) fn now() -> u64 {
 }
 
 impl Array {
-    pub(crate) fn from_parts(sb: Superblock, slots: Vec<Slot>, writable: bool) -> Result<Array> {
+    pub(crate) fn from_parts(
+        sb: Superblock,
+        slots: Vec<Slot>,
+        spares: Vec<Arc<Dev>>,
+        writable: bool,
+    ) -> Result<Array> {
         let layout = sb.validate()?;
         Ok(Array {
             data_offset: sb.data_offset,
+            data_rows: sb.data_rows,
             size: sb.array_bytes,
             layout,
             meta: Mutex::new(sb),
             slots,
+            spares: Mutex::new(spares),
             locks: RowLocks::new(),
             kernel: Kernel::best(),
             writable,
             dirty: AtomicBool::new(false),
             last_persist: AtomicU64::new(now()),
+            notes: Mutex::new(Vec::new()),
         })
     }
 
@@ -195,6 +270,11 @@ impl Array {
         self.size
     }
 
+    /// Chunk rows on each member.
+    pub fn rows(&self) -> u64 {
+        self.data_rows
+    }
+
     pub fn is_writable(&self) -> bool {
         self.writable
     }
@@ -204,49 +284,125 @@ impl Array {
         self.meta.lock().expect("meta lock").clone()
     }
 
+    /// Notes from assembly about devices that were left out.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().expect("notes lock").clone()
+    }
+
+    pub(crate) fn kernel(&self) -> &'static Kernel {
+        self.kernel
+    }
+
+    pub(crate) fn slot_target(&self, slot: usize) -> Option<Arc<Target>> {
+        self.slots[slot].target()
+    }
+
+    /// Write-locks every row in `rows` (for jobs working on a batch of rows).
+    pub(crate) fn lock_rows(
+        &self,
+        rows: std::ops::Range<u64>,
+    ) -> Vec<std::sync::RwLockWriteGuard<'_, ()>> {
+        self.locks.write_many(rows)
+    }
+
     /// Chooses the parity kernel (tests and benchmarks).
     pub fn set_kernel(&mut self, kernel: &'static Kernel) {
         self.kernel = kernel;
     }
 
-    fn lost(&self) -> Vec<bool> {
+    pub(crate) fn lost(&self) -> Vec<bool> {
         self.slots.iter().map(|s| s.usable().is_none()).collect()
     }
 
-    /// State of every member.
+    /// State of every member: the N slots in order, then spares and replacement targets.
     pub fn members(&self) -> Vec<MemberInfo> {
-        let meta = self.meta.lock().expect("meta lock");
-        self.slots
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let state = if s.member.is_none() {
-                    MemberState::Missing
-                } else if s.failed.load(Ordering::Acquire) {
-                    MemberState::Faulty
-                } else if matches!(meta.slots[i].state, SlotState::Rebuilding { .. }) {
-                    MemberState::Rebuilding
-                } else {
-                    MemberState::Active
-                };
-                MemberInfo {
-                    slot: i,
-                    path: s.path.clone(),
-                    uuid: meta.slots[i].member_uuid,
-                    state,
-                    reason: s.reason.lock().expect("reason lock").clone(),
-                    wear: s.wear(),
-                    read_errors: s.read_errors.load(Ordering::Relaxed),
-                    write_errors: s.write_errors.load(Ordering::Relaxed),
+        let rows = self.data_rows.max(1) as f64;
+        let mut out = Vec::new();
+        let mut extras = Vec::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            let dev = s.dev.read().expect("slot lock").clone();
+            let target = s.target();
+            let failed = s.failed.load(Ordering::Acquire);
+            let info = |dev: &Dev, slot, state, reason, progress| MemberInfo {
+                slot,
+                path: Some(dev.path.clone()),
+                uuid: dev.uuid,
+                state,
+                reason,
+                wear: dev.wear(),
+                read_errors: dev.read_errors.load(Ordering::Relaxed),
+                write_errors: dev.write_errors.load(Ordering::Relaxed),
+                progress,
+            };
+            let reason = s.reason.lock().expect("reason lock").clone();
+            match (&dev, &target) {
+                (_, Some(t)) if t.kind == TargetKind::Rebuild => {
+                    let p = t.checkpoint.load(Ordering::Relaxed) as f64 / rows;
+                    out.push(info(
+                        &t.dev,
+                        Some(i),
+                        MemberState::Rebuilding,
+                        None,
+                        Some(p),
+                    ));
                 }
-            })
-            .collect()
+                (Some(d), _) => {
+                    let state = if failed {
+                        MemberState::Faulty
+                    } else {
+                        MemberState::Active
+                    };
+                    out.push(info(
+                        d,
+                        Some(i),
+                        state,
+                        if failed { reason } else { None },
+                        None,
+                    ));
+                }
+                (None, _) => {
+                    let uuid = self.meta.lock().expect("meta lock").slots[i].member_uuid;
+                    out.push(MemberInfo {
+                        slot: Some(i),
+                        path: None,
+                        uuid,
+                        state: MemberState::Missing,
+                        reason,
+                        wear: WearRecord::default(),
+                        read_errors: 0,
+                        write_errors: 0,
+                        progress: None,
+                    });
+                }
+            }
+            if let Some(t) = target.filter(|t| t.kind != TargetKind::Rebuild) {
+                let p = t.checkpoint.load(Ordering::Relaxed) as f64 / rows;
+                extras.push(info(&t.dev, Some(i), MemberState::Replacing, None, Some(p)));
+            }
+        }
+        out.extend(extras);
+        for d in self.spares.lock().expect("spares lock").iter() {
+            out.push(MemberInfo {
+                slot: None,
+                path: Some(d.path.clone()),
+                uuid: d.uuid,
+                state: MemberState::Spare,
+                reason: None,
+                wear: d.wear(),
+                read_errors: d.read_errors.load(Ordering::Relaxed),
+                write_errors: d.write_errors.load(Ordering::Relaxed),
+                progress: None,
+            });
+        }
+        out
     }
 
     pub fn state(&self) -> ArrayState {
         let lost = self.lost();
         if !self.layout.survives(&lost) {
             ArrayState::Failed
+        } else if self.slots.iter().any(|s| s.target().is_some()) {
+            ArrayState::Rebuilding
         } else if lost.iter().any(|&l| l) {
             ArrayState::Degraded
         } else {
@@ -254,7 +410,7 @@ impl Array {
         }
     }
 
-    fn check_alive(&self) -> Result<()> {
+    pub(crate) fn check_alive(&self) -> Result<()> {
         let lost = self.lost();
         if self.layout.survives(&lost) {
             return Ok(());
@@ -266,9 +422,11 @@ impl Array {
             .filter(|(_, s)| s.usable().is_none())
             .map(|(i, s)| {
                 let who = s
-                    .path
+                    .dev
+                    .read()
+                    .expect("slot lock")
                     .as_ref()
-                    .map(|p| p.display().to_string())
+                    .map(|d| d.path.display().to_string())
                     .unwrap_or_else(|| "missing".into());
                 let why = s
                     .reason
@@ -295,55 +453,156 @@ impl Array {
         ))
     }
 
-    pub(crate) fn count(&self, slot: usize, kind: WriteKind, bytes: u64) {
-        self.slots[slot].written[kind as usize].fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Takes a member out of service after an I/O error (or on request). When the array is
-    /// writable the change is persisted to the surviving members with the events counter bumped,
-    /// so the failed member is recognised as stale if it comes back.
+    /// Takes a slot's member out of service after an I/O error (or on request). When the array
+    /// is writable the change is persisted to the surviving members with the events counter
+    /// bumped, so the failed member is recognised as stale if it comes back. A replace in
+    /// progress on that slot turns into a rebuild of the same target.
     pub fn fail_member(&self, slot: usize, reason: &str) -> Result<()> {
         let s = &self.slots[slot];
         if s.failed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        *s.reason.lock().expect("reason lock") = Some(reason.to_string());
-        if self.writable {
+        s.set_reason(Some(reason.to_string()));
+        {
+            let mut meta = self.meta.lock().expect("meta lock");
+            meta.slots[slot].state = SlotState::Faulty;
+            let mut t = s.target.write().expect("slot lock");
+            if let Some(old) = t
+                .as_ref()
+                .filter(|t| t.kind != TargetKind::Rebuild)
+                .cloned()
             {
-                let mut meta = self.meta.lock().expect("meta lock");
-                meta.slots[slot].state = SlotState::Faulty;
-                meta.events += 1;
+                // The replacement keeps what it copied and is rebuilt from redundancy from here.
+                let cp = old.durable.load(Ordering::Acquire);
+                meta.slots.retain(|e| {
+                    e.member_uuid != old.dev.uuid || !matches!(e.state, SlotState::Replacing { .. })
+                });
+                meta.slots[slot] = SlotInfo {
+                    member_uuid: old.dev.uuid,
+                    state: SlotState::Rebuilding { checkpoint_row: cp },
+                    path_hint: old.dev.path.display().to_string(),
+                };
+                *t = Some(Arc::new(Target {
+                    dev: old.dev.clone(),
+                    kind: TargetKind::Rebuild,
+                    checkpoint: AtomicU64::new(old.checkpoint.load(Ordering::Acquire)),
+                    durable: AtomicU64::new(cp),
+                }));
             }
+            meta.events += 1;
+        }
+        if self.writable {
             self.persist()?;
         }
         Ok(())
     }
 
-    /// Writes the current superblock to every usable member (next generation, alternate copy).
+    /// Drops a failing rebuild or replace target; its slot stays as it was without it.
+    pub(crate) fn fail_target(&self, slot: usize, reason: &str) -> Result<()> {
+        let s = &self.slots[slot];
+        let Some(t) = s.target.write().expect("slot lock").take() else {
+            return Ok(());
+        };
+        {
+            let mut meta = self.meta.lock().expect("meta lock");
+            match t.kind {
+                TargetKind::Rebuild => meta.slots[slot].state = SlotState::Faulty,
+                TargetKind::Replace { .. } => meta.slots.retain(|e| e.member_uuid != t.dev.uuid),
+            }
+            meta.events += 1;
+        }
+        s.set_reason(Some(format!("{}: {reason}", t.dev.path.display())));
+        if self.writable {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// Every device that receives superblocks: usable slot members, targets, spares.
+    pub(crate) fn live_devs(&self) -> Vec<Arc<Dev>> {
+        let mut v = Vec::new();
+        for s in &self.slots {
+            v.extend(s.usable());
+            v.extend(s.target().map(|t| t.dev.clone()));
+        }
+        v.extend(self.spares.lock().expect("spares lock").iter().cloned());
+        v
+    }
+
+    /// Writes the current superblock to every live device (next generation, alternate copy).
     pub(crate) fn persist(&self) -> Result<()> {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
         self.last_persist.store(meta.updated, Ordering::Relaxed);
-        let mut first_err = None;
         for (i, s) in self.slots.iter().enumerate() {
-            let Some(m) = s.usable() else { continue };
-            self.count(i, WriteKind::Metadata, format::SB_SIZE as u64);
+            if let Some(t) = s.target() {
+                let cp = t.durable.load(Ordering::Acquire);
+                for e in meta.slots.iter_mut() {
+                    if e.member_uuid != t.dev.uuid {
+                        continue;
+                    }
+                    match &mut e.state {
+                        SlotState::Rebuilding { checkpoint_row } => *checkpoint_row = cp,
+                        SlotState::Replacing {
+                            checkpoint_row,
+                            slot,
+                            ..
+                        } if *slot as usize == i => *checkpoint_row = cp,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let mut first_err = None;
+        for d in self.live_devs() {
+            let Some(index) = meta.slots.iter().position(|e| e.member_uuid == d.uuid) else {
+                continue;
+            };
+            d.count(WriteKind::Metadata, format::SB_SIZE as u64);
             let mut sb = meta.clone();
-            sb.slot = i as u32;
-            sb.member_uuid = s.member_uuid;
-            sb.wear = s.wear();
-            let mut st = s.sb_state.lock().expect("sb lock");
-            if let Err(e) = format::write_next(m.as_ref(), &sb, &mut st) {
-                s.write_errors.fetch_add(1, Ordering::Relaxed);
-                first_err.get_or_insert((i, e));
+            sb.slot = index as u32;
+            sb.member_uuid = d.uuid;
+            sb.wear = d.wear();
+            let mut st = d.sb_state.lock().expect("sb lock");
+            if let Err(e) = format::write_next(d.member.as_ref(), &sb, &mut st) {
+                d.write_errors.fetch_add(1, Ordering::Relaxed);
+                first_err.get_or_insert((d.uuid, e));
             }
         }
         drop(meta);
-        if let Some((i, e)) = first_err {
-            // A member that cannot take its superblock is failed; the others record that.
-            self.fail_member(i, &format!("superblock write failed: {e}"))?;
+        if let Some((uuid, e)) = first_err {
+            // A device that cannot take its superblock is failed; the others record that.
+            let why = format!("superblock write failed: {e}");
+            if let Some(i) = self.slot_of(&uuid) {
+                self.fail_member(i, &why)?;
+            } else if let Some(i) = self.target_slot_of(&uuid) {
+                self.fail_target(i, &why)?;
+            } else {
+                self.spares
+                    .lock()
+                    .expect("spares lock")
+                    .retain(|d| d.uuid != uuid);
+            }
         }
         self.check_alive()
+    }
+
+    /// Slot whose member has this uuid.
+    pub(crate) fn slot_of(&self, uuid: &[u8; 16]) -> Option<usize> {
+        self.slots.iter().position(|s| {
+            s.dev
+                .read()
+                .expect("slot lock")
+                .as_ref()
+                .is_some_and(|d| d.uuid == *uuid)
+        })
+    }
+
+    /// Slot whose target has this uuid.
+    pub(crate) fn target_slot_of(&self, uuid: &[u8; 16]) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.target().is_some_and(|t| t.dev.uuid == *uuid))
     }
 
     /// Persists the wear counters if the last superblock write is older than [`PERSIST_INTERVAL`].
@@ -370,13 +629,19 @@ impl Array {
         self.persist()
     }
 
-    /// Flushes every usable member (fdatasync).
+    /// Flushes every usable member and target (fdatasync).
     pub fn flush(&self) -> Result<()> {
         for (i, s) in self.slots.iter().enumerate() {
-            if let Some(m) = s.usable() {
-                if let Err(e) = m.flush() {
-                    s.write_errors.fetch_add(1, Ordering::Relaxed);
+            if let Some(d) = s.usable() {
+                if let Err(e) = d.member.flush() {
+                    d.write_errors.fetch_add(1, Ordering::Relaxed);
                     self.fail_member(i, &format!("flush failed: {e}"))?;
+                }
+            }
+            if let Some(t) = s.target() {
+                if let Err(e) = t.dev.member.flush() {
+                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_target(i, &format!("flush failed: {e}"))?;
                 }
             }
         }
@@ -389,6 +654,12 @@ impl Array {
             return Ok(());
         }
         self.flush()?;
+        for s in &self.slots {
+            if let Some(t) = s.target() {
+                t.durable
+                    .store(t.checkpoint.load(Ordering::Acquire), Ordering::Release);
+            }
+        }
         self.meta.lock().expect("meta lock").clean = true;
         self.persist()
     }

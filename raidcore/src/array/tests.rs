@@ -67,7 +67,7 @@ fn assert_consistent(a: &Array) {
     let read = |slot: usize, row: u64| -> Option<Vec<u8>> {
         let m = a.slots[slot].usable()?;
         let mut b = vec![0u8; c];
-        m.read_at(&mut b, a.cell_offset(row, 0)).ok()?;
+        m.member.read_at(&mut b, a.cell_offset(row, 0)).ok()?;
         Some(b)
     };
     match l.redundancy() {
@@ -315,4 +315,222 @@ fn concurrent_writers_on_shared_rows_keep_parity_consistent() {
         });
         assert_consistent(&a);
     }
+}
+
+// ---- lifecycle: fail, add, rebuild, replace, spares, reshuffle ----
+
+use crate::jobs::rebuild::{self, RebuildOptions};
+
+fn mem(len: u64, name: &str) -> Arc<dyn Member> {
+    Arc::new(MemMember::named(len, name))
+}
+
+fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
+    let opts = RebuildOptions {
+        batch_bytes: 64 << 10,
+        ..RebuildOptions::default()
+    };
+    rebuild::run(a, &opts, &mut |_, _, _| {}).unwrap()
+}
+
+#[test]
+fn fail_add_rebuild_restores_every_redundant_level() {
+    for (i, (level, n)) in LEVELS
+        .iter()
+        .enumerate()
+        .filter(|(_, (l, _))| *l != Level::Raid0)
+    {
+        let (a, _) = make(&params(*level, *n, 4096), 3 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        let mut rng = Rng(500 + i as u64);
+        random_ops(&a, &mut model, &mut rng, 100);
+        let tol = a.layout().tolerance().min(2);
+        for t in 0..tol {
+            a.fail(&MemberRef::Slot(t)).unwrap();
+        }
+        random_ops(&a, &mut model, &mut rng, 50);
+        for t in 0..tol {
+            let (slot, _) = a
+                .add(
+                    mem(3 << 20, &format!("new{t}")),
+                    std::path::Path::new("new"),
+                    None,
+                    true,
+                )
+                .unwrap();
+            assert_eq!(slot, Some(t));
+        }
+        assert_eq!(a.state(), ArrayState::Rebuilding);
+        let reports = rebuild_all(&a);
+        assert_eq!(
+            reports.len(),
+            1,
+            "{level:?}: all failed slots rebuild in one pass"
+        );
+        assert_eq!(a.state(), ArrayState::Clean, "{level:?}");
+        assert_eq!(read_all(&a), model, "{level:?} after rebuild");
+        assert_consistent(&a);
+        let rebuilt: u64 = a.members()[..tol]
+            .iter()
+            .map(|m| m.wear.rebuild_bytes)
+            .sum();
+        assert_eq!(rebuilt, tol as u64 * a.rows() * 4096);
+    }
+}
+
+#[test]
+fn writes_during_a_rebuild_reach_the_target_below_the_checkpoint() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    let mut rng = Rng(9);
+    random_ops(&a, &mut model, &mut rng, 50);
+    a.fail(&MemberRef::Slot(2)).unwrap();
+    a.add(mem(3 << 20, "t"), std::path::Path::new("t"), None, true)
+        .unwrap();
+    // Rebuild half by hand: set the checkpoint, then write everywhere, then finish.
+    let opts = RebuildOptions {
+        batch_bytes: 4096 * 16,
+        max_rate: None,
+        ..RebuildOptions::default()
+    };
+    let mut calls = 0;
+    let mut model2 = model.clone();
+    rebuild::run(&a, &opts, &mut |_, done, total| {
+        calls += 1;
+        if done < total && calls % 3 == 0 {
+            let off = rng.below(a.size() - 9000);
+            let data = rng.bytes(9000);
+            a.write(&data, off).unwrap();
+            model2[off as usize..off as usize + 9000].copy_from_slice(&data);
+        }
+    })
+    .unwrap();
+    assert!(calls > 3);
+    assert_eq!(read_all(&a), model2);
+    assert_consistent(&a);
+}
+
+#[test]
+fn spare_is_promoted_when_a_member_fails() {
+    let (a, _) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
+    let (slot, _) = a
+        .add(
+            mem(3 << 20, "spare"),
+            std::path::Path::new("spare"),
+            None,
+            true,
+        )
+        .unwrap();
+    assert_eq!(slot, None);
+    assert!(a.members().iter().any(|m| m.state == MemberState::Spare));
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(3), 80);
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    rebuild_all(&a);
+    assert_eq!(a.state(), ArrayState::Clean);
+    assert_eq!(
+        a.members()[3].path.as_deref(),
+        Some(std::path::Path::new("spare"))
+    );
+    assert_eq!(read_all(&a), model);
+}
+
+#[test]
+fn replace_keeps_redundancy_and_old_member_leaves() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(4), 80);
+    a.replace(
+        &MemberRef::Slot(1),
+        mem(3 << 20, "n"),
+        std::path::Path::new("n"),
+        None,
+        true,
+    )
+    .unwrap();
+    // While replacing, all four slots stay usable.
+    assert!(a.lost().iter().all(|l| !l));
+    rebuild_all(&a);
+    assert_eq!(a.members().len(), 4);
+    assert_eq!(
+        a.members()[1].path.as_deref(),
+        Some(std::path::Path::new("n"))
+    );
+    assert_eq!(read_all(&a), model);
+    assert_consistent(&a);
+}
+
+#[test]
+fn old_member_failing_mid_replace_turns_it_into_a_rebuild() {
+    let (a, faults) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(5), 80);
+    a.replace(
+        &MemberRef::Slot(0),
+        mem(3 << 20, "n"),
+        std::path::Path::new("n"),
+        None,
+        true,
+    )
+    .unwrap();
+    faults[0].fail_after(12);
+    rebuild_all(&a);
+    assert_eq!(a.state(), ArrayState::Clean);
+    assert_eq!(
+        a.members()[0].path.as_deref(),
+        Some(std::path::Path::new("n"))
+    );
+    assert_eq!(read_all(&a), model);
+    assert_consistent(&a);
+}
+
+#[test]
+fn replacing_the_parity_heavy_member_moves_the_role_to_the_most_worn() {
+    let mut p = LayoutParams::with_defaults(Level::F1, 4, 4096);
+    p.weights = vec![3, 1, 1, 1];
+    let (a, _) = make(&p, 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(6), 100);
+    // Make slot 2 the most worn by extra writes on chunks it holds as data.
+    let l = a.layout().clone();
+    for c in 0..l.logical_chunks(a.rows()) {
+        let (r, d) = l.parity_locate(c);
+        if l.data_slot(r, d) == 2 {
+            let data = vec![7u8; 4096];
+            a.write(&data, c * 4096).unwrap();
+            model[(c * 4096) as usize..(c * 4096 + 4096) as usize].copy_from_slice(&data);
+        }
+    }
+    let worn: Vec<u64> = a.members().iter().map(|m| m.wear.total()).collect();
+    let most = (1..4).max_by_key(|&i| worn[i]).unwrap();
+    assert_eq!(most, 2, "{worn:?}");
+    let old_heavy_dev = a.members()[0].path.clone();
+    let dev2 = a.members()[2].path.clone();
+    let change = a
+        .replace(
+            &MemberRef::Slot(0),
+            mem(3 << 20, "new"),
+            std::path::Path::new("new"),
+            None,
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        change.map(|c| (c.heavy_from_slot, c.heavy_to_slot)),
+        Some((0, 2))
+    );
+    let reports = rebuild_all(&a);
+    assert_eq!(
+        reports.len(),
+        2,
+        "copy slot 2 to the new device, then slot 0 to the old slot-2 device"
+    );
+    let m = a.members();
+    assert_eq!(m.len(), 4);
+    // The device that had written the most now holds the parity-heavy slot 0.
+    assert_eq!(m[0].path, dev2);
+    assert_eq!(m[2].path.as_deref(), Some(std::path::Path::new("new")));
+    assert!(m.iter().all(|x| x.path != old_heavy_dev));
+    assert_eq!(read_all(&a), model);
+    assert_consistent(&a);
 }

@@ -253,22 +253,42 @@ impl Member for FileMember {
 
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         self.check_range("zero", offset, len as usize)?;
-        if self.block_device {
-            let range = [offset, len];
-            // SAFETY: BLKZEROOUT reads two u64 (start, length) through the pointer, valid for the call.
-            unsafe { blkzeroout(self.file.as_raw_fd(), &range) }
-                .map(|_| ())
-                .map_err(|e| {
-                    Error::io(
-                        io::Error::from_raw_os_error(e as i32),
-                        "BLKZEROOUT",
-                        &self.path.display().to_string(),
-                        offset,
-                    )
-                })
-        } else {
-            // A punched hole reads back as zeros and costs no writes.
-            self.discard(offset, len)
+        let name = self.path.display().to_string();
+        use nix::fcntl::{fallocate, FallocateFlags};
+        // On files a punched hole reads back as zeros and costs no writes. On block devices the
+        // same call zeroes by unmapping where the device guarantees zeros after it, and fails
+        // otherwise (no silent fallback to writing).
+        let punched = fallocate(
+            &*self.file,
+            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        );
+        match punched {
+            Ok(()) => Ok(()),
+            Err(e)
+                if self.block_device
+                    && matches!(e, nix::errno::Errno::EOPNOTSUPP | nix::errno::Errno::EINVAL) =>
+            {
+                let range = [offset, len];
+                // SAFETY: BLKZEROOUT reads two u64 (start, length) through the pointer, valid for the call.
+                unsafe { blkzeroout(self.file.as_raw_fd(), &range) }
+                    .map(|_| ())
+                    .map_err(|e| {
+                        Error::io(
+                            io::Error::from_raw_os_error(e as i32),
+                            "BLKZEROOUT",
+                            &name,
+                            offset,
+                        )
+                    })
+            }
+            Err(e) => Err(Error::io(
+                io::Error::from_raw_os_error(e as i32),
+                "zero range",
+                &name,
+                offset,
+            )),
         }
     }
 

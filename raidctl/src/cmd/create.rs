@@ -185,7 +185,7 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
     // Progress on a terminal only: --json here means the final report, not progress lines.
     let mut progress = crate::progress::Progress::new("create", false);
     let array = Array::create(&a.members, &spec, a.force, &mut |d, t| {
-        progress.update(d, t)
+        progress.update(d, t, None)
     })?;
     progress.finish();
     let report = super::status::report(&array);

@@ -1,9 +1,15 @@
 //! Subcommands, one file each, and the dispatcher.
 
+pub mod add;
 pub mod create;
 pub mod examine;
+pub mod fail;
 pub mod generate;
+pub mod loops;
 pub mod read;
+pub mod rebuild;
+pub mod remove;
+pub mod replace;
 pub mod status;
 pub mod write;
 
@@ -20,6 +26,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Examine(a) => examine::run(a),
         Command::Read(a) => read::run(a),
         Command::Write(a) => write::run(a),
+        Command::Fail(a) => fail::run(a),
+        Command::Remove(a) => remove::run(a),
+        Command::Add(a) => add::run(a),
+        Command::Replace(a) => replace::run(a),
+        Command::Rebuild(a) => rebuild::run(a),
+        Command::Loop(a) => loops::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }
@@ -39,15 +51,19 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
     };
     let array = Array::open(&args.array, &opts)
         .map_err(|e| e.context(format!("array {}", args.array.display())))?;
+    use raidcore::array::MemberState;
     for m in array.members() {
-        if m.state != raidcore::array::MemberState::Active {
+        if matches!(m.state, MemberState::Faulty | MemberState::Missing) {
             eprintln!(
                 "raidctl: warning: slot {} {}: {}",
-                m.slot,
+                m.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
                 m.state.name(),
                 m.reason.as_deref().unwrap_or("unavailable")
             );
         }
+    }
+    for note in array.notes() {
+        eprintln!("raidctl: warning: left out {note}");
     }
     Ok(array)
 }

@@ -42,6 +42,7 @@ pub fn report(a: &Array) -> Value {
                     "rebuild": m.wear.rebuild_bytes,
                 },
                 "endurance_bytes": m.wear.endurance_bytes,
+                "progress": m.progress,
                 "read_errors": m.read_errors,
                 "write_errors": m.write_errors,
             })
@@ -123,14 +124,18 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
     println!("created  {}", r["created"].as_str().unwrap_or(""));
     println!();
     println!(
-        "{:>4}  {:<10} {:>10} {:>10} {:>10}  path",
+        "{:>4}  {:<15} {:>10} {:>10} {:>10}  path",
         "slot", "state", "written", "data", "parity"
     );
     for m in array.members() {
+        let state = match m.progress {
+            Some(p) => format!("{} {:.0}%", m.state.name(), p * 100.0),
+            None => m.state.name().to_string(),
+        };
         println!(
-            "{:>4}  {:<10} {:>10} {:>10} {:>10}  {}{}",
-            m.slot,
-            m.state.name(),
+            "{:>4}  {:<15} {:>10} {:>10} {:>10}  {}{}",
+            m.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            state,
             human(m.wear.total()),
             human(m.wear.data_bytes),
             human(m.wear.parity_bytes),

@@ -1,0 +1,88 @@
+//! `raidctl add`: add a device as the rebuild target of a missing slot, or as a hot spare.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use raidcore::array::preflight;
+use raidcore::device::{probe, FileMember, Member, OpenMode};
+use raidcore::format::{self, Probe};
+use raidcore::{Error, ErrorKind, Result};
+
+use crate::cli::ArrayArgs;
+
+/// Add a member: it rebuilds a missing slot, or waits as a hot spare
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// The device or file to add
+    #[arg(value_name = "NEWMEMBER")]
+    pub new: PathBuf,
+    /// Overwrite a device that holds a file system or another array (never a mounted one)
+    #[arg(long, short = 'f')]
+    pub force: bool,
+    /// Rated endurance of the new member in terabytes written
+    #[arg(long, value_name = "TBW")]
+    pub endurance: Option<f64>,
+    #[command(flatten)]
+    pub rebuild: super::rebuild::RebuildFlags,
+}
+
+/// Opens a device joining `array`: a member of this same array (stale or failed) is taken back
+/// without --force; anything else goes through the same checks as create.
+pub fn open_new(array: &raidcore::Array, path: &PathBuf, force: bool) -> Result<Arc<dyn Member>> {
+    if let Some(m) = array.take_failed(path) {
+        return Ok(m);
+    }
+    if let Some(why) = probe::in_use(path) {
+        return Err(Error::new(
+            ErrorKind::Busy,
+            format!("{why}; refusing to use it (not even with --force)"),
+        ));
+    }
+    let ours = {
+        let m = FileMember::open(path, OpenMode::Peek)?;
+        matches!(format::probe(&m)?, Probe::Valid(l) if l.sb.array_uuid == array.superblock().array_uuid)
+    };
+    if !ours {
+        preflight(std::slice::from_ref(path), force)?;
+    } else if array
+        .members()
+        .iter()
+        .any(|m| m.path.as_ref().is_some_and(|p| p == path) && m.state.name() != "faulty")
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} is already in use by this array", path.display()),
+        ));
+    }
+    Ok(Arc::new(FileMember::open(path, OpenMode::Write)?))
+}
+
+pub fn endurance_bytes(tbw: Option<f64>) -> Result<Option<u64>> {
+    match tbw {
+        None => Ok(None),
+        Some(t) if t > 0.0 && t < 1e6 => Ok(Some((t * 1e12) as u64)),
+        Some(t) => Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("--endurance {t} is not a positive number of terabytes"),
+        )),
+    }
+}
+
+pub fn run(a: AddArgs) -> Result<ExitCode> {
+    let endurance = endurance_bytes(a.endurance)?;
+    let array = super::assemble(&a.array, true)?;
+    let member = open_new(&array, &a.new, a.force)?;
+    let (slot, change) = array.add(member, &a.new, endurance, a.rebuild.keep_roles)?;
+    match slot {
+        Some(s) => eprintln!("raidctl: {} added to rebuild slot {s}", a.new.display()),
+        None => eprintln!("raidctl: {} added as a hot spare", a.new.display()),
+    }
+    if let Some(c) = change {
+        eprintln!("raidctl: {}", c.description);
+    }
+    super::rebuild::after_change(array, &a.rebuild)
+}

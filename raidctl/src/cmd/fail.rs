@@ -1,0 +1,36 @@
+//! `raidctl fail`: mark a member faulty (refused when the array would not survive it).
+
+use std::process::ExitCode;
+
+use clap::Args;
+use raidcore::array::MemberRef;
+use raidcore::Result;
+
+use crate::cli::ArrayArgs;
+
+/// Mark a member faulty; a hot spare then takes its place
+#[derive(Args, Debug)]
+pub struct FailArgs {
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// The member to fail: its path or its slot number
+    #[arg(value_name = "MEMBER")]
+    pub member: String,
+    #[command(flatten)]
+    pub rebuild: super::rebuild::RebuildFlags,
+}
+
+pub fn run(a: FailArgs) -> Result<ExitCode> {
+    let array = super::assemble(&a.array, true)?;
+    let slot = array.fail(&MemberRef::parse(&a.member))?;
+    if slot != usize::MAX {
+        eprintln!(
+            "raidctl: slot {slot} marked faulty ({}); the array is {}",
+            a.member,
+            array.state().name()
+        );
+    } else {
+        eprintln!("raidctl: spare {} removed", a.member);
+    }
+    super::rebuild::after_change(array, &a.rebuild)
+}

@@ -1,0 +1,112 @@
+//! `raidctl rebuild`: run (or resume) every pending rebuild and replace, with progress.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use raidcore::jobs::rebuild::{self, RebuildOptions};
+use raidcore::{Array, Result};
+use serde_json::json;
+
+use crate::cli::ArrayArgs;
+use crate::units::parse_size;
+
+/// Flags shared by the commands that start a rebuild.
+#[derive(Args, Debug, Clone)]
+pub struct RebuildFlags {
+    /// Rebuild at most this many bytes per second (K/M/G suffixes)
+    #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
+    pub max_rate: Option<u64>,
+    /// Skewed arrays: do not move the parity-heavy role to the most-worn member
+    #[arg(long)]
+    pub keep_roles: bool,
+    /// Only record the change; run the rebuild later with `raidctl rebuild`
+    #[arg(long)]
+    pub no_rebuild: bool,
+    /// Progress as one JSON object per line on stdout, and a JSON summary
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first
+#[derive(Args, Debug)]
+pub struct RebuildArgs {
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    #[command(flatten)]
+    pub flags: RebuildFlags,
+}
+
+/// Runs the pending work after a change, unless --no-rebuild; then closes the array.
+pub fn after_change(array: Array, f: &RebuildFlags) -> Result<ExitCode> {
+    finish(array, f, true)
+}
+
+fn finish(array: Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<ExitCode> {
+    if f.no_rebuild {
+        array.close()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out = work(&array, f, quiet_if_idle);
+    let closed = array.close();
+    out?;
+    closed?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
+    let opts = RebuildOptions {
+        max_rate: f.max_rate,
+        keep_roles: f.keep_roles,
+        checkpoint_every: Duration::from_secs(2),
+        ..RebuildOptions::default()
+    };
+    let mut bar = crate::progress::Progress::new("rebuild", f.json);
+    let reports = rebuild::run(array, &opts, &mut |pass, done, total| {
+        bar.update(done, total, Some(pass.kind))
+    })?;
+    bar.finish();
+    for r in &reports {
+        let rate = r.bytes_written as f64 / r.seconds.max(1e-6);
+        if f.json {
+            println!(
+                "{}",
+                json!({"done": r.kind, "slots": r.slots, "resumed_from_row": r.resumed_from_row, "rows": r.rows,
+                       "bytes_written": r.bytes_written, "seconds": r.seconds, "rate_bytes_per_sec": rate as u64})
+            );
+        } else {
+            eprintln!(
+                "raidctl: {} of slot(s) {:?} done: {} written in {:.1} s ({}/s){}",
+                r.kind,
+                r.slots,
+                crate::units::human(r.bytes_written),
+                r.seconds,
+                crate::units::human(rate as u64),
+                if r.resumed_from_row > 0 {
+                    format!(", resumed at row {}", r.resumed_from_row)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if reports.is_empty() && !f.json && !quiet_if_idle {
+        eprintln!(
+            "raidctl: nothing to rebuild; the array is {}",
+            array.state().name()
+        );
+    }
+    Ok(())
+}
+
+pub fn run(a: RebuildArgs) -> Result<ExitCode> {
+    let array = super::assemble(&a.array, true)?;
+    finish(
+        array,
+        &RebuildFlags {
+            no_rebuild: false,
+            ..a.flags
+        },
+        false,
+    )
+}

@@ -1,0 +1,50 @@
+//! `raidctl replace`: copy a live member onto a new device, then retire it; redundancy is
+//! never reduced meanwhile.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use raidcore::array::MemberRef;
+use raidcore::Result;
+
+use crate::cli::ArrayArgs;
+
+/// Replace a member with a new device while it keeps serving
+#[derive(Args, Debug)]
+pub struct ReplaceArgs {
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// The member to replace: its path or its slot number
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The new device or file
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Overwrite a device that holds a file system or another array (never a mounted one)
+    #[arg(long, short = 'f')]
+    pub force: bool,
+    /// Rated endurance of the new member in terabytes written
+    #[arg(long, value_name = "TBW")]
+    pub endurance: Option<f64>,
+    #[command(flatten)]
+    pub rebuild: super::rebuild::RebuildFlags,
+}
+
+pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
+    let endurance = super::add::endurance_bytes(a.endurance)?;
+    let array = super::assemble(&a.array, true)?;
+    let member = super::add::open_new(&array, &a.new, a.force)?;
+    let change = array.replace(
+        &MemberRef::parse(&a.old),
+        member,
+        &a.new,
+        endurance,
+        a.rebuild.keep_roles,
+    )?;
+    eprintln!("raidctl: replacing {} with {}", a.old, a.new.display());
+    if let Some(c) = change {
+        eprintln!("raidctl: {}", c.description);
+    }
+    super::rebuild::after_change(array, &a.rebuild)
+}

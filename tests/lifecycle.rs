@@ -1,0 +1,351 @@
+//! Member lifecycle on real loop devices: fail, degraded reads, add and rebuild, replace,
+//! resumable rebuild after SIGKILL, stale members, the F1 parity-heavy reshuffle, and a member
+//! failing under an open array.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::*;
+
+/// `n` loop devices over sparse backing files in `dir`.
+fn loops(dir: &Path, n: usize, size: u64, tag: &str) -> Vec<LoopDev> {
+    (0..n)
+        .map(|i| {
+            let f = dir.join(format!("{tag}{i}.img"));
+            sparse_file(&f, size);
+            LoopDev::attach(&f)
+        })
+        .collect()
+}
+
+fn devs(l: &[LoopDev]) -> Vec<String> {
+    l.iter().map(|d| d.dev.display().to_string()).collect()
+}
+
+fn create(level: &[&str], members: &[String]) -> serde_json::Value {
+    let mut args: Vec<String> = vec!["create".into(), "--json".into()];
+    args.extend(level.iter().map(|s| s.to_string()));
+    args.extend(members.iter().cloned());
+    raidctl(&args).ok().json()
+}
+
+fn status(member: &str) -> serde_json::Value {
+    raidctl(["status", "--json", member]).ok().json()
+}
+
+fn fail_add_rebuild(level: &[&str], n: usize) {
+    let dir = tempdir();
+    let l = loops(dir.path(), n + 1, 48 << 20, "d");
+    let d = devs(&l);
+    let (members, spare) = (&d[..n], &d[n]);
+    let st = create(level, members);
+    let size = st["size_bytes"].as_u64().unwrap();
+    let a = PathBuf::from(&members[n - 1]);
+    let data = pattern(&format!("{level:?}"), (size / 2) as usize);
+    write_at(&a, 4097, &data, dir.path());
+    raidctl(["fail", &members[n - 1], &members[0]]).ok();
+    assert_eq!(status(&members[n - 1])["state"], "degraded");
+    assert!(
+        read_at(&a, 4097, data.len()).ok().stdout == data,
+        "{level:?}: degraded read"
+    );
+    raidctl(["add", &members[n - 1], spare]).ok();
+    let st = status(&members[n - 1]);
+    assert_eq!(st["state"], "clean", "{st}");
+    // The new device serves a slot (slot 0, or for F1 the slot the reshuffle gave it).
+    let m = st["members"].as_array().unwrap();
+    assert_eq!(m.len(), n);
+    let new = m
+        .iter()
+        .find(|x| x["path"] == spare.as_str())
+        .expect("new device in the array");
+    assert!(new["bytes_written_by_kind"]["rebuild"].as_u64().unwrap() > 0);
+    assert!(
+        read_at(&a, 4097, data.len()).ok().stdout == data,
+        "{level:?}: read after rebuild"
+    );
+}
+
+#[test]
+fn raid1_fail_add_rebuild() {
+    fail_add_rebuild(&["--level", "1"], 2);
+}
+#[test]
+fn raid10_fail_add_rebuild() {
+    fail_add_rebuild(&["--level", "10"], 4);
+}
+#[test]
+fn raid5_fail_add_rebuild() {
+    fail_add_rebuild(&["--level", "5"], 3);
+}
+#[test]
+fn f1_fail_add_rebuild() {
+    fail_add_rebuild(&["--level", "f1"], 4);
+}
+#[test]
+fn raid6_fail_add_rebuild() {
+    fail_add_rebuild(&["--level", "6"], 5);
+}
+
+#[test]
+fn raid6_rebuilds_two_failed_members_in_one_pass() {
+    let dir = tempdir();
+    let l = loops(dir.path(), 6, 40 << 20, "d");
+    let d = devs(&l);
+    let st = create(&["--level", "6"], &d[..4]);
+    let a = PathBuf::from(&d[0]);
+    let data = pattern("r6", (st["size_bytes"].as_u64().unwrap() - 10_000) as usize);
+    write_at(&a, 5000, &data, dir.path());
+    raidctl(["fail", &d[0], &d[1]]).ok();
+    raidctl(["fail", &d[0], &d[3]]).ok();
+    raidctl(["add", "--no-rebuild", &d[0], &d[4]]).ok();
+    raidctl(["add", "--no-rebuild", &d[0], &d[5]]).ok();
+    let out = raidctl(["rebuild", "--json", &d[0]]).ok().stdout_str();
+    let done: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("done").is_some())
+        .collect();
+    assert_eq!(done.len(), 1, "{out}");
+    assert_eq!(done[0]["slots"], serde_json::json!([1, 3]));
+    assert_eq!(status(&d[0])["state"], "clean");
+    assert!(read_at(&a, 5000, data.len()).ok().stdout == data);
+}
+
+#[test]
+fn raid5_refuses_a_second_failure_and_writes_nothing() {
+    let dir = tempdir();
+    let members: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&members);
+    let mut args = vec!["create", "--level", "5", "--size", "16M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    write_at(&members[0], 0, &pattern("x", 1 << 20), dir.path());
+    raidctl(["fail", &ms[0], &ms[1]]).ok();
+    let before = hashes(&members);
+    raidctl(["fail", &ms[0], &ms[2]]).fails(2, &["would fail the array", "raid5 tolerates 1"]);
+    assert_eq!(hashes(&members), before);
+    // Two members physically gone: nothing can be rebuilt, and nothing is written.
+    let gone = tempdir();
+    std::fs::rename(&members[2], gone.path().join("m2")).unwrap();
+    let spare = dir.path().join("spare");
+    sparse_file(&spare, 16 << 20);
+    let mut watch = vec![members[0].clone(), members[3].clone(), spare.clone()];
+    watch.push(members[1].clone());
+    let before = hashes(&watch);
+    raidctl(["add", &ms[0], &spare.display().to_string()])
+        .fails(5, &["unavailable", "raid5 tolerates 1"]);
+    assert_eq!(hashes(&watch), before);
+}
+
+#[test]
+fn killed_rebuild_resumes_from_its_checkpoint() {
+    let dir = tempdir();
+    let l = loops(dir.path(), 4, 64 << 20, "d");
+    let d = devs(&l);
+    let st = create(&["--level", "5"], &d[..3]);
+    let a = PathBuf::from(&d[0]);
+    let data = pattern("kill", (st["size_bytes"].as_u64().unwrap() / 2) as usize);
+    write_at(&a, 0, &data, dir.path());
+    raidctl(["fail", &d[0], &d[2]]).ok();
+    raidctl(["add", "--no-rebuild", &d[0], &d[3]]).ok();
+    let mut child = Command::new(BIN)
+        .args(["rebuild", "--max-rate", "12M", "--json", &d[0]])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (lock-free, via examine) until a checkpoint above zero is recorded, then SIGKILL.
+    let mut cp = 0;
+    for _ in 0..300 {
+        let ex = raidctl(["examine", "--json", &d[3]]).ok().json();
+        cp = ex["slots"][2]["rebuild_checkpoint_row"]
+            .as_u64()
+            .unwrap_or(0);
+        if cp > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(cp > 0, "no checkpoint was recorded");
+    let st = status(&d[0]);
+    assert_eq!(st["state"], "rebuilding", "{st}");
+    let p = st["members"][2]["progress"].as_f64().unwrap();
+    assert!(p > 0.0 && p < 1.0, "progress {p}");
+    let out = raidctl(["rebuild", "--json", &d[0]]).ok().stdout_str();
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert!(last["resumed_from_row"].as_u64().unwrap() >= cp, "{last}");
+    assert_eq!(status(&d[0])["state"], "clean");
+    assert!(read_at(&a, 0, data.len()).ok().stdout == data);
+}
+
+#[test]
+fn stale_member_is_refused_alone_and_rebuilt_when_re_added() {
+    let dir = tempdir();
+    let l = loops(dir.path(), 3, 32 << 20, "d");
+    let d = devs(&l);
+    create(&["--level", "5"], &d);
+    let a = PathBuf::from(&d[0]);
+    write_at(&a, 0, &pattern("s1", 3 << 20), dir.path());
+    // Failed by request: its own superblock says so.
+    raidctl(["fail", &d[0], &d[1]]).ok();
+    raidctl(["status", &d[1]]).fails(3, &["failed out of its array", "raidctl add"]);
+    write_at(&a, 1 << 20, &pattern("s2", 1 << 20), dir.path());
+    raidctl(["add", &d[0], &d[1]]).ok();
+    let st = status(&d[0]);
+    assert_eq!(st["state"], "clean");
+    assert_eq!(st["members"][1]["path"], d[1].as_str());
+    let mut want = pattern("s1", 3 << 20);
+    want[1 << 20..2 << 20].copy_from_slice(&pattern("s2", 1 << 20));
+    assert!(read_at(&a, 0, want.len()).ok().stdout == want);
+}
+
+#[test]
+fn absent_member_comes_back_stale_and_is_not_trusted() {
+    let dir = tempdir();
+    let gone = tempdir();
+    let m: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--size", "16M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    write_at(&m[0], 0, &pattern("old", 1 << 20), dir.path());
+    std::fs::rename(&m[2], gone.path().join("m2")).unwrap();
+    write_at(&m[0], 0, &pattern("new", 1 << 20), dir.path());
+    std::fs::rename(gone.path().join("m2"), &m[2]).unwrap();
+    raidctl(["status", &ms[2]]).fails(3, &["is stale", "raidctl add"]);
+    let st = raidctl(["status", "--json", &ms[0]]).ok();
+    assert!(st.stderr.contains("stale"), "{}", st.stderr);
+    assert_eq!(st.json()["members"][2]["state"], "faulty");
+    assert!(read_at(&m[0], 0, 1 << 20).ok().stdout == pattern("new", 1 << 20));
+    raidctl(["add", &ms[0], &ms[2]]).ok();
+    assert_eq!(status(&ms[0])["state"], "clean");
+    // Reads that must use m2 (fail m0) see the new data.
+    raidctl(["fail", &ms[1], &ms[0]]).ok();
+    assert!(read_at(&m[1], 0, 1 << 20).ok().stdout == pattern("new", 1 << 20));
+}
+
+/// Single-chunk writes at the given logical chunks through the real binary.
+fn chunk_writes(a: &Path, chunks: &[u64], chunk: u64, dir: &Path, seed: &str) {
+    for (i, c) in chunks.iter().enumerate() {
+        write_at(
+            a,
+            c * chunk,
+            &pattern(&format!("{seed}{i}"), chunk as usize),
+            dir,
+        );
+    }
+}
+
+#[test]
+fn replacing_the_parity_heavy_member_moves_the_role_to_the_most_worn() {
+    use raidcore::layout::{Layout, LayoutParams, Level};
+    let dir = tempdir();
+    let l = loops(dir.path(), 5, 32 << 20, "d");
+    let d = devs(&l);
+    let st = create(&["--level", "f1", "--chunk", "16K"], &d[..4]);
+    let chunk = 16 << 10;
+    let layout = Layout::new(&LayoutParams::with_defaults(Level::F1, 4, chunk)).unwrap();
+    let rows = 200;
+    // A random-write load biased onto slot 2's data chunks: slot 2 becomes the most worn.
+    let chunks: Vec<u64> = (0..layout.logical_chunks(rows))
+        .filter(|&c| {
+            let (r, i) = layout.parity_locate(c);
+            layout.data_slot(r, i) == 2 && r % 2 == 0
+        })
+        .collect();
+    let a = PathBuf::from(&d[0]);
+    chunk_writes(&a, &chunks, chunk, dir.path(), "bias");
+    let before = status(&d[0]);
+    let worn: Vec<u64> = (0..4)
+        .map(|i| before["members"][i]["bytes_written"].as_u64().unwrap())
+        .collect();
+    let most = (1..4).max_by_key(|&i| worn[i]).unwrap();
+    assert_eq!(most, 2, "{worn:?}");
+    let r = raidctl(["replace", &d[0], &d[0], &d[4]]).ok();
+    assert!(r.stderr.contains("parity-heavy role moves"), "{}", r.stderr);
+    let after = status(&d[1]);
+    assert_eq!(after["state"], "clean", "{after}");
+    assert_eq!(after["parity_weights"], serde_json::json!([2, 1, 1, 1]));
+    // The device that had written the most now holds the heavy slot 0; the new one slot 2.
+    assert_eq!(after["members"][0]["path"], d[2].as_str());
+    assert_eq!(after["members"][2]["path"], d[4].as_str());
+    assert_eq!(after["members"].as_array().unwrap().len(), 4);
+    let _ = st;
+    // Under a uniform single-chunk write load, slot 0 (now that device) takes the most parity.
+    let p0: Vec<u64> = (0..4)
+        .map(|i| {
+            after["members"][i]["bytes_written_by_kind"]["parity"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let uniform: Vec<u64> = (0..layout.logical_chunks(rows)).step_by(2).collect();
+    chunk_writes(&PathBuf::from(&d[1]), &uniform, chunk, dir.path(), "load");
+    let fin = status(&d[1]);
+    let grew: Vec<u64> = (0..4)
+        .map(|i| {
+            fin["members"][i]["bytes_written_by_kind"]["parity"]
+                .as_u64()
+                .unwrap()
+                - p0[i]
+        })
+        .collect();
+    assert!(
+        grew[0] > grew[1] && grew[0] > grew[2] && grew[0] > grew[3],
+        "parity growth {grew:?}"
+    );
+    // Data is intact through it all.
+    for (i, c) in chunks.iter().enumerate().take(5) {
+        let got = read_at(&PathBuf::from(&d[1]), c * chunk, chunk as usize)
+            .ok()
+            .stdout;
+        if !uniform.contains(c) {
+            assert!(got == pattern(&format!("bias{i}"), chunk as usize));
+        }
+    }
+}
+
+#[test]
+fn a_member_failing_under_an_open_array_is_failed_and_io_goes_on() {
+    // One member's backing file lives on a tiny tmpfs: once it is full, that loop device
+    // returns EIO for writes while raidctl has the array open.
+    let dir = tempdir();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=12m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap()
+        .success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(small.clone());
+    let mut l = loops(dir.path(), 2, 48 << 20, "d");
+    let f = small.join("fragile.img");
+    sparse_file(&f, 48 << 20);
+    l.push(LoopDev::attach(&f));
+    let d = devs(&l);
+    create(&["--level", "5"], &d);
+    let a = PathBuf::from(&d[0]);
+    let data = pattern("fragile", 40 << 20);
+    write_at(&a, 0, &data, dir.path());
+    let st = status(&d[0]);
+    assert_eq!(st["state"], "degraded", "{st}");
+    assert_eq!(st["members"][2]["state"], "faulty");
+    // Failed while the array went on: on the next assembly it is stale, never trusted again.
+    assert!(
+        st["members"][2]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stale"),
+        "{st}"
+    );
+    assert!(read_at(&a, 0, data.len()).ok().stdout == data);
+}
