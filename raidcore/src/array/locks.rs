@@ -27,9 +27,8 @@ impl RowLocks {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Write-locks every row of a range, each lock once, in table order (a request holds at
-    /// most one lock, so this cannot deadlock with them).
-    pub(crate) fn write_many(&self, rows: std::ops::Range<u64>) -> Vec<RwLockWriteGuard<'_, ()>> {
+    /// Lock-table indices covering a range of rows, sorted, each once.
+    pub(crate) fn indices(&self, rows: std::ops::Range<u64>) -> Vec<usize> {
         let mut idx: Vec<usize> = if rows.end - rows.start >= SLOTS as u64 {
             (0..SLOTS).collect()
         } else {
@@ -37,14 +36,55 @@ impl RowLocks {
         };
         idx.sort_unstable();
         idx.dedup();
-        idx.into_iter()
-            .map(|i| self.table[i].write().unwrap_or_else(|e| e.into_inner()))
-            .collect()
+        idx
+    }
+
+    pub(crate) fn write_index(&self, i: usize) -> RwLockWriteGuard<'_, ()> {
+        self.table[i].write().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn write(&self, row: u64) -> RwLockWriteGuard<'_, ()> {
         self.table[Self::index(row)]
             .write()
             .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Row locks held by a job across batches: a job may hold two consecutive batches at once (one
+/// being written while the next is read), so indices shared by both are taken once. Requests
+/// hold at most one lock and never wait while holding it, so a job holding many cannot deadlock
+/// with them.
+pub(crate) struct HeldLocks<'a> {
+    locks: &'a RowLocks,
+    held: std::collections::BTreeMap<usize, RwLockWriteGuard<'a, ()>>,
+}
+
+impl<'a> HeldLocks<'a> {
+    pub(crate) fn new(locks: &'a RowLocks) -> HeldLocks<'a> {
+        HeldLocks {
+            locks,
+            held: Default::default(),
+        }
+    }
+
+    /// Locks `rows`, returning the indices to pass to [`HeldLocks::release`] later.
+    pub(crate) fn acquire(&mut self, rows: std::ops::Range<u64>) -> Vec<usize> {
+        let idx = self.locks.indices(rows);
+        for &i in &idx {
+            if !self.held.contains_key(&i) {
+                let g = self.locks.write_index(i);
+                self.held.insert(i, g);
+            }
+        }
+        idx
+    }
+
+    /// Releases `old` except the indices in `keep`.
+    pub(crate) fn release(&mut self, old: &[usize], keep: &[usize]) {
+        for i in old {
+            if keep.binary_search(i).is_err() {
+                self.held.remove(i);
+            }
+        }
     }
 }

@@ -297,12 +297,9 @@ impl Array {
         self.slots[slot].target()
     }
 
-    /// Write-locks every row in `rows` (for jobs working on a batch of rows).
-    pub(crate) fn lock_rows(
-        &self,
-        rows: std::ops::Range<u64>,
-    ) -> Vec<std::sync::RwLockWriteGuard<'_, ()>> {
-        self.locks.write_many(rows)
+    /// Row locks for a job that works on batches of rows.
+    pub(crate) fn held_locks(&self) -> locks::HeldLocks<'_> {
+        locks::HeldLocks::new(&self.locks)
     }
 
     /// Chooses the parity kernel (tests and benchmarks).

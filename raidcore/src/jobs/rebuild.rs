@@ -225,103 +225,204 @@ fn rebuild_pass(
     let rows = array.rows();
     let step = pass.batch_rows();
     let mut r0 = pass.report.resumed_from_row;
-    while r0 < rows {
-        if !pass.targets_alive() {
-            crate::bail!(Io, "a rebuild target failed; see status");
-        }
-        let r1 = (r0 + step).min(rows);
-        let b = (r1 - r0) as usize;
-        let _guards = array.lock_rows(r0..r1);
-        array.check_alive()?;
-        let lost = array.lost();
-        let mut outs: Vec<AlignedBuf> = pass
-            .targets
+    // Buffers live for the whole pass: fresh multi-MiB buffers per batch cost more in page
+    // faults than the I/O itself.
+    let full = step as usize * c;
+    let mut outs: Vec<AlignedBuf> = pass
+        .targets
+        .iter()
+        .map(|_| AlignedBuf::zeroed(full))
+        .collect();
+    let mut ins: Vec<AlignedBuf> = Vec::new();
+    let mut scratch: Vec<AlignedBuf> = Vec::new();
+    if let Redundancy::Parity { parity } = layout.redundancy() {
+        ins = (0..n).map(|_| AlignedBuf::zeroed(full)).collect();
+        scratch = (0..parity).map(|_| AlignedBuf::zeroed(c)).collect();
+    }
+    let mut spare_outs = Some(
+        pass.targets
             .iter()
-            .map(|_| AlignedBuf::zeroed(b * c))
-            .collect();
-        match layout.redundancy() {
-            Redundancy::Parity { parity } => {
-                // One sequential read per survivor for the whole batch.
-                let mut bufs: Vec<Option<AlignedBuf>> = Vec::with_capacity(n);
-                for (slot, &gone) in lost.iter().enumerate() {
-                    if gone {
-                        bufs.push(None);
-                        continue;
-                    }
-                    let mut buf = AlignedBuf::zeroed(b * c);
-                    match array.member_read(slot, &mut buf, r0, 0) {
-                        Ok(()) => bufs.push(Some(buf)),
-                        Err(_) => bufs.push(None), // failed now; recovered below if tolerated
+            .map(|_| AlignedBuf::zeroed(full))
+            .collect::<Vec<_>>(),
+    );
+    let mut locks = array.held_locks();
+    // Pipelined: the target write of one batch overlaps the reads and reconstruction of the
+    // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
+    std::thread::scope(|scope| -> Result<()> {
+        let mut inflight: Option<(Writer<'_>, u64, Vec<usize>)> = None;
+        while r0 < rows {
+            if !pass.targets_alive() {
+                crate::bail!(Io, "a rebuild target failed; see status");
+            }
+            let r1 = (r0 + step).min(rows);
+            let b = (r1 - r0) as usize;
+            let idx = locks.acquire(r0..r1);
+            fill_batch(
+                array,
+                &pass.targets,
+                r0,
+                r1,
+                &mut ins,
+                &mut scratch,
+                &mut outs,
+            )?;
+            if let Some((h, prev_r1, prev_idx)) = inflight.take() {
+                let (bufs, written) = h.join().expect("writer thread");
+                spare_outs = Some(bufs);
+                pass.advance(prev_r1, written?, progress)?;
+                locks.release(&prev_idx, &idx);
+            }
+            let mine = std::mem::replace(&mut outs, spare_outs.take().expect("two buffer sets"));
+            let targets = pass.targets.clone();
+            let writer = scope.spawn(move || {
+                let mut written = 0;
+                for (ti, (slot, t)) in targets.iter().enumerate() {
+                    match write_target(array, *slot, &t.dev, &mine[ti][..b * c], r0) {
+                        Ok(true) => written += (b * c) as u64,
+                        Ok(false) => {}
+                        Err(e) => return (mine, Err(e)),
                     }
                 }
-                if bufs.iter().filter(|b| b.is_none()).count() > parity {
-                    array.check_alive()?;
-                    crate::bail!(
-                        ArrayFailed,
-                        "rows {r0}..{r1}: too many members unreadable to rebuild"
-                    );
+                (mine, Ok(written))
+            });
+            inflight = Some((writer, r1, idx));
+            r0 = r1;
+        }
+        if let Some((h, prev_r1, prev_idx)) = inflight.take() {
+            let (_, written) = h.join().expect("writer thread");
+            pass.advance(prev_r1, written?, progress)?;
+            locks.release(&prev_idx, &[]);
+        }
+        Ok(())
+    })?;
+    drop(locks);
+    pass.finish()
+}
+
+/// A target write in flight: gives back its buffers and the bytes written.
+type Writer<'s> = std::thread::ScopedJoinHandle<'s, (Vec<AlignedBuf>, Result<u64>)>;
+
+/// Fills `outs` (one buffer per target) with the target slots' contents for rows [r0, r1).
+#[allow(clippy::too_many_arguments)]
+fn fill_batch(
+    array: &Array,
+    targets: &[(usize, Arc<Target>)],
+    r0: u64,
+    r1: u64,
+    ins: &mut [AlignedBuf],
+    scratch: &mut [AlignedBuf],
+    outs: &mut [AlignedBuf],
+) -> Result<()> {
+    let layout = array.layout();
+    let n = layout.members();
+    let c = layout.chunk() as usize;
+    let rows = array.rows();
+    let b = (r1 - r0) as usize;
+    array.check_alive()?;
+    let lost = array.lost();
+    match layout.redundancy() {
+        Redundancy::Parity { parity } => {
+            // One sequential read per survivor for the whole batch, all survivors at once.
+            let ok: Vec<bool> = std::thread::scope(|scope| {
+                let handles: Vec<_> = ins
+                    .iter_mut()
+                    .zip(&lost)
+                    .enumerate()
+                    .map(|(slot, (buf, &gone))| {
+                        (!gone).then(|| {
+                            // A member failing now is recovered below if tolerated.
+                            scope.spawn(move || {
+                                array.member_read(slot, &mut buf[..b * c], r0, 0).is_ok()
+                            })
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.is_some_and(|h| h.join().expect("reader thread")))
+                    .collect()
+            });
+            if ok.iter().filter(|&&x| !x).count() > parity {
+                array.check_alive()?;
+                crate::bail!(
+                    ArrayFailed,
+                    "rows {r0}..{r1}: too many members unreadable to rebuild"
+                );
+            }
+            let target_of: Vec<Option<usize>> = (0..n)
+                .map(|slot| targets.iter().position(|(s, _)| *s == slot))
+                .collect();
+            for r in r0..r1 {
+                let k = (r - r0) as usize;
+                let cell = k * c..(k + 1) * c;
+                // Reconstruct in place: survivors' slices are read, targets' slices receive
+                // their chunk, any other missing chunk lands in scratch.
+                let mut per_slot: Vec<Option<&mut [u8]>> = (0..n).map(|_| None).collect();
+                let mut outs_it: Vec<Option<&mut [u8]>> = outs
+                    .iter_mut()
+                    .map(|o| Some(&mut o[cell.clone()]))
+                    .collect();
+                let mut scratch_it = scratch.iter_mut();
+                let mut missing_slots = Vec::new();
+                for (slot, buf) in ins.iter_mut().enumerate() {
+                    per_slot[slot] = if ok[slot] {
+                        Some(&mut buf[cell.clone()])
+                    } else {
+                        missing_slots.push(slot);
+                        match target_of[slot] {
+                            Some(ti) => outs_it[ti].take(),
+                            None => scratch_it.next().map(|s| &mut s[..]),
+                        }
+                    };
                 }
-                let mut row_bufs: Vec<AlignedBuf> = (0..n).map(|_| AlignedBuf::zeroed(c)).collect();
+                let order = array.row_slots(r, parity);
+                let missing: Vec<usize> = order
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| missing_slots.contains(s))
+                    .map(|(pos, _)| pos)
+                    .collect();
+                let mut refs: Vec<&mut [u8]> = order
+                    .iter()
+                    .map(|&slot| per_slot[slot].take().expect("every slot has a buffer"))
+                    .collect();
+                array.kernel().recover(&mut refs, parity, &missing)?;
+            }
+        }
+        Redundancy::Mirror { copies } => {
+            for (ti, (slot, _)) in targets.iter().enumerate() {
                 for r in r0..r1 {
                     let k = (r - r0) as usize;
-                    let order = array.row_slots(r, parity);
-                    let mut missing = Vec::new();
-                    for (pos, &slot) in order.iter().enumerate() {
-                        match &bufs[slot] {
-                            Some(src) => row_bufs[pos].copy_from_slice(&src[k * c..(k + 1) * c]),
-                            None => missing.push(pos),
-                        }
-                    }
-                    let mut refs: Vec<&mut [u8]> =
-                        row_bufs.iter_mut().map(|b| &mut b[..]).collect();
-                    array.kernel().recover(&mut refs, parity, &missing)?;
-                    for (ti, (slot, _)) in pass.targets.iter().enumerate() {
-                        let pos = order.iter().position(|s| s == slot).expect("slot in row");
-                        outs[ti][k * c..(k + 1) * c].copy_from_slice(&row_bufs[pos]);
-                    }
-                }
-            }
-            Redundancy::Mirror { copies } => {
-                for (ti, (slot, _)) in pass.targets.iter().enumerate() {
-                    for r in r0..r1 {
-                        let k = (r - r0) as usize;
-                        let Some((chunk, copy)) = mirror_inverse(&layout, array.rows(), *slot, r)
-                        else {
+                    let Some((chunk, copy)) = mirror_inverse(layout, rows, *slot, r) else {
+                        outs[ti][k * c..(k + 1) * c].fill(0); // a cell no chunk uses
+                        continue;
+                    };
+                    let mut done = false;
+                    for other in (0..copies).filter(|&o| o != copy) {
+                        let (s2, row2) = layout.mirror_cell(chunk, other);
+                        if lost[s2] {
                             continue;
-                        };
-                        let mut done = false;
-                        for other in (0..copies).filter(|&o| o != copy) {
-                            let (s2, row2) = layout.mirror_cell(chunk, other);
-                            if lost[s2] {
-                                continue;
-                            }
-                            if array
-                                .member_read(s2, &mut outs[ti][k * c..(k + 1) * c], row2, 0)
-                                .is_ok()
-                            {
-                                done = true;
-                                break;
-                            }
                         }
-                        if !done {
-                            array.check_alive()?;
-                            crate::bail!(ArrayFailed, "logical chunk {chunk}: no readable copy to rebuild slot {slot} from");
+                        if array
+                            .member_read(s2, &mut outs[ti][k * c..(k + 1) * c], row2, 0)
+                            .is_ok()
+                        {
+                            done = true;
+                            break;
                         }
+                    }
+                    if !done {
+                        array.check_alive()?;
+                        crate::bail!(
+                            ArrayFailed,
+                            "logical chunk {chunk}: no readable copy to rebuild slot {slot} from"
+                        );
                     }
                 }
             }
         }
-        let mut written = 0;
-        for (ti, (slot, t)) in pass.targets.iter().enumerate() {
-            if write_target(array, *slot, &t.dev, &outs[ti], r0)? {
-                written += outs[ti].len() as u64;
-            }
-        }
-        pass.advance(r1, written, progress)?;
-        drop(_guards);
-        r0 = r1;
     }
-    pass.finish()
+    Ok(())
 }
 
 /// Copies slot `slot`'s live member onto its replace target.
@@ -338,24 +439,28 @@ fn replace_pass(
     let mut r0 = pass.report.resumed_from_row;
     let (_, t) = pass.targets[0].clone();
     debug_assert!(matches!(t.kind, TargetKind::Replace { .. }));
+    let mut buf = AlignedBuf::zeroed(step as usize * c);
+    let mut locks = array.held_locks();
     while r0 < rows {
         let r1 = (r0 + step).min(rows);
-        let _guards = array.lock_rows(r0..r1);
+        let idx = locks.acquire(r0..r1);
         if !pass.targets_alive() {
             // The old member failed (the target now rebuilds) or the target failed.
             pass.make_durable()?;
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let mut buf = AlignedBuf::zeroed((r1 - r0) as usize * c);
-        if array.member_read(slot, &mut buf, r0, 0).is_err() {
+        let len = (r1 - r0) as usize * c;
+        if array.member_read(slot, &mut buf[..len], r0, 0).is_err() {
+            locks.release(&idx, &[]);
             continue; // the slot is failed now and the replace became a rebuild
         }
-        let ok = write_target(array, slot, &t.dev, &buf, r0)?;
-        pass.advance(r1, if ok { buf.len() as u64 } else { 0 }, progress)?;
-        drop(_guards);
+        let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
+        pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
+        locks.release(&idx, &[]);
         r0 = r1;
     }
+    drop(locks);
     pass.finish()
 }
 

@@ -19,13 +19,19 @@ fn mul2(x: u64) -> u64 {
 }
 
 pub fn xor_into(dst: &mut [u8], src: &[u8]) {
+    // 64-byte blocks of u64 lanes: LLVM turns this into full-width vector XORs.
     let n = dst.len().min(src.len());
     let (dst, src) = (&mut dst[..n], &src[..n]);
-    let mut dc = dst.chunks_exact_mut(LANE);
-    let mut sc = src.chunks_exact(LANE);
+    let mut dc = dst.chunks_exact_mut(64);
+    let mut sc = src.chunks_exact(64);
     for (d, s) in (&mut dc).zip(&mut sc) {
-        let v = load(d) ^ load(s);
-        d.copy_from_slice(&v.to_ne_bytes());
+        let mut lanes = [0u64; 8];
+        for (i, l) in lanes.iter_mut().enumerate() {
+            *l = load(&d[i * LANE..(i + 1) * LANE]) ^ load(&s[i * LANE..(i + 1) * LANE]);
+        }
+        for (i, l) in lanes.iter().enumerate() {
+            d[i * LANE..(i + 1) * LANE].copy_from_slice(&l.to_ne_bytes());
+        }
     }
     for (d, s) in dc.into_remainder().iter_mut().zip(sc.remainder()) {
         *d ^= *s;
