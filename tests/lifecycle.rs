@@ -349,3 +349,92 @@ fn a_member_failing_under_an_open_array_is_failed_and_io_goes_on() {
     );
     assert!(read_at(&a, 0, data.len()).ok().stdout == data);
 }
+
+#[test]
+fn hot_spare_rebuilds_at_the_next_writable_open() {
+    let dir = tempdir();
+    let gone = tempdir();
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "6", "--size", "16M"];
+    args.extend(ms[..3].iter().map(|s| s.as_str()));
+    args.push(&ms[3]);
+    raidctl(&args).ok();
+    let spare = dir.path().join("spare");
+    sparse_file(&spare, 16 << 20);
+    raidctl(["add", &ms[0], &spare.display().to_string()]).ok();
+    assert_eq!(status(&ms[0])["members"][4]["state"], "spare");
+    write_at(&m[0], 0, &pattern("before", 2 << 20), dir.path());
+    // A member disappears; the next write opens the array, and the spare takes its place.
+    std::fs::rename(&m[1], gone.path().join("m1")).unwrap();
+    write_at(&m[0], 1 << 20, &pattern("after", 1 << 20), dir.path());
+    let st = status(&ms[0]);
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(
+        st["members"][1]["path"],
+        spare.display().to_string().as_str()
+    );
+    let mut want = pattern("before", 2 << 20);
+    want[1 << 20..].copy_from_slice(&pattern("after", 1 << 20));
+    assert!(read_at(&m[0], 0, want.len()).ok().stdout == want);
+}
+
+#[test]
+fn loop_helpers_create_and_detach() {
+    let dir = tempdir();
+    let sim = dir.path().join("sim");
+    let out = raidctl([
+        "loop",
+        "create",
+        "--dir",
+        &sim.display().to_string(),
+        "--count",
+        "3",
+        "--size",
+        "16M",
+        "--json",
+    ])
+    .ok()
+    .json();
+    let devs: Vec<String> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(devs.len(), 3);
+    for d in &devs {
+        let size =
+            std::fs::read_to_string(format!("/sys/block/{}/size", d.trim_start_matches("/dev/")))
+                .unwrap();
+        assert_eq!(size.trim().parse::<u64>().unwrap() * 512, 16 << 20);
+    }
+    let mut args = vec!["create".to_string(), "--level".into(), "5".into()];
+    args.extend(devs.iter().cloned());
+    raidctl(&args).ok();
+    let detached = raidctl(["loop", "detach", "--dir", &sim.display().to_string()])
+        .ok()
+        .stdout_str();
+    assert_eq!(detached.lines().count(), 3, "{detached}");
+    for d in &devs {
+        let backing = format!(
+            "/sys/block/{}/loop/backing_file",
+            d.trim_start_matches("/dev/")
+        );
+        assert!(
+            !std::path::Path::new(&backing).exists(),
+            "{d} still attached"
+        );
+    }
+    raidctl([
+        "loop",
+        "create",
+        "--dir",
+        &sim.display().to_string(),
+        "--count",
+        "1",
+        "--size",
+        "16M",
+    ])
+    .fails(4, &["exists"]);
+}

@@ -65,5 +65,12 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
     for note in array.notes() {
         eprintln!("raidctl: warning: left out {note}");
     }
+    // Hot spares go to work at the first writable open after a member failed.
+    for (slot, change) in array.promote_spares(false)? {
+        eprintln!("raidctl: a hot spare now rebuilds slot {slot}");
+        if let Some(c) = change {
+            eprintln!("raidctl: {}", c.description);
+        }
+    }
     Ok(array)
 }

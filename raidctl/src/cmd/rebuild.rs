@@ -28,6 +28,18 @@ pub struct RebuildFlags {
     pub json: bool,
 }
 
+impl RebuildFlags {
+    /// Defaults: no rate limit, roles may move, rebuild now, human progress.
+    pub fn quiet() -> RebuildFlags {
+        RebuildFlags {
+            max_rate: None,
+            keep_roles: false,
+            no_rebuild: false,
+            json: false,
+        }
+    }
+}
+
 /// Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first
 #[derive(Args, Debug)]
 pub struct RebuildArgs {

@@ -88,6 +88,11 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
             break;
         }
     }
+    // A hot spare promoted when the array was opened is rebuilt now, without being asked.
+    if array.pending_targets().iter().any(|&(_, rebuild)| rebuild) {
+        array.flush()?;
+        return super::rebuild::after_change(array, &super::rebuild::RebuildFlags::quiet());
+    }
     array.close()?;
     Ok(ExitCode::SUCCESS)
 }
