@@ -150,7 +150,24 @@ pub struct Superblock {
     /// False while the array is open for writing (unclean stop if found false at assembly).
     pub clean: bool,
     pub wear: WearRecord,
+    /// Feature bits an older reader may ignore.
+    pub compat_features: u64,
+    /// Feature bits an older reader must refuse (see [`KNOWN_INCOMPAT`]).
+    pub incompat_features: u64,
+    /// Tagged extension records (tag, bytes) for later features; unknown tags are kept as
+    /// they are.
+    pub extensions: Vec<Extension>,
 }
+
+/// A tagged extension record of the superblock body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extension {
+    pub tag: u32,
+    pub data: Vec<u8>,
+}
+
+/// Incompatible feature bits this version understands.
+pub const KNOWN_INCOMPAT: u64 = 0;
 
 /// Member geometry chosen at create time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +218,13 @@ pub fn plan_geometry(member_bytes: u64, chunk: u64, overprovision_pct: f64) -> R
 impl Superblock {
     /// Checks every field against the others. Called on every decode and before every encode.
     pub fn validate(&self) -> Result<Layout> {
+        if self.incompat_features & !KNOWN_INCOMPAT != 0 {
+            bail!(
+                Unsupported,
+                "superblock uses features this raidctl does not know (incompat bits {:#x}); use a newer raidctl",
+                self.incompat_features & !KNOWN_INCOMPAT
+            );
+        }
         let layout = Layout::new(&self.layout).map_err(|e| e.context("superblock layout"))?;
         let corrupt = |msg: String| Err(Error::new(ErrorKind::Corrupt, msg));
         let n = layout.members();
@@ -473,6 +497,9 @@ mod tests {
             updated: 1,
             clean: true,
             wear: WearRecord::default(),
+            compat_features: 0,
+            incompat_features: 0,
+            extensions: Vec::new(),
             layout,
         }
     }
@@ -484,6 +511,22 @@ mod tests {
         let (back, generation) = Superblock::decode(&raw).unwrap();
         assert_eq!(back, sb);
         assert_eq!(generation, 7);
+    }
+
+    #[test]
+    fn unknown_incompatible_features_are_refused_and_extensions_kept() {
+        let mut sb = sample();
+        sb.extensions.push(Extension {
+            tag: 0xbeef,
+            data: vec![1, 2, 3],
+        });
+        let (back, _) = Superblock::decode(&sb.encode(1, 0).unwrap()).unwrap();
+        assert_eq!(back.extensions, sb.extensions);
+        sb.incompat_features = 1 << 40;
+        // Encode refuses too; build the bytes by hand from a valid copy with the bit patched in.
+        let err = sb.validate().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.to_string().contains("newer raidctl"));
     }
 
     #[test]

@@ -183,6 +183,9 @@ impl Array {
             updated: t,
             clean: true,
             wear: WearRecord::default(),
+            compat_features: 0,
+            incompat_features: 0,
+            extensions: Vec::new(),
         };
         sb.validate()?;
         // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row
