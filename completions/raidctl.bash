@@ -37,6 +37,9 @@ _raidctl() {
             raidctl,help)
                 cmd="raidctl__subcmd__help"
                 ;;
+            raidctl,inspect)
+                cmd="raidctl__subcmd__inspect"
+                ;;
             raidctl,loop)
                 cmd="raidctl__subcmd__loop"
                 ;;
@@ -52,8 +55,14 @@ _raidctl() {
             raidctl,replace)
                 cmd="raidctl__subcmd__replace"
                 ;;
+            raidctl,simulate)
+                cmd="raidctl__subcmd__simulate"
+                ;;
             raidctl,status)
                 cmd="raidctl__subcmd__status"
+                ;;
+            raidctl,wear)
+                cmd="raidctl__subcmd__wear"
                 ;;
             raidctl,write)
                 cmd="raidctl__subcmd__write"
@@ -79,6 +88,9 @@ _raidctl() {
             raidctl__subcmd__help,help)
                 cmd="raidctl__subcmd__help__subcmd__help"
                 ;;
+            raidctl__subcmd__help,inspect)
+                cmd="raidctl__subcmd__help__subcmd__inspect"
+                ;;
             raidctl__subcmd__help,loop)
                 cmd="raidctl__subcmd__help__subcmd__loop"
                 ;;
@@ -94,8 +106,14 @@ _raidctl() {
             raidctl__subcmd__help,replace)
                 cmd="raidctl__subcmd__help__subcmd__replace"
                 ;;
+            raidctl__subcmd__help,simulate)
+                cmd="raidctl__subcmd__help__subcmd__simulate"
+                ;;
             raidctl__subcmd__help,status)
                 cmd="raidctl__subcmd__help__subcmd__status"
+                ;;
+            raidctl__subcmd__help,wear)
+                cmd="raidctl__subcmd__help__subcmd__wear"
                 ;;
             raidctl__subcmd__help,write)
                 cmd="raidctl__subcmd__help__subcmd__write"
@@ -105,6 +123,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help__subcmd__loop,detach)
                 cmd="raidctl__subcmd__help__subcmd__loop__subcmd__detach"
+                ;;
+            raidctl__subcmd__help__subcmd__wear,plan)
+                cmd="raidctl__subcmd__help__subcmd__wear__subcmd__plan"
                 ;;
             raidctl__subcmd__loop,create)
                 cmd="raidctl__subcmd__loop__subcmd__create"
@@ -124,6 +145,18 @@ _raidctl() {
             raidctl__subcmd__loop__subcmd__help,help)
                 cmd="raidctl__subcmd__loop__subcmd__help__subcmd__help"
                 ;;
+            raidctl__subcmd__wear,help)
+                cmd="raidctl__subcmd__wear__subcmd__help"
+                ;;
+            raidctl__subcmd__wear,plan)
+                cmd="raidctl__subcmd__wear__subcmd__plan"
+                ;;
+            raidctl__subcmd__wear__subcmd__help,help)
+                cmd="raidctl__subcmd__wear__subcmd__help__subcmd__help"
+                ;;
+            raidctl__subcmd__wear__subcmd__help,plan)
+                cmd="raidctl__subcmd__wear__subcmd__help__subcmd__plan"
+                ;;
             *)
                 ;;
         esac
@@ -131,7 +164,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop completions generate help"
+            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,7 +218,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__create)
-            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --force --json --help --version"
+            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --history-interval --force --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +269,10 @@ _raidctl() {
                     return 0
                     ;;
                 --endurance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -305,7 +342,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status examine read write fail remove add replace rebuild loop completions generate help"
+            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,6 +440,20 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__inspect)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -514,6 +565,20 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        raidctl__subcmd__help__subcmd__simulate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         raidctl__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -528,9 +593,51 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        raidctl__subcmd__help__subcmd__wear)
+            opts="plan"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__wear__subcmd__plan)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         raidctl__subcmd__help__subcmd__write)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__inspect)
+            opts="-h -V --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -764,6 +871,60 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        raidctl__subcmd__simulate)
+            opts="-h -V --level --members --skew --endurance --capacity --workload --rate --years --replace-at --keep-roles --json --plot --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --members)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skew)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endurance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --capacity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --years)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replace-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         raidctl__subcmd__status)
             opts="-h -V --scan --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -772,6 +933,116 @@ _raidctl() {
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wear)
+            opts="-h -V --scan --smart --window --rebuild-rate --json --prometheus --check --record --collision-days --help --version plan help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --smart)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rebuild-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --collision-days)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wear__subcmd__help)
+            opts="plan help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wear__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wear__subcmd__help__subcmd__plan)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wear__subcmd__plan)
+            opts="-h -V --target-gap --scan --smart --window --rebuild-rate --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --target-gap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --smart)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rebuild-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

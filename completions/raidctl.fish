@@ -37,6 +37,9 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "add" -d 'Add a memb
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "loop" -d 'Loop devices for simulations'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "wear" -d 'Per-member wear, projected wear-out dates, skew and the collision window'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -49,6 +52,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l copies -d 'RA
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l size -d 'Create missing member files, or extend smaller ones, to this size' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l overprovision -d 'Percent of each member left unused at the tail and discarded (SSD overprovisioning)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l endurance -d 'Rated endurance in terabytes written, one value for all members or one per member' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l history-interval -d 'Time between wear history samples (e.g. 1d, 12h, 3600)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s f -l force -d 'Overwrite members that hold a file system or another array (never a mounted or busy one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l json -d 'Print the new array\'s status as JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s h -l help -d 'Print help'
@@ -124,25 +128,69 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l scan -d 'Also look for members here (repeatable)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l window -d 'Days of history the write rate is fitted over' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l check -d 'Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l record -d 'Also record a history sample now (with the SMART values read); opens the array for writing'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l target-gap -d 'The gap wanted between the first and second wear-out, in days' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l scan -d 'Also look for members here (repeatable)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l level -d 'RAID level: 0, 1, 5, 6, 10 or f1' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l members -d 'Number of members' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l skew -d 'Parity weights (f1)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l endurance -d 'Rated endurance of each member in terabytes written' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l capacity -d 'Member capacity (a rebuild writes this much)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l workload -d 'rand4k, seq, or mix:PCT (percent of bytes as random 4 KiB writes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l rate -d 'User writes per day in GB (10^9 bytes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l years -d 'Years to simulate' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l replace-at -d 'Replace a member when it reaches this percent of its endurance' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l plot -d 'Draw per-member wear over time to this SVG file' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l keep-roles -d 'Do not move the parity-heavy role on replacement'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand inspect" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand inspect" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand inspect" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l man -d 'Output directory for man pages (raidctl.8, raidctl-SUBCOMMAND.8)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l completions -d 'Output directory for completions (bash, zsh, fish)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "status" -d 'Show an array\'s state and its members'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "examine" -d 'Show the superblock of one member'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "fail" -d 'Mark a member faulty; a hot spare then takes its place'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "remove" -d 'Remove a faulty or spare member from an array'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "add" -d 'Add a member: it rebuilds a missing slot, or waits as a hot spare'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "loop" -d 'Loop devices for simulations'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "completions" -d 'Print shell completions'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "status" -d 'Show an array\'s state and its members'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "examine" -d 'Show the superblock of one member'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "fail" -d 'Mark a member faulty; a hot spare then takes its place'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "remove" -d 'Remove a faulty or spare member from an array'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "add" -d 'Add a member: it rebuilds a missing slot, or waits as a hot spare'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "loop" -d 'Loop devices for simulations'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "wear" -d 'Per-member wear, projected wear-out dates, skew and the collision window'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "completions" -d 'Print shell completions'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from wear" -f -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'

@@ -9,3 +9,4 @@ mod golden;
 mod levels;
 mod lifecycle;
 mod loopdev;
+mod wear;

@@ -101,11 +101,49 @@ pub struct SlotInfo {
 /// One wear sample (filled by the wear subsystem; bounded).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WearSample {
+    /// Unix seconds.
     pub time: u64,
-    pub bytes_written: u64,
+    /// Bytes the array had written to this member by then, by kind.
+    pub data_bytes: u64,
+    pub parity_bytes: u64,
+    /// Metadata and rebuild bytes together.
+    pub other_bytes: u64,
     /// SMART percentage used, when known.
     pub smart_used_pct: Option<f32>,
+    /// SMART host bytes written over the drive's life, when known.
+    pub smart_host_bytes: Option<u64>,
 }
+
+impl WearSample {
+    pub fn total(&self) -> u64 {
+        self.data_bytes + self.parity_bytes + self.other_bytes
+    }
+}
+
+/// Array-wide write mix: how many data chunks a row write touches on average.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteMix {
+    /// Row (stripe) writes; for mirror levels, chunk writes.
+    pub row_writes: u64,
+    /// Data chunks touched by those writes.
+    pub data_chunk_writes: u64,
+    /// Row writes that covered the whole row (parity computed without reads).
+    pub full_row_writes: u64,
+}
+
+impl WriteMix {
+    /// Average data chunks per row write (k in the blueprint's skew formula).
+    pub fn chunks_per_row_write(&self) -> Option<f64> {
+        (self.row_writes > 0).then(|| self.data_chunk_writes as f64 / self.row_writes as f64)
+    }
+}
+
+/// Samples kept per member; older ones are thinned (every other one dropped) so the history
+/// keeps spanning the array's whole life at a coarser resolution.
+pub const MAX_HISTORY: usize = 64;
+
+/// Default seconds between wear history samples (daily).
+pub const DEFAULT_HISTORY_INTERVAL: u64 = 86_400;
 
 /// What the array wrote to this member, by kind, and its endurance.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -122,6 +160,47 @@ pub struct WearRecord {
 impl WearRecord {
     pub fn total(&self) -> u64 {
         self.data_bytes + self.parity_bytes + self.metadata_bytes + self.rebuild_bytes
+    }
+
+    /// Appends a sample of the current counters if the newest is at least `interval` seconds
+    /// old (or `force`), thinning old samples to stay within [`MAX_HISTORY`].
+    pub fn sample(
+        &mut self,
+        now: u64,
+        interval: u64,
+        smart: Option<(Option<f32>, Option<u64>)>,
+        force: bool,
+    ) -> bool {
+        let due = self
+            .history
+            .last()
+            .is_none_or(|s| now >= s.time.saturating_add(interval));
+        if !due && !force {
+            return false;
+        }
+        let (pct, host) = smart.unwrap_or((None, None));
+        self.history.push(WearSample {
+            time: now,
+            data_bytes: self.data_bytes,
+            parity_bytes: self.parity_bytes,
+            other_bytes: self.metadata_bytes + self.rebuild_bytes,
+            smart_used_pct: pct,
+            smart_host_bytes: host,
+        });
+        if self.history.len() > MAX_HISTORY {
+            self.thin();
+        }
+        true
+    }
+
+    /// Drops every other sample from the older half (the newest half keeps full resolution).
+    pub fn thin(&mut self) {
+        let half = self.history.len() / 2;
+        let mut i = 0;
+        self.history.retain(|_| {
+            i += 1;
+            i > half || i % 2 == 1
+        });
     }
 }
 
@@ -150,6 +229,10 @@ pub struct Superblock {
     /// False while the array is open for writing (unclean stop if found false at assembly).
     pub clean: bool,
     pub wear: WearRecord,
+    /// Array-wide write mix since creation.
+    pub write_mix: WriteMix,
+    /// Seconds between wear history samples.
+    pub history_interval: u64,
     /// Feature bits an older reader may ignore.
     pub compat_features: u64,
     /// Feature bits an older reader must refuse (see [`KNOWN_INCOMPAT`]).
@@ -497,6 +580,8 @@ mod tests {
             updated: 1,
             clean: true,
             wear: WearRecord::default(),
+            write_mix: WriteMix::default(),
+            history_interval: DEFAULT_HISTORY_INTERVAL,
             compat_features: 0,
             incompat_features: 0,
             extensions: Vec::new(),

@@ -38,6 +38,9 @@ pub enum Command {
     Replace(cmd::replace::ReplaceArgs),
     Rebuild(cmd::rebuild::RebuildArgs),
     Loop(cmd::loops::LoopArgs),
+    Wear(cmd::wear::WearArgs),
+    Simulate(cmd::simulate::SimulateArgs),
+    Inspect(cmd::inspect::InspectArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

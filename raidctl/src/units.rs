@@ -36,6 +36,25 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Parses a duration in seconds: "3600", "90s", "30m", "12h", "1d".
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1),
+        Some('m') => (&t[..t.len() - 1], 60),
+        Some('h') => (&t[..t.len() - 1], 3600),
+        Some('d') => (&t[..t.len() - 1], 86_400),
+        _ => (t, 1),
+    };
+    let v: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 3600, 12h, 1d)"))?;
+    match v.checked_mul(mult) {
+        Some(x) if x > 0 => Ok(x),
+        _ => Err(format!("{s:?} is not a positive duration")),
+    }
+}
+
 /// "1.5 GiB" style.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -66,5 +85,9 @@ mod tests {
         assert!(parse_size("K").is_err());
         assert!(parse_size("99999999999T").is_err());
         assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(parse_duration("1d").unwrap(), 86_400);
+        assert_eq!(parse_duration("90").unwrap(), 90);
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("day").is_err());
     }
 }

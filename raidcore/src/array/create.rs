@@ -22,6 +22,8 @@ pub struct CreateSpec {
     pub overprovision_pct: f64,
     /// Rated endurance per member in bytes, in member order (empty: unknown).
     pub endurance_bytes: Vec<Option<u64>>,
+    /// Seconds between wear history samples.
+    pub history_interval: u64,
 }
 
 /// Checks every member path before anything is written: no duplicates, nothing mounted or held
@@ -183,6 +185,8 @@ impl Array {
             updated: t,
             clean: true,
             wear: WearRecord::default(),
+            write_mix: Default::default(),
+            history_interval: spec.history_interval,
             compat_features: 0,
             incompat_features: 0,
             extensions: Vec::new(),

@@ -352,6 +352,7 @@ impl Array {
                         let (slot, row) = self.layout.mirror_cell(p.unit, k);
                         self.member_write(slot, src, row, p.range.start, WriteKind::Data)?;
                     }
+                    self.count_row_write(1, p.range.end - p.range.start == chunk);
                     self.check_alive().map_err(|e| {
                         e.context(format!(
                             "writing array offset {}",
@@ -405,6 +406,7 @@ impl Array {
             ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty");
         let span_len = (span.end - span.start) as usize;
         let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
+        self.count_row_write(touched.len(), full_row);
 
         for _attempt in 0..=parity + 1 {
             let degraded = slots.iter().any(|&s| self.source(s, row).is_none());

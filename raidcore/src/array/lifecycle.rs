@@ -235,13 +235,32 @@ impl Array {
             .then(|| w.iter().position(|&x| x == max).expect("max exists"))
     }
 
-    /// The usable slot (other than `except`, without a target) whose member has written the most.
+    /// The usable slot (other than `except`, without a target) whose member is the most worn:
+    /// by SMART percent used when every candidate has a recorded SMART sample, else by bytes the
+    /// array wrote to it. Returns the slot and the bytes written.
     fn most_worn(&self, except: usize) -> Option<(usize, u64)> {
-        self.slots
+        let cands: Vec<(usize, WearRecord)> = self
+            .slots
             .iter()
             .enumerate()
             .filter(|(i, s)| *i != except && s.target().is_none())
-            .filter_map(|(i, s)| s.usable().map(|d| (i, d.wear().total())))
+            .filter_map(|(i, s)| s.usable().map(|d| (i, d.wear())))
+            .collect();
+        let smart = |w: &WearRecord| w.history.iter().rev().find_map(|h| h.smart_used_pct);
+        if !cands.is_empty() && cands.iter().all(|(_, w)| smart(w).is_some()) {
+            return cands
+                .iter()
+                .max_by(|a, b| {
+                    smart(&a.1)
+                        .partial_cmp(&smart(&b.1))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                        .then(b.0.cmp(&a.0))
+                })
+                .map(|(i, w)| (*i, w.total()));
+        }
+        cands
+            .iter()
+            .map(|(i, w)| (*i, w.total()))
             .max_by_key(|&(i, w)| (w, std::cmp::Reverse(i)))
     }
 

@@ -87,7 +87,7 @@ pub struct Dev {
     /// Generation and copy index of the newest superblock on this device.
     pub(crate) sb_state: Mutex<(u64, u32)>,
     /// Wear recorded in its superblock when opened.
-    pub(crate) wear_base: WearRecord,
+    pub(crate) wear_base: Mutex<WearRecord>,
     pub(crate) written: [AtomicU64; 4],
     pub(crate) read_errors: AtomicU64,
     pub(crate) write_errors: AtomicU64,
@@ -106,7 +106,7 @@ impl Dev {
             path,
             uuid,
             sb_state: Mutex::new(sb),
-            wear_base,
+            wear_base: Mutex::new(wear_base),
             written: Default::default(),
             read_errors: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
@@ -119,7 +119,7 @@ impl Dev {
 
     /// Wear record: what the superblock had at open plus what this process wrote since.
     pub(crate) fn wear(&self) -> WearRecord {
-        let mut w = self.wear_base.clone();
+        let mut w = self.wear_base.lock().expect("wear lock").clone();
         w.data_bytes += self.written[WriteKind::Data as usize].load(Ordering::Relaxed);
         w.parity_bytes += self.written[WriteKind::Parity as usize].load(Ordering::Relaxed);
         w.metadata_bytes += self.written[WriteKind::Metadata as usize].load(Ordering::Relaxed);
@@ -224,12 +224,28 @@ pub struct Array {
     last_persist: AtomicU64,
     /// Assembly notes about devices left out (missing spares, stale targets).
     notes: Mutex<Vec<String>>,
+    /// Write mix since open: row writes, data chunks touched, full-row writes.
+    mix: [AtomicU64; 3],
+    mix_base: format::WriteMix,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
 pub const PERSIST_INTERVAL: u64 = 5;
 
+/// Unix seconds now.
+pub fn now_secs() -> u64 {
+    now()
+}
+
+/// Unix seconds now. `RAIDCTL_NOW` (Unix seconds) overrides the clock, like SOURCE_DATE_EPOCH,
+/// for reproducible reports and for tests of time-based behaviour (history, projections).
 pub(crate) fn now() -> u64 {
+    if let Some(t) = std::env::var("RAIDCTL_NOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return t;
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -244,6 +260,7 @@ impl Array {
         writable: bool,
     ) -> Result<Array> {
         let layout = sb.validate()?;
+        let mix_base = sb.write_mix;
         Ok(Array {
             data_offset: sb.data_offset,
             data_rows: sb.data_rows,
@@ -258,6 +275,8 @@ impl Array {
             dirty: AtomicBool::new(false),
             last_persist: AtomicU64::new(now()),
             notes: Mutex::new(Vec::new()),
+            mix: Default::default(),
+            mix_base,
         })
     }
 
@@ -526,10 +545,56 @@ impl Array {
         v
     }
 
+    /// Counts one row write touching `chunks` data chunks (the write mix).
+    pub(crate) fn count_row_write(&self, chunks: usize, full: bool) {
+        self.mix[0].fetch_add(1, Ordering::Relaxed);
+        self.mix[1].fetch_add(chunks as u64, Ordering::Relaxed);
+        if full {
+            self.mix[2].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The array's write mix: what the superblock had plus this process's writes.
+    pub fn write_mix(&self) -> format::WriteMix {
+        format::WriteMix {
+            row_writes: self.mix_base.row_writes + self.mix[0].load(Ordering::Relaxed),
+            data_chunk_writes: self.mix_base.data_chunk_writes
+                + self.mix[1].load(Ordering::Relaxed),
+            full_row_writes: self.mix_base.full_row_writes + self.mix[2].load(Ordering::Relaxed),
+        }
+    }
+
+    /// Adds a wear history sample to every live device if one is due (or `force`), with SMART
+    /// facts per device uuid where given, and persists.
+    pub fn sample_wear(
+        &self,
+        smart: &std::collections::HashMap<[u8; 16], (Option<f32>, Option<u64>)>,
+        force: bool,
+    ) -> Result<()> {
+        let t = now();
+        let interval = self.meta.lock().expect("meta lock").history_interval;
+        for d in self.live_devs() {
+            let mut w = d.wear();
+            if w.sample(t, interval, smart.get(&d.uuid).copied(), force) {
+                d.wear_base.lock().expect("wear lock").history = w.history;
+            }
+        }
+        self.persist()
+    }
+
     /// Writes the current superblock to every live device (next generation, alternate copy).
     pub(crate) fn persist(&self) -> Result<()> {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
+        meta.write_mix = self.write_mix();
+        let interval = meta.history_interval;
+        for d in self.live_devs() {
+            // A history sample rides along with any superblock write once one is due.
+            let mut w = d.wear();
+            if w.sample(meta.updated, interval, None, false) {
+                d.wear_base.lock().expect("wear lock").history = w.history;
+            }
+        }
         self.last_persist.store(meta.updated, Ordering::Relaxed);
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(t) = s.target() {

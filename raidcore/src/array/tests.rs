@@ -52,6 +52,7 @@ fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
         layout: p.clone(),
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
     };
     (
         Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
@@ -533,4 +534,60 @@ fn replacing_the_parity_heavy_member_moves_the_role_to_the_most_worn() {
     assert!(m.iter().all(|x| x.path != old_heavy_dev));
     assert_eq!(read_all(&a), model);
     assert_consistent(&a);
+}
+
+/// Blueprint check: under random 4 KiB writes the per-member shares of data+parity bytes follow
+/// p_i/k + (1-p_i)/(N-1) within 5 %, RAID5 is even, and full-row writes are even for both.
+#[test]
+fn write_shares_match_the_blueprint_formula() {
+    use crate::wear::{expected_shares, observed_shares};
+    let shares = |a: &Array| {
+        observed_shares(
+            &a.members()
+                .iter()
+                .map(|m| m.wear.data_bytes + m.wear.parity_bytes)
+                .collect::<Vec<_>>(),
+        )
+    };
+    for (weights, level) in [
+        (vec![2, 1, 1, 1], Level::F1),
+        (vec![1, 1, 1, 1], Level::Raid5),
+    ] {
+        let mut p = LayoutParams::with_defaults(level, 4, 65536);
+        p.weights = weights.clone();
+        let (a, _) = make(&p, 40 << 20);
+        let mut rng = Rng(77);
+        for _ in 0..20_000 {
+            let off = rng.below(a.size() / 4096) * 4096;
+            a.write(&[1u8; 4096], off).unwrap();
+        }
+        let k = a.write_mix().chunks_per_row_write().unwrap();
+        assert_eq!(k, 1.0);
+        let want = expected_shares(&weights, k);
+        let got = shares(&a);
+        for i in 0..4 {
+            assert!(
+                (got[i] - want[i]).abs() <= 0.05 * want[i],
+                "{level:?} slot {i}: {got:?} vs {want:?}"
+            );
+        }
+        if level == Level::Raid5 {
+            assert!(
+                got.iter().all(|s| (s - 0.25).abs() < 0.0125),
+                "raid5 is even: {got:?}"
+            );
+        }
+        // Full-row writes: even for both.
+        let (b, _) = make(&p, 40 << 20);
+        let row = vec![2u8; 3 * 65536];
+        for r in 0..b.rows() {
+            b.write(&row, r * row.len() as u64).unwrap();
+        }
+        assert_eq!(b.write_mix().chunks_per_row_write(), Some(3.0));
+        assert!(
+            shares(&b).iter().all(|s| (s - 0.25).abs() < 0.01),
+            "{:?}",
+            shares(&b)
+        );
+    }
 }

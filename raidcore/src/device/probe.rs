@@ -144,3 +144,102 @@ pub fn loop_device_backed_by(path: &Path) -> Option<String> {
     }
     None
 }
+
+/// Facts about the block device behind a member path (the device itself, or for a regular
+/// file the device of its file system).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct DeviceInfo {
+    pub path: String,
+    /// "block device" or "file on <device>".
+    pub kind: String,
+    pub size_bytes: u64,
+    /// The kernel name of the queue inspected (e.g. "nvme0n1", "loop3").
+    pub queue: Option<String>,
+    pub rotational: Option<bool>,
+    /// "none", "host-aware" or "host-managed".
+    pub zoned: Option<String>,
+    pub discard_granularity: Option<u64>,
+    pub discard_max_bytes: Option<u64>,
+    pub logical_block_size: Option<u64>,
+    pub physical_block_size: Option<u64>,
+    pub optimal_io_size: Option<u64>,
+}
+
+impl DeviceInfo {
+    pub fn supports_discard(&self) -> Option<bool> {
+        self.discard_max_bytes.map(|m| m > 0)
+    }
+
+    /// Shingled (SMR) drives report a zoned model other than "none".
+    pub fn is_smr(&self) -> bool {
+        self.zoned.as_deref().is_some_and(|z| z != "none")
+    }
+}
+
+/// The sysfs directory of the whole disk holding device `maj:min` (a partition's parent).
+fn queue_dir(maj: u32, min: u32) -> Option<(String, PathBuf)> {
+    let dev = std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let disk = if dev.join("partition").exists() {
+        dev.parent()?.to_path_buf()
+    } else {
+        dev
+    };
+    let name = disk.file_name()?.to_string_lossy().to_string();
+    disk.join("queue")
+        .is_dir()
+        .then_some((name, disk.join("queue")))
+}
+
+fn read_num(p: PathBuf) -> Option<u64> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+/// Inspects a member path.
+pub fn inspect(path: &Path) -> std::io::Result<DeviceInfo> {
+    let meta = std::fs::metadata(path)?;
+    let (maj, min, kind) = if meta.file_type().is_block_device() {
+        (
+            libc::major(meta.rdev()),
+            libc::minor(meta.rdev()),
+            "block device".to_string(),
+        )
+    } else {
+        (
+            libc::major(meta.dev()),
+            libc::minor(meta.dev()),
+            String::new(),
+        )
+    };
+    let mut info = DeviceInfo {
+        path: path.display().to_string(),
+        kind,
+        ..Default::default()
+    };
+    info.size_bytes = if meta.file_type().is_block_device() {
+        std::fs::File::open(path)
+            .ok()
+            .and_then(|f| super::file::file_size(&f, path).ok())
+            .unwrap_or(0)
+    } else {
+        meta.len()
+    };
+    if let Some((name, q)) = queue_dir(maj, min) {
+        if info.kind.is_empty() {
+            info.kind = format!("file on {name}");
+        }
+        info.rotational = read_num(q.join("rotational")).map(|r| r == 1);
+        info.zoned = std::fs::read_to_string(q.join("zoned"))
+            .ok()
+            .map(|z| z.trim().to_string());
+        info.discard_granularity = read_num(q.join("discard_granularity"));
+        info.discard_max_bytes = read_num(q.join("discard_max_bytes"));
+        info.logical_block_size = read_num(q.join("logical_block_size"));
+        info.physical_block_size = read_num(q.join("physical_block_size"));
+        info.optimal_io_size = read_num(q.join("optimal_io_size"));
+        info.queue = Some(name);
+    } else if info.kind.is_empty() {
+        info.kind =
+            format!("file on device {maj}:{min} (no block queue: tmpfs, overlay or network)");
+    }
+    Ok(info)
+}

@@ -45,6 +45,9 @@ pub struct CreateArgs {
     /// Rated endurance in terabytes written, one value for all members or one per member
     #[arg(long, value_delimiter = ',', value_name = "TBW[,TBW..]")]
     pub endurance: Vec<f64>,
+    /// Time between wear history samples (e.g. 1d, 12h, 3600)
+    #[arg(long, default_value = "1d", value_parser = crate::units::parse_duration, value_name = "DURATION")]
+    pub history_interval: u64,
     /// Overwrite members that hold a file system or another array (never a mounted or busy one)
     #[arg(long, short = 'f')]
     pub force: bool,
@@ -126,6 +129,43 @@ fn endurance(a: &CreateArgs) -> Result<Vec<Option<u64>>> {
     })
 }
 
+/// Warns (does not refuse) about members that suit an SSD array badly.
+fn warn_about_devices(members: &[PathBuf]) {
+    let infos: Vec<_> = members
+        .iter()
+        .filter_map(|m| raidcore::device::probe::inspect(m).ok())
+        .collect();
+    for i in &infos {
+        if i.rotational == Some(true) {
+            eprintln!(
+                "raidctl: warning: {} is on a rotational disk ({}); raidctl is tuned for SSDs",
+                i.path, i.kind
+            );
+        }
+        if i.is_smr() {
+            eprintln!(
+                "raidctl: warning: {} is zoned ({}): shingled (SMR) disks rebuild very slowly",
+                i.path,
+                i.zoned.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let sizes: Vec<u64> = infos
+        .iter()
+        .map(|i| i.size_bytes)
+        .filter(|&s| s > 0)
+        .collect();
+    if let (Some(&min), Some(&max)) = (sizes.iter().min(), sizes.iter().max()) {
+        if max as f64 > min as f64 * 1.01 {
+            eprintln!(
+                "raidctl: warning: member sizes differ by more than 1% ({} to {}); every member is used only up to the smallest",
+                crate::units::human(min),
+                crate::units::human(max)
+            );
+        }
+    }
+}
+
 pub fn run(a: CreateArgs) -> Result<ExitCode> {
     let params = layout_params(&a)?;
     let endurance_bytes = endurance(&a)?;
@@ -181,7 +221,9 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
         layout: params,
         overprovision_pct: a.overprovision,
         endurance_bytes,
+        history_interval: a.history_interval,
     };
+    warn_about_devices(&a.members);
     // Progress on a terminal only: --json here means the final report, not progress lines.
     let mut progress = crate::progress::Progress::new("create", false);
     let array = Array::create(&a.members, &spec, a.force, &mut |d, t| {

@@ -5,12 +5,15 @@ pub mod create;
 pub mod examine;
 pub mod fail;
 pub mod generate;
+pub mod inspect;
 pub mod loops;
 pub mod read;
 pub mod rebuild;
 pub mod remove;
 pub mod replace;
+pub mod simulate;
 pub mod status;
+pub mod wear;
 pub mod write;
 
 use std::process::ExitCode;
@@ -32,6 +35,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Replace(a) => replace::run(a),
         Command::Rebuild(a) => rebuild::run(a),
         Command::Loop(a) => loops::run(a),
+        Command::Wear(a) => wear::run(a),
+        Command::Simulate(a) => simulate::run(a),
+        Command::Inspect(a) => inspect::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }

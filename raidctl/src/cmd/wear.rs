@@ -1,0 +1,610 @@
+//! `raidctl wear` and `raidctl wear plan`: per-member wear, projected wear-out dates, skew
+//! (expected next to observed), the collision window, monitoring outputs (--check,
+//! --prometheus), and parity-weight suggestions.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::{Args, Subcommand};
+use raidcore::array::MemberState;
+use raidcore::wear::{self, smart, MemberWearInput, Projection};
+use raidcore::{Array, AssembleOptions, Error, ErrorKind, Result};
+use serde_json::{json, Value};
+
+use crate::output::time;
+use crate::units::{human, parse_size};
+
+/// Per-member wear, projected wear-out dates, skew and the collision window
+#[derive(Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_long_help = "With --check the exit status is 0 (ok), 1 (warning) or 2 (critical), for monitoring systems."
+)]
+pub struct WearArgs {
+    #[command(subcommand)]
+    pub sub: Option<WearSub>,
+    /// Path of any member of the array
+    #[arg(value_name = "ARRAY")]
+    pub array: Option<PathBuf>,
+    #[command(flatten)]
+    pub opts: WearOpts,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Print node_exporter textfile metrics (Prometheus text format)
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
+    /// Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr
+    #[arg(long)]
+    pub check: bool,
+    /// Also record a history sample now (with the SMART values read); opens the array for writing
+    #[arg(long)]
+    pub record: bool,
+    /// Warn when the two earliest wear-outs are closer than this many days
+    /// (default: max(30, 3 x estimated rebuild time))
+    #[arg(long, value_name = "DAYS")]
+    pub collision_days: Option<f64>,
+}
+
+/// Options shared by the report and the planner.
+#[derive(Args, Debug, Clone)]
+pub struct WearOpts {
+    /// Also look for members here (repeatable)
+    #[arg(long, value_name = "DIR")]
+    pub scan: Vec<PathBuf>,
+    /// SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per
+    /// member in slot order
+    #[arg(long, num_args = 1.., value_name = "auto|none|FILE")]
+    pub smart: Vec<String>,
+    /// Days of history the write rate is fitted over
+    #[arg(long, default_value_t = 30.0, value_name = "DAYS")]
+    pub window: f64,
+    /// Rebuild rate assumed for the collision threshold
+    #[arg(long, default_value = "200M", value_parser = parse_size, value_name = "BYTES/S")]
+    pub rebuild_rate: u64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WearSub {
+    /// Suggest parity weights that separate the two earliest wear-outs by DAYS
+    Plan(PlanArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Path of any member of the array
+    #[arg(value_name = "ARRAY")]
+    pub array: PathBuf,
+    /// The gap wanted between the first and second wear-out, in days
+    #[arg(long, value_name = "DAYS")]
+    pub target_gap: f64,
+    #[command(flatten)]
+    pub opts: WearOpts,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Reads SMART for every member: by running smartctl, from files, or not at all.
+fn read_smart(
+    spec: &[String],
+    paths: &[Option<PathBuf>],
+) -> Result<(Vec<Option<smart::SmartWear>>, Vec<String>)> {
+    let mut notes = Vec::new();
+    let none = vec![None; paths.len()];
+    match spec
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["none"] => Ok((none, notes)),
+        ["auto"] => {
+            let mut out = Vec::new();
+            for p in paths {
+                let Some(p) = p else {
+                    out.push(None);
+                    continue;
+                };
+                let is_dev = std::fs::metadata(p)
+                    .map(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
+                    .unwrap_or(false);
+                if !is_dev {
+                    notes.push(format!("{}: not a device, no SMART", p.display()));
+                    out.push(None);
+                    continue;
+                }
+                match Command::new("smartctl").args(["-j", "-a"]).arg(p).output() {
+                    Ok(o) => match smart::parse(&String::from_utf8_lossy(&o.stdout)) {
+                        Ok(w) => out.push(Some(w)),
+                        Err(e) => {
+                            notes.push(format!("{}: {e}", p.display()));
+                            out.push(None);
+                        }
+                    },
+                    Err(_) => {
+                        notes.push("smartctl is not installed (apt install smartmontools)".into());
+                        return Ok((none, notes));
+                    }
+                }
+            }
+            Ok((out, notes))
+        }
+        files => {
+            if files.len() != paths.len() {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("--smart has {} files for {} members: give one smartctl -j file per member, in slot order", files.len(), paths.len()),
+                ));
+            }
+            let mut out = Vec::new();
+            for f in files {
+                let text = std::fs::read_to_string(f).map_err(|e| Error::io(e, "read", f, 0))?;
+                out.push(Some(
+                    smart::parse(&text).map_err(|e| e.context(f.to_string()))?,
+                ));
+            }
+            Ok((out, notes))
+        }
+    }
+}
+
+const STATUS_NAMES: [&str; 3] = ["ok", "warning", "critical"];
+
+/// Everything the report shows, computed once.
+struct Report {
+    json: Value,
+    status: u8,
+    reasons: Vec<String>,
+}
+
+fn analyse(
+    array: &Array,
+    opts: &WearOpts,
+    collision_days: Option<f64>,
+) -> Result<(Report, Vec<Option<smart::SmartWear>>)> {
+    let sb = array.superblock();
+    let layout = array.layout();
+    let members: Vec<_> = array
+        .members()
+        .into_iter()
+        .filter(|m| m.slot.is_some() && m.state != MemberState::Replacing)
+        .collect();
+    let paths: Vec<Option<PathBuf>> = members.iter().map(|m| m.path.clone()).collect();
+    let (smarts, notes) = read_smart(&opts.smart, &paths)?;
+    let now = raidcore::array::now_secs();
+    let mut projections: Vec<Projection> = Vec::new();
+    for (m, s) in members.iter().zip(&smarts) {
+        let input = MemberWearInput {
+            array_bytes: m.wear.total(),
+            history: m.wear.history.clone(),
+            rated_endurance: m.wear.endurance_bytes,
+            smart_pct: s.as_ref().and_then(|s| s.percent_used),
+            smart_host_bytes: s.as_ref().and_then(|s| s.host_bytes_written),
+        };
+        projections.push(wear::project(now, &input, opts.window));
+    }
+    let mix = array.write_mix();
+    let k = mix.chunks_per_row_write();
+    let observed = wear::observed_shares(
+        &members
+            .iter()
+            .map(|m| m.wear.data_bytes + m.wear.parity_bytes)
+            .collect::<Vec<_>>(),
+    );
+    let expected = (layout.parity_count() == 1)
+        .then_some(())
+        .and(k)
+        .map(|k| wear::expected_shares(layout.weights(), k));
+    let wearouts: Vec<Option<u64>> = projections.iter().map(|p| p.wearout_time).collect();
+    let collision = wear::collision_window_days(&wearouts);
+    let member_bytes = sb.data_rows * layout.chunk();
+    let rebuild_days = member_bytes as f64 / opts.rebuild_rate.max(1) as f64 / wear::DAY;
+    let threshold = collision_days.unwrap_or((3.0 * rebuild_days).max(30.0));
+
+    let mut status = 0u8;
+    let mut reasons = Vec::new();
+    let mut flag = |level: u8, why: String| {
+        status = status.max(level);
+        reasons.push(why);
+    };
+    for (m, (p, s)) in members.iter().zip(projections.iter().zip(&smarts)) {
+        let slot = m.slot.unwrap_or(0);
+        if let Some(w) = p.wear_pct {
+            if w >= 95.0 {
+                flag(2, format!("slot {slot}: {w:.0}% of endurance used"));
+            } else if w >= 80.0 {
+                flag(1, format!("slot {slot}: {w:.0}% of endurance used"));
+            }
+        }
+        if let Some(t) = p.wearout_time {
+            let days = (t as f64 - now as f64) / wear::DAY;
+            if days < 30.0 {
+                flag(
+                    2,
+                    format!("slot {slot}: projected to wear out in {days:.0} days"),
+                );
+            } else if days < 180.0 {
+                flag(
+                    1,
+                    format!("slot {slot}: projected to wear out in {days:.0} days"),
+                );
+            }
+        }
+        if let Some(s) = s {
+            if let (Some(a), Some(t)) = (s.available_spare_pct, s.available_spare_threshold_pct) {
+                if a <= t {
+                    flag(
+                        2,
+                        format!("slot {slot}: available spare {a}% at or below its threshold {t}%"),
+                    );
+                }
+            }
+            if s.smart_passed == Some(false) {
+                flag(2, format!("slot {slot}: SMART overall health failed"));
+            }
+            if s.media_errors.unwrap_or(0) > 0 {
+                flag(
+                    1,
+                    format!("slot {slot}: {} media errors", s.media_errors.unwrap_or(0)),
+                );
+            }
+        }
+        if matches!(m.state, MemberState::Faulty | MemberState::Missing) {
+            flag(2, format!("slot {slot}: member {}", m.state.name()));
+        }
+    }
+    if let Some(c) = collision {
+        if c < threshold {
+            flag(1, format!("the two earliest wear-outs are {c:.0} days apart, below the {threshold:.0}-day threshold"));
+        }
+    }
+    let mix_note = match k {
+        None => "no writes recorded yet".to_string(),
+        Some(k) if layout.parity_count() == 1 && (k - layout.data_per_row() as f64).abs() < 0.05 => format!(
+            "{k:.2} data chunks per row write: full-row writes, which spread wear evenly whatever the parity weights"
+        ),
+        Some(k) if layout.parity_count() == 1 => format!(
+            "{k:.2} data chunks per row write: partial-row writes, so parity weights skew wear as expected below"
+        ),
+        Some(k) => format!("{k:.2} data chunks per row write"),
+    };
+    let max_diff = expected.as_ref().map(|e| {
+        e.iter()
+            .zip(&observed)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max)
+    });
+    let json_members: Vec<Value> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let p = &projections[i];
+            json!({
+                "slot": m.slot,
+                "path": m.path.as_ref().map(|p| p.display().to_string()),
+                "state": m.state.name(),
+                "bytes_written": {
+                    "data": m.wear.data_bytes, "parity": m.wear.parity_bytes,
+                    "metadata": m.wear.metadata_bytes, "rebuild": m.wear.rebuild_bytes, "total": m.wear.total(),
+                },
+                "history_samples": m.wear.history.len(),
+                "rate_bytes_per_day": p.rate_bytes_per_day,
+                "endurance_bytes": p.endurance_bytes,
+                "endurance_source": p.endurance_source,
+                "wear_percent": p.wear_pct,
+                "wear_source": p.wear_source,
+                "projected_wearout": p.wearout_time.map(time),
+                "projected_wearout_unix": p.wearout_time,
+                "projection_method": p.method,
+                "observed_share": observed[i],
+                "expected_share": expected.as_ref().map(|e| e[i]),
+                "smart": smarts[i],
+            })
+        })
+        .collect();
+    let json = json!({
+        "array": sb.name,
+        "uuid": crate::output::uuid(&sb.array_uuid),
+        "level": layout.level().name(),
+        "parity_weights": layout.weights(),
+        "generated": time(now),
+        "window_days": opts.window,
+        "members": json_members,
+        "write_mix": {
+            "row_writes": mix.row_writes,
+            "data_chunk_writes": mix.data_chunk_writes,
+            "full_row_writes": mix.full_row_writes,
+            "chunks_per_row_write": k,
+            "note": mix_note,
+        },
+        "skew": {
+            "expected_shares": expected,
+            "observed_shares": observed,
+            "max_abs_difference": max_diff,
+        },
+        "collision_window_days": collision,
+        "collision_threshold_days": threshold,
+        "status": STATUS_NAMES[status as usize],
+        "reasons": reasons,
+        "notes": notes,
+    });
+    Ok((
+        Report {
+            json,
+            status,
+            reasons,
+        },
+        smarts,
+    ))
+}
+
+fn prometheus(r: &Value) -> String {
+    let mut out = String::new();
+    let arr = r["array"].as_str().unwrap_or("");
+    let uuid = r["uuid"].as_str().unwrap_or("");
+    let lbl = |m: &Value| {
+        format!(
+            "array=\"{}\",uuid=\"{uuid}\",slot=\"{}\",device=\"{}\"",
+            arr.replace('"', "\\\""),
+            m["slot"],
+            m["path"].as_str().unwrap_or("").replace('"', "\\\"")
+        )
+    };
+    let members = r["members"].as_array().cloned().unwrap_or_default();
+    out.push_str("# HELP raidctl_member_bytes_written_total Bytes the array wrote to the member, by kind.\n# TYPE raidctl_member_bytes_written_total counter\n");
+    for m in &members {
+        for kind in ["data", "parity", "metadata", "rebuild"] {
+            out.push_str(&format!(
+                "raidctl_member_bytes_written_total{{{},kind=\"{kind}\"}} {}\n",
+                lbl(m),
+                m["bytes_written"][kind]
+            ));
+        }
+    }
+    let gauge = |out: &mut String, name: &str, help: &str, field: &str| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for m in &members {
+            if let Some(v) = m[field].as_f64() {
+                out.push_str(&format!("{name}{{{}}} {v}\n", lbl(m)));
+            }
+        }
+    };
+    gauge(
+        &mut out,
+        "raidctl_member_wear_percent",
+        "Percent of rated endurance used.",
+        "wear_percent",
+    );
+    gauge(
+        &mut out,
+        "raidctl_member_write_rate_bytes_per_day",
+        "Write rate fitted over the history window.",
+        "rate_bytes_per_day",
+    );
+    gauge(
+        &mut out,
+        "raidctl_member_projected_wearout_timestamp_seconds",
+        "Projected wear-out time.",
+        "projected_wearout_unix",
+    );
+    gauge(
+        &mut out,
+        "raidctl_member_write_share",
+        "Observed share of data and parity writes.",
+        "observed_share",
+    );
+    out.push_str("# HELP raidctl_array_collision_window_days Days between the two earliest projected wear-outs.\n# TYPE raidctl_array_collision_window_days gauge\n");
+    if let Some(c) = r["collision_window_days"].as_f64() {
+        out.push_str(&format!(
+            "raidctl_array_collision_window_days{{array=\"{arr}\",uuid=\"{uuid}\"}} {c}\n"
+        ));
+    }
+    out.push_str("# HELP raidctl_array_wear_status 0 ok, 1 warning, 2 critical.\n# TYPE raidctl_array_wear_status gauge\n");
+    let st = match r["status"].as_str() {
+        Some("critical") => 2,
+        Some("warning") => 1,
+        _ => 0,
+    };
+    out.push_str(&format!(
+        "raidctl_array_wear_status{{array=\"{arr}\",uuid=\"{uuid}\"}} {st}\n"
+    ));
+    out
+}
+
+fn open(array: &std::path::Path, scan: &[PathBuf], writable: bool) -> Result<Array> {
+    let opts = AssembleOptions {
+        writable,
+        scan: scan.to_vec(),
+        allow_failed: !writable,
+    };
+    Array::open(array, &opts).map_err(|e| e.context(format!("array {}", array.display())))
+}
+
+pub fn run(a: WearArgs) -> Result<ExitCode> {
+    if let Some(WearSub::Plan(p)) = a.sub {
+        return plan(p);
+    }
+    let Some(path) = a.array.clone() else {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "wear needs ARRAY (the path of a member)",
+        ));
+    };
+    let array = open(&path, &a.opts.scan, a.record)?;
+    let (report, smarts) = analyse(&array, &a.opts, a.collision_days)?;
+    if a.record {
+        let mut map = HashMap::new();
+        for (m, s) in array
+            .members()
+            .iter()
+            .filter(|m| m.slot.is_some() && m.state != MemberState::Replacing)
+            .zip(&smarts)
+        {
+            if let Some(s) = s {
+                map.insert(
+                    m.uuid,
+                    (s.percent_used.map(|p| p as f32), s.host_bytes_written),
+                );
+            }
+        }
+        array.sample_wear(&map, true)?;
+        array.close()?;
+    }
+    let r = &report.json;
+    if a.prometheus {
+        print!("{}", prometheus(r));
+    } else if a.json {
+        crate::output::print_json(r);
+    } else {
+        print_human(r);
+    }
+    if a.check {
+        for why in &report.reasons {
+            eprintln!(
+                "raidctl: wear {}: {why}",
+                r["status"].as_str().unwrap_or("")
+            );
+        }
+        return Ok(ExitCode::from(report.status));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pct(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| format!("{x:.1}%"))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn print_human(r: &Value) {
+    println!(
+        "array {} ({}), parity weights {}",
+        r["array"].as_str().unwrap_or(""),
+        r["level"].as_str().unwrap_or(""),
+        r["parity_weights"]
+    );
+    println!(
+        "write mix: {}",
+        r["write_mix"]["note"].as_str().unwrap_or("")
+    );
+    println!();
+    println!(
+        "{:>4}  {:>10} {:>10} {:>12} {:>9} {:>8} {:>8}  {:<22} path",
+        "slot", "written", "parity", "rate/day", "wear", "share", "expect", "wear-out"
+    );
+    for m in r["members"].as_array().into_iter().flatten() {
+        let rate = m["rate_bytes_per_day"]
+            .as_f64()
+            .map(|x| human(x as u64))
+            .unwrap_or_else(|| "-".into());
+        let out = m["projected_wearout"]
+            .as_str()
+            .map(|s| s[..10].to_string())
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:>4}  {:>10} {:>10} {:>12} {:>9} {:>7.1}% {:>8}  {:<22} {}",
+            m["slot"],
+            human(m["bytes_written"]["total"].as_u64().unwrap_or(0)),
+            human(m["bytes_written"]["parity"].as_u64().unwrap_or(0)),
+            rate,
+            pct(&m["wear_percent"]),
+            m["observed_share"].as_f64().unwrap_or(0.0) * 100.0,
+            m["expected_share"]
+                .as_f64()
+                .map(|x| format!("{:.1}%", x * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            out,
+            m["path"].as_str().unwrap_or("-"),
+        );
+    }
+    println!();
+    for m in r["members"].as_array().into_iter().flatten() {
+        println!(
+            "slot {}: {}; endurance {}",
+            m["slot"],
+            m["projection_method"].as_str().unwrap_or(""),
+            m["endurance_source"].as_str().unwrap_or("")
+        );
+    }
+    match r["collision_window_days"].as_f64() {
+        Some(c) => println!(
+            "collision window: {c:.0} days between the two earliest wear-outs (threshold {:.0})",
+            r["collision_threshold_days"].as_f64().unwrap_or(0.0)
+        ),
+        None => println!("collision window: unknown (needs two projected wear-out dates)"),
+    }
+    println!("status: {}", r["status"].as_str().unwrap_or(""));
+    for why in r["reasons"].as_array().into_iter().flatten() {
+        println!("  - {}", why.as_str().unwrap_or(""));
+    }
+    for n in r["notes"].as_array().into_iter().flatten() {
+        println!("note: {}", n.as_str().unwrap_or(""));
+    }
+}
+
+fn plan(p: PlanArgs) -> Result<ExitCode> {
+    if p.target_gap <= 0.0 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "--target-gap must be a positive number of days",
+        ));
+    }
+    let array = open(&p.array, &p.opts.scan, false)?;
+    let layout = array.layout().clone();
+    if layout.parity_count() != 1 {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "parity weights apply to raid5/f1 arrays, not {}",
+                layout.level().name()
+            ),
+        ));
+    }
+    let (report, _) = analyse(&array, &p.opts, None)?;
+    let r = &report.json;
+    let members = r["members"].as_array().cloned().unwrap_or_default();
+    let mut remaining = Vec::new();
+    let mut rate = 0.0;
+    for m in &members {
+        let (Some(e), Some(w)) = (m["endurance_bytes"].as_f64(), m["wear_percent"].as_f64()) else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("slot {}: endurance unknown; give --endurance at create or add, or SMART data with --smart", m["slot"]),
+            ));
+        };
+        remaining.push(e * (1.0 - w / 100.0).max(0.0));
+        rate += m["rate_bytes_per_day"].as_f64().unwrap_or(0.0);
+    }
+    let k = r["write_mix"]["chunks_per_row_write"]
+        .as_f64()
+        .unwrap_or(1.0);
+    // Member writes per user byte are 1 + 1/k for single-parity levels.
+    let user_rate = rate / (1.0 + 1.0 / k);
+    let plan = wear::plan(&remaining, user_rate, k, p.target_gap);
+    let v = json!({
+        "target_gap_days": p.target_gap,
+        "chunks_per_row_write": k,
+        "user_bytes_per_day": user_rate,
+        "current_weights": layout.weights(),
+        "suggested_weights": plan.weights,
+        "gap_days": plan.gap_days,
+        "message": plan.message,
+    });
+    if p.json {
+        crate::output::print_json(&v);
+    } else {
+        println!("{}", plan.message);
+        if let Some(w) = &plan.weights {
+            let s: Vec<String> = w.iter().map(|x| x.to_string()).collect();
+            println!("suggested: --level f1 --skew {}", s.join(","));
+        }
+    }
+    Ok(if plan.weights.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,369 @@
+//! Wear reports through the real binary: skew expected next to observed, projections from a
+//! recorded history (clock set with RAIDCTL_NOW), SMART files, --check, --prometheus, the
+//! planner, the simulator and its SVG, and inspect.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::*;
+
+fn raidctl_at(now: u64, args: &[&str]) -> Run {
+    let o = Command::new(BIN)
+        .args(args)
+        .env("RAIDCTL_NOW", now.to_string())
+        .output()
+        .unwrap();
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: o.stdout,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn array(dir: &Path, level: &str, extra: &[&str]) -> Vec<String> {
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", level, "--size", "40M"];
+    args.extend_from_slice(extra);
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    ms
+}
+
+fn random_4k_writes(member: &str, count: usize, dir: &Path) {
+    let size = raidctl(["status", "--json", member]).ok().json()["size_bytes"]
+        .as_u64()
+        .unwrap();
+    let mut x: u64 = 12345;
+    for i in 0..count {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let off = (x >> 20) % (size / 4096) * 4096;
+        write_at(
+            Path::new(member),
+            off,
+            &pattern(&format!("w{i}"), 4096),
+            dir,
+        );
+    }
+}
+
+fn shares(report: &serde_json::Value, key: &str) -> Vec<f64> {
+    report["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m[key].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn wear_shows_expected_next_to_observed_skew() {
+    let dir = tempdir();
+    let f1 = array(
+        &dir.path().join("f1").tap_mkdir(),
+        "f1",
+        &["--skew", "3,1,1,1"],
+    );
+    let r5 = array(&dir.path().join("r5").tap_mkdir(), "5", &[]);
+    random_4k_writes(&f1[0], 150, dir.path());
+    random_4k_writes(&r5[0], 150, dir.path());
+    let w = raidctl(["wear", "--json", &f1[0]]).ok().json();
+    assert_eq!(w["write_mix"]["chunks_per_row_write"], 1.0);
+    assert!(
+        w["write_mix"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("partial-row"),
+        "{w}"
+    );
+    let (exp, obs) = (shares(&w, "expected_share"), shares(&w, "observed_share"));
+    assert!(
+        exp[0] > 0.33 && obs[0] > 0.30,
+        "f1 slot 0 carries the parity: {exp:?} {obs:?}"
+    );
+    for i in 0..4 {
+        assert!(
+            (exp[i] - obs[i]).abs() < 0.05,
+            "slot {i}: expected {exp:?} observed {obs:?}"
+        );
+    }
+    let w5 = raidctl(["wear", "--json", &r5[0]]).ok().json();
+    for s in shares(&w5, "expected_share") {
+        assert!((s - 0.25).abs() < 1e-9);
+    }
+    for s in shares(&w5, "observed_share") {
+        assert!((s - 0.25).abs() < 0.05, "raid5 observed {s}");
+    }
+    // Full-row writes: no skew for either, and wear says why.
+    let f1b = array(
+        &dir.path().join("f1b").tap_mkdir(),
+        "f1",
+        &["--skew", "3,1,1,1"],
+    );
+    write_at(
+        Path::new(&f1b[0]),
+        0,
+        &pattern("rows", 3 * 65536 * 100),
+        dir.path(),
+    );
+    let wb = raidctl(["wear", "--json", &f1b[0]]).ok().json();
+    assert!(
+        wb["write_mix"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("full-row writes"),
+        "{wb}"
+    );
+    for s in shares(&wb, "observed_share") {
+        assert!((s - 0.25).abs() < 0.01, "full rows are even: {s}");
+    }
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> PathBuf;
+}
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> PathBuf {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+#[test]
+fn projection_from_recorded_history_and_collision_window() {
+    let dir = tempdir();
+    let t0: u64 = 1_800_000_000;
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        "f1",
+        "--size",
+        "40M",
+        "--endurance",
+        "0.001",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    let mut create = Command::new(BIN);
+    create
+        .args(&args)
+        .env("RAIDCTL_NOW", t0.to_string())
+        .stderr(std::process::Stdio::null());
+    assert!(create.status().unwrap().success());
+    raidctl_at(t0, &["wear", "--record", &ms[0]]).ok();
+    random_4k_writes(&ms[0], 40, dir.path());
+    let t1 = t0 + 10 * 86_400;
+    raidctl_at(t1, &["wear", "--record", &ms[0]]).ok();
+    let w = raidctl_at(t1, &["wear", "--json", &ms[0]]).ok().json();
+    for m in w["members"].as_array().unwrap() {
+        assert_eq!(
+            m["history_samples"].as_u64().unwrap(),
+            2 + 1,
+            "create, two records: {m}"
+        );
+        let rate = m["rate_bytes_per_day"]
+            .as_f64()
+            .expect("a rate from 10 days of history");
+        let total = m["bytes_written"]["total"].as_f64().unwrap();
+        // Hand computation: remaining endurance (1 GB rated) over the fitted rate.
+        let days = (1e9 - total) / rate;
+        let when = m["projected_wearout_unix"].as_f64().unwrap();
+        assert!((when - (t1 as f64 + days * 86_400.0)).abs() < 2.0, "{m}");
+        assert!(m["projection_method"]
+            .as_str()
+            .unwrap()
+            .starts_with("least squares"));
+    }
+    let c = w["collision_window_days"].as_f64().unwrap();
+    let mut outs: Vec<f64> = shares(&w, "projected_wearout_unix");
+    outs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!((c - (outs[1] - outs[0]) / 86_400.0).abs() < 1e-6);
+    // With a threshold above the window, --check warns (exit 1) and says why.
+    let chk = raidctl_at(
+        t1,
+        &[
+            "wear",
+            "--check",
+            "--collision-days",
+            &format!("{}", c + 1000.0),
+            &ms[0],
+        ],
+    );
+    assert_eq!(chk.code, 1, "{}", chk.stderr);
+    assert!(
+        chk.stderr.contains("two earliest wear-outs"),
+        "{}",
+        chk.stderr
+    );
+    // The planner sees the measured single-chunk mix and suggests weights (or says none can).
+    let plan = raidctl_at(t1, &["wear", "plan", "--json", "--target-gap", "5", &ms[0]]);
+    let pj = plan.json();
+    assert_eq!(pj["chunks_per_row_write"], 1.0);
+    assert!(pj["message"].as_str().unwrap().len() > 10);
+}
+
+#[test]
+fn smart_files_check_and_prometheus() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", &[]);
+    random_4k_writes(&ms[0], 10, dir.path());
+    let fx = |n: &str| format!("{}/fixtures/smart/{n}.json", env!("CARGO_MANIFEST_DIR"));
+    let healthy = [
+        fx("nvme-samsung-pm9a1"),
+        fx("nvme-intel-660p"),
+        fx("sata-micron-5300"),
+        fx("sata-p3-2tb"),
+    ];
+    let mut args: Vec<String> = vec![
+        "wear".into(),
+        "--json".into(),
+        "--check".into(),
+        ms[0].clone(),
+        "--smart".into(),
+    ];
+    args.extend(healthy.iter().cloned());
+    let r = raidctl(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["members"][0]["wear_percent"], 16.0);
+    assert_eq!(j["members"][2]["wear_percent"], 1.0);
+    assert!(
+        j["members"][3]["wear_percent"].is_null(),
+        "unknown drive: wear unknown"
+    );
+    assert_eq!(j["members"][3]["wear_source"], "unknown");
+    // Endurance inferred from SMART host bytes / percent used for the PM9A1.
+    assert_eq!(
+        j["members"][0]["endurance_bytes"].as_f64().unwrap(),
+        (113_662_783u64 * 512_000) as f64 / 0.16
+    );
+    // Media errors: warning.
+    let mut warn = args.clone();
+    warn[5] = fx("nvme-samsung-970evo");
+    let r = raidctl(&warn);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("media errors"));
+    // A drive at 97 %: critical.
+    let worn = dir.path().join("worn.json");
+    let text = std::fs::read_to_string(fx("nvme-intel-p4510"))
+        .unwrap()
+        .replace("\"percentage_used\": 73", "\"percentage_used\": 97");
+    assert!(text.contains("97"));
+    std::fs::write(&worn, text).unwrap();
+    let mut crit = args.clone();
+    crit[5] = worn.display().to_string();
+    let r = raidctl(&crit);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("97% of endurance used"), "{}", r.stderr);
+    // Wrong number of SMART files: usage error.
+    raidctl(["wear", &ms[0], "--smart", &healthy[0]])
+        .fails(2, &["one smartctl -j file per member"]);
+
+    // Prometheus text: counters match status, every sample line is name{labels} value.
+    let prom = raidctl(["wear", "--prometheus", &ms[0]]).ok().stdout_str();
+    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    for line in prom.lines().filter(|l| !l.starts_with('#')) {
+        let (metric, value) = line.rsplit_once(' ').unwrap();
+        assert!(
+            metric.starts_with("raidctl_") && metric.ends_with('}'),
+            "{line}"
+        );
+        value.parse::<f64>().unwrap();
+    }
+    for (i, m) in st["members"].as_array().unwrap().iter().enumerate() {
+        let want = format!(
+            "slot=\"{i}\",device=\"{}\",kind=\"parity\"}} {}",
+            ms[i], m["bytes_written_by_kind"]["parity"]
+        );
+        assert!(prom.contains(&want), "missing {want}\n{prom}");
+    }
+    assert!(prom.contains("# TYPE raidctl_member_bytes_written_total counter"));
+    assert!(prom.contains("raidctl_array_wear_status{"));
+}
+
+#[test]
+fn simulator_separates_f1_wear_outs_and_draws_svg() {
+    let dir = tempdir();
+    let svg = dir.path().join("wear.svg");
+    let out = raidctl([
+        "simulate",
+        "--level",
+        "f1",
+        "--members",
+        "4",
+        "--skew",
+        "4,1,1,1",
+        "--endurance",
+        "600",
+        "--rate",
+        "400",
+        "--years",
+        "12",
+        "--json",
+        "--plot",
+        &svg.display().to_string(),
+    ])
+    .ok()
+    .json();
+    let f1 = &out["simulation"];
+    let r5 = &out["raid5_baseline"];
+    let f1_gap = f1["first_gap_days"].as_f64().unwrap();
+    let r5_gap = r5["first_gap_days"].as_f64().unwrap();
+    assert!(
+        f1_gap > 365.0 && r5_gap < 60.0,
+        "f1 {f1_gap} raid5 {r5_gap}"
+    );
+    assert!(f1["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "reshuffle"));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let lines = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "polyline")
+        .count();
+    assert!(lines >= 4, "one line per member, found {lines}");
+    assert!(text.contains("member 0"));
+    raidctl([
+        "simulate",
+        "--level",
+        "f1",
+        "--members",
+        "4",
+        "--endurance",
+        "600",
+        "--rate",
+        "1",
+        "--workload",
+        "bursty",
+    ])
+    .fails(2, &["bursty"]);
+}
+
+#[test]
+fn inspect_reports_device_facts() {
+    let dir = tempdir();
+    let f = dir.path().join("disk.img");
+    sparse_file(&f, 32 << 20);
+    let lo = LoopDev::attach(&f);
+    let j = raidctl([
+        "inspect",
+        "--json",
+        &f.display().to_string(),
+        &lo.dev.display().to_string(),
+    ])
+    .ok()
+    .json();
+    assert_eq!(j[0]["size_bytes"], 32 << 20);
+    assert!(j[0]["kind"].as_str().unwrap().starts_with("file on"));
+    assert_eq!(j[1]["kind"], "block device");
+    assert_eq!(j[1]["size_bytes"], 32 << 20);
+    assert!(j[1]["logical_block_size"].as_u64().unwrap() >= 512);
+    assert!(j[1]["zoned"].is_string());
+}
