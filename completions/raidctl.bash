@@ -55,6 +55,9 @@ _raidctl() {
             raidctl,replace)
                 cmd="raidctl__subcmd__replace"
                 ;;
+            raidctl,serve)
+                cmd="raidctl__subcmd__serve"
+                ;;
             raidctl,simulate)
                 cmd="raidctl__subcmd__simulate"
                 ;;
@@ -105,6 +108,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help,replace)
                 cmd="raidctl__subcmd__help__subcmd__replace"
+                ;;
+            raidctl__subcmd__help,serve)
+                cmd="raidctl__subcmd__help__subcmd__serve"
                 ;;
             raidctl__subcmd__help,simulate)
                 cmd="raidctl__subcmd__help__subcmd__simulate"
@@ -164,7 +170,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help"
+            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,7 +348,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect completions generate help"
+            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -552,6 +558,20 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help__subcmd__replace)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -857,6 +877,40 @@ _raidctl() {
                     return 0
                     ;;
                 --endurance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__serve)
+            opts="-h -V --scan --socket --listen --export --readonly --foreground --max-rate --keep-roles --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --export)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -41,6 +41,7 @@ pub enum Command {
     Wear(cmd::wear::WearArgs),
     Simulate(cmd::simulate::SimulateArgs),
     Inspect(cmd::inspect::InspectArgs),
+    Serve(cmd::serve::ServeArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

@@ -3,8 +3,11 @@
 
 mod cli;
 mod cmd;
+mod control;
+mod daemon;
 mod exit;
 mod loopdev;
+mod nbd;
 mod output;
 mod progress;
 mod units;
@@ -14,6 +17,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // SAFETY: restoring the default SIGPIPE action before any thread exists; a closed stdout
+    // (`raidctl status | head`) then ends the program quietly as it does for other tools.
+    // `serve` ignores SIGPIPE again for its sockets.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     match cmd::run(cli) {
         Ok(code) => code,

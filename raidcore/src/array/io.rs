@@ -379,6 +379,74 @@ impl Array {
         self.maybe_persist()
     }
 
+    /// Discards a range: every whole row (parity levels) or whole chunk (mirror levels) inside
+    /// it is unmapped on all of its members at once, so data and parity all read back as
+    /// zeros and stay consistent. Partial rows and chunks are left as they are, as are rows on
+    /// devices that cannot unmap with guaranteed zeros, and degraded rows. Returns the bytes
+    /// discarded.
+    pub fn trim(&self, offset: u64, len: u64) -> Result<u64> {
+        if !self.writable {
+            bail!(InvalidInput, "array is open read-only");
+        }
+        self.check_bounds("trim", offset, len as usize)?;
+        let chunk = self.layout.chunk();
+        let unit_bytes = match self.layout.redundancy() {
+            Redundancy::Mirror { .. } => chunk,
+            Redundancy::Parity { .. } => chunk * self.layout.data_per_row() as u64,
+        };
+        let first = offset.div_ceil(unit_bytes);
+        let end = (offset + len) / unit_bytes;
+        if first >= end {
+            return Ok(0);
+        }
+        self.mark_dirty()?;
+        let mut done = 0;
+        for unit in first..end {
+            let _g = self.locks.write(unit);
+            let cells = self.unit_cells(unit);
+            // Only when every cell's device is present: a missing member would keep old data.
+            let devs: Option<Vec<(Arc<Dev>, u64)>> = cells
+                .iter()
+                .map(|&(s, r)| self.source(s, r).map(|d| (d, r)))
+                .collect();
+            let Some(devs) = devs else { continue };
+            let unmapped = devs
+                .iter()
+                .take_while(|(d, r)| {
+                    d.member
+                        .unmap_zeroes(self.cell_offset(*r, 0), chunk)
+                        .is_ok()
+                })
+                .count();
+            if unmapped == 0 {
+                continue; // the device cannot unmap: leave the unit as it is
+            }
+            if unmapped < devs.len() {
+                // Some cells are zero now and others not: restore consistency by writing zeros.
+                let zeros = AlignedBuf::zeroed(chunk as usize);
+                for &(s, r) in &cells {
+                    self.member_write(s, &zeros, r, 0, WriteKind::Data)?;
+                }
+            }
+            done += unit_bytes;
+        }
+        Ok(done)
+    }
+
+    /// Every (slot, row) cell of a row (parity levels) or of a logical chunk (mirror levels).
+    fn unit_cells(&self, unit: u64) -> Vec<(usize, u64)> {
+        match self.layout.redundancy() {
+            Redundancy::Mirror { copies } => (0..copies)
+                .map(|k| self.layout.mirror_cell(unit, k))
+                .collect(),
+            Redundancy::Parity { parity } => self
+                .row_slots(unit, parity)
+                .into_iter()
+                .map(|s| (s, unit))
+                .collect(),
+        }
+    }
+
     fn write_parity_row(
         &self,
         row: u64,

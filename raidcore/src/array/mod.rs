@@ -712,6 +712,12 @@ impl Array {
 
     /// Flushes, records the wear counters and marks the array clean.
     pub fn close(self) -> Result<()> {
+        self.mark_clean()
+    }
+
+    /// As [`Array::close`] for an array that is shared (the serving daemon): flush, record the
+    /// counters, mark clean. Writes after this mark it dirty again.
+    pub fn mark_clean(&self) -> Result<()> {
         if !self.writable {
             return Ok(());
         }
@@ -723,6 +729,7 @@ impl Array {
             }
         }
         self.meta.lock().expect("meta lock").clean = true;
+        self.dirty.store(false, Ordering::Release);
         self.persist()
     }
 }

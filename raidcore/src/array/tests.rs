@@ -591,3 +591,30 @@ fn write_shares_match_the_blueprint_formula() {
         );
     }
 }
+
+#[test]
+fn trim_zeroes_whole_rows_and_keeps_parity_consistent() {
+    for (level, n) in [
+        (Level::Raid5, 4),
+        (Level::Raid6, 5),
+        (Level::Raid10, 4),
+        (Level::F1, 4),
+    ] {
+        let (a, _) = make(&params(level, n, 4096), 3 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        random_ops(&a, &mut model, &mut Rng(11), 100);
+        let (off, len) = (5000u64, 200_000u64);
+        let done = a.trim(off, len).unwrap();
+        assert!(done > 0);
+        // Whole units inside the range read zero now; bytes outside the whole units are kept.
+        let unit = if a.layout().parity_count() > 0 {
+            4096 * a.layout().data_per_row() as u64
+        } else {
+            4096
+        };
+        let (first, end) = (off.div_ceil(unit) * unit, (off + len) / unit * unit);
+        model[first as usize..end as usize].fill(0);
+        assert_eq!(read_all(&a), model, "{level:?}");
+        assert_consistent(&a);
+    }
+}

@@ -92,6 +92,11 @@ impl Member for FaultMember {
         self.inner.discard(offset, len)
     }
 
+    fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        self.tick("unmap", offset)?;
+        self.inner.unmap_zeroes(offset, len)
+    }
+
     fn describe(&self) -> String {
         format!("faulty({})", self.inner.describe())
     }

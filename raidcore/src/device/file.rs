@@ -251,6 +251,25 @@ impl Member for FileMember {
         }
     }
 
+    fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        self.check_range("unmap", offset, len as usize)?;
+        use nix::fcntl::{fallocate, FallocateFlags};
+        fallocate(
+            &*self.file,
+            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+        .map_err(|e| {
+            Error::io(
+                io::Error::from_raw_os_error(e as i32),
+                "unmap",
+                &self.path.display().to_string(),
+                offset,
+            )
+        })
+    }
+
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         self.check_range("zero", offset, len as usize)?;
         let name = self.path.display().to_string();

@@ -70,6 +70,10 @@ impl Member for MemMember {
         Ok(())
     }
 
+    fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        self.discard(offset, len)
+    }
+
     fn describe(&self) -> String {
         self.name.clone()
     }

@@ -42,6 +42,16 @@ pub trait Member: Send + Sync {
         }
         Ok(())
     }
+    /// Unmaps a range so that it reads back as zeros, without writing (hole punch on files,
+    /// unmap-with-guaranteed-zeros on block devices). Devices that cannot do that without
+    /// writing return an error, so callers can leave the range as it is.
+    fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        let _ = (offset, len);
+        Err(crate::Error::new(
+            crate::ErrorKind::Unsupported,
+            format!("{}: no unmap with zeroes", self.describe()),
+        ))
+    }
     /// The path or a name for messages.
     fn describe(&self) -> String;
 }

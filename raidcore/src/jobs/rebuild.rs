@@ -26,6 +26,8 @@ pub struct RebuildOptions {
     pub checkpoint_every: Duration,
     /// Bytes per member in one batch (rounded to whole rows).
     pub batch_bytes: u64,
+    /// When set, the job stops at the next batch boundary (checkpoint recorded) and returns.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for RebuildOptions {
@@ -35,6 +37,7 @@ impl Default for RebuildOptions {
             keep_roles: false,
             checkpoint_every: Duration::from_secs(2),
             batch_bytes: 8 << 20,
+            stop: None,
         }
     }
 }
@@ -64,9 +67,14 @@ pub fn run(
 ) -> Result<Vec<PassReport>> {
     let mut reports = Vec::new();
     array.promote_spares(opts.keep_roles)?;
+    let stopped = || {
+        opts.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+    };
     loop {
         let pending = array.pending_targets();
-        if pending.is_empty() {
+        if pending.is_empty() || stopped() {
             break;
         }
         let rebuilds: Vec<usize> = pending
@@ -254,6 +262,13 @@ fn rebuild_pass(
             if !pass.targets_alive() {
                 crate::bail!(Io, "a rebuild target failed; see status");
             }
+            if opts
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Acquire))
+            {
+                break;
+            }
             let r1 = (r0 + step).min(rows);
             let b = (r1 - r0) as usize;
             let idx = locks.acquire(r0..r1);
@@ -296,6 +311,12 @@ fn rebuild_pass(
         Ok(())
     })?;
     drop(locks);
+    if r0 < rows {
+        // Stopped early: the checkpoint is recorded and the next run resumes there.
+        pass.make_durable()?;
+        pass.report.seconds = pass.start.elapsed().as_secs_f64();
+        return Ok(pass.report);
+    }
     pass.finish()
 }
 
@@ -442,6 +463,16 @@ fn replace_pass(
     let mut buf = AlignedBuf::zeroed(step as usize * c);
     let mut locks = array.held_locks();
     while r0 < rows {
+        if opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+        {
+            drop(locks);
+            pass.make_durable()?;
+            pass.report.seconds = pass.start.elapsed().as_secs_f64();
+            return Ok(pass.report);
+        }
         let r1 = (r0 + step).min(rows);
         let idx = locks.acquire(r0..r1);
         if !pass.targets_alive() {

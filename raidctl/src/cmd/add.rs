@@ -74,6 +74,19 @@ pub fn endurance_bytes(tbw: Option<f64>) -> Result<Option<u64>> {
 
 pub fn run(a: AddArgs) -> Result<ExitCode> {
     let endurance = endurance_bytes(a.endurance)?;
+    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+        let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
+        let r = crate::control::call(
+            c,
+            serde_json::json!({"cmd": "add", "new": new, "force": a.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
+        )?;
+        eprintln!(
+            "raidctl: {} added to the served array (slot {}); it rebuilds in the background",
+            a.new.display(),
+            r["slot"]
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let array = super::assemble(&a.array, true)?;
     let member = open_new(&array, &a.new, a.force)?;
     let (slot, change) = array.add(member, &a.new, endurance, a.rebuild.keep_roles)?;

@@ -21,6 +21,15 @@ pub struct FailArgs {
 }
 
 pub fn run(a: FailArgs) -> Result<ExitCode> {
+    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+        let r = crate::control::call(c, serde_json::json!({"cmd": "fail", "member": a.member}))?;
+        eprintln!(
+            "raidctl: slot {} marked faulty in the served array; it is {}",
+            r["slot"],
+            r["state"].as_str().unwrap_or("")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let array = super::assemble(&a.array, true)?;
     let slot = array.fail(&MemberRef::parse(&a.member))?;
     if slot != usize::MAX {

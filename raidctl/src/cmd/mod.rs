@@ -11,6 +11,7 @@ pub mod read;
 pub mod rebuild;
 pub mod remove;
 pub mod replace;
+pub mod serve;
 pub mod simulate;
 pub mod status;
 pub mod wear;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Wear(a) => wear::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Inspect(a) => inspect::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }

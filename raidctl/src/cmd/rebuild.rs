@@ -112,6 +112,14 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
 }
 
 pub fn run(a: RebuildArgs) -> Result<ExitCode> {
+    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+        let r = crate::control::call(c, json!({"cmd": "rebuild"}))?;
+        eprintln!(
+            "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",
+            r["pending"]
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let array = super::assemble(&a.array, true)?;
     finish(
         array,

@@ -19,6 +19,11 @@ pub struct RemoveArgs {
 }
 
 pub fn run(a: RemoveArgs) -> Result<ExitCode> {
+    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+        crate::control::call(c, serde_json::json!({"cmd": "remove", "member": a.member}))?;
+        eprintln!("raidctl: removed {} from the served array", a.member);
+        return Ok(ExitCode::SUCCESS);
+    }
     let array = super::assemble(&a.array, true)?;
     array.remove(&MemberRef::parse(&a.member))?;
     eprintln!("raidctl: removed {}", a.member);

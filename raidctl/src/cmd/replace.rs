@@ -33,6 +33,22 @@ pub struct ReplaceArgs {
 
 pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
     let endurance = super::add::endurance_bytes(a.endurance)?;
+    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+        let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
+        let r = crate::control::call(
+            c,
+            serde_json::json!({"cmd": "replace", "old": a.old, "new": new, "force": a.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
+        )?;
+        eprintln!(
+            "raidctl: replacing {} with {} in the served array, in the background",
+            a.old,
+            a.new.display()
+        );
+        if let Some(c) = r["role_change"].as_str() {
+            eprintln!("raidctl: {c}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let array = super::assemble(&a.array, true)?;
     let member = super::add::open_new(&array, &a.new, a.force)?;
     let change = array.replace(

@@ -77,74 +77,82 @@ pub fn report(a: &Array) -> Value {
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
-    // A failed array is still reported (state "failed"), like mdadm --detail does.
-    let array = super::assemble_with(&a.array, false, true)?;
-    let r = report(&array);
+    let r = match crate::control::daemon_for(&a.array.array) {
+        Some(c) => crate::control::call(c, json!({"cmd": "status"}))?,
+        // A failed array is still reported (state "failed"), like mdadm --detail does.
+        None => report(&super::assemble_with(&a.array, false, true)?),
+    };
     if a.json {
         crate::output::print_json(&r);
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        print_human(&r);
     }
-    let l = array.layout();
-    let weights = if l.parity_count() == 1 {
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_human(r: &Value) {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let extra = if let Some(w) = r["parity_weights"]
+        .as_array()
+        .filter(|_| r["level"] != "raid6")
+    {
         format!(
             ", parity weights {}",
-            l.weights()
-                .iter()
-                .map(|w| w.to_string())
+            w.iter()
+                .map(|x| x.to_string())
                 .collect::<Vec<_>>()
                 .join(",")
         )
-    } else if l.level() == raidcore::Level::Raid10 {
-        format!(", {} copies", l.copies())
+    } else if let Some(k) = r["copies"].as_u64() {
+        format!(", {k} copies")
     } else {
         String::new()
     };
+    println!("array    {} ({})", s(&r["name"]), s(&r["uuid"]));
     println!(
-        "array    {} ({})",
-        r["name"].as_str().unwrap_or(""),
-        r["uuid"].as_str().unwrap_or("")
+        "level    {}, {} members, chunk {}{extra}",
+        s(&r["level"]),
+        n(&r["members_count"]),
+        human(n(&r["chunk_bytes"]))
     );
     println!(
-        "level    {}, {} members, chunk {}{weights}",
-        l.level().name(),
-        l.members(),
-        human(l.chunk())
+        "size     {} ({} bytes)",
+        human(n(&r["size_bytes"])),
+        n(&r["size_bytes"])
     );
-    println!("size     {} ({} bytes)", human(array.size()), array.size());
-    println!(
-        "state    {}{}, events {}",
-        array.state().name(),
-        if r["clean"] == true {
-            ""
-        } else {
-            " (dirty: not stopped cleanly or open)"
-        },
-        r["events"]
-    );
-    println!("created  {}", r["created"].as_str().unwrap_or(""));
+    let dirty = if r["clean"] == true {
+        ""
+    } else {
+        "; metadata dirty (open for writing, or not stopped cleanly)"
+    };
+    println!("state    {}{dirty}, events {}", s(&r["state"]), r["events"]);
+    println!("created  {}", s(&r["created"]));
     println!();
     println!(
         "{:>4}  {:<15} {:>10} {:>10} {:>10}  path",
         "slot", "state", "written", "data", "parity"
     );
-    for m in array.members() {
-        let state = match m.progress {
-            Some(p) => format!("{} {:.0}%", m.state.name(), p * 100.0),
-            None => m.state.name().to_string(),
+    for m in r["members"].as_array().into_iter().flatten() {
+        let state = match m["progress"].as_f64() {
+            Some(p) => format!("{} {:.0}%", s(&m["state"]), p * 100.0),
+            None => s(&m["state"]),
         };
         println!(
             "{:>4}  {:<15} {:>10} {:>10} {:>10}  {}{}",
-            m.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
-            state,
-            human(m.wear.total()),
-            human(m.wear.data_bytes),
-            human(m.wear.parity_bytes),
-            m.path
-                .as_ref()
-                .map(|p| p.display().to_string())
+            m["slot"]
+                .as_u64()
+                .map(|x| x.to_string())
                 .unwrap_or_else(|| "-".into()),
-            m.reason.map(|r| format!("  ({r})")).unwrap_or_default()
+            state,
+            human(n(&m["bytes_written"])),
+            human(n(&m["bytes_written_by_kind"]["data"])),
+            human(n(&m["bytes_written_by_kind"]["parity"])),
+            m["path"].as_str().unwrap_or("-"),
+            m["reason"]
+                .as_str()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default()
         );
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -66,6 +66,50 @@ pub struct WearOpts {
     pub rebuild_rate: u64,
 }
 
+impl WearOpts {
+    /// The options as sent over the control socket.
+    pub fn to_json(&self) -> Value {
+        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate})
+    }
+
+    pub fn from_json(v: &Value) -> WearOpts {
+        WearOpts {
+            scan: Vec::new(),
+            smart: v["smart"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            window: v["window"].as_f64().unwrap_or(30.0),
+            rebuild_rate: v["rebuild_rate"].as_u64().unwrap_or(200 << 20),
+        }
+    }
+}
+
+/// The wear report of an open array as JSON (what `wear --json` prints).
+pub fn report_json(array: &Array, opts: &WearOpts, collision_days: Option<f64>) -> Result<Value> {
+    Ok(analyse(array, opts, collision_days)?.0.json)
+}
+
+/// The report, from the serving daemon when one owns the array, else computed here.
+fn report_for(
+    path: &std::path::Path,
+    opts: &WearOpts,
+    collision_days: Option<f64>,
+) -> Result<Value> {
+    if let Some(c) = crate::control::daemon_for(path) {
+        let mut req = opts.to_json();
+        req["cmd"] = json!("wear");
+        req["collision_days"] = json!(collision_days);
+        return crate::control::call(c, req);
+    }
+    let array = open(path, &opts.scan, false)?;
+    report_json(&array, opts, collision_days)
+}
+
 #[derive(Subcommand, Debug)]
 pub enum WearSub {
     /// Suggest parity weights that separate the two earliest wear-outs by DAYS
@@ -433,9 +477,48 @@ pub fn run(a: WearArgs) -> Result<ExitCode> {
             "wear needs ARRAY (the path of a member)",
         ));
     };
-    let array = open(&path, &a.opts.scan, a.record)?;
+    let (r, status, reasons) = if a.record {
+        record(&path, &a)?
+    } else {
+        let r = report_for(&path, &a.opts, a.collision_days)?;
+        let status = match r["status"].as_str() {
+            Some("critical") => 2,
+            Some("warning") => 1,
+            _ => 0,
+        };
+        let reasons = r["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect();
+        (r, status, reasons)
+    };
+    let r = &r;
+    if a.prometheus {
+        print!("{}", prometheus(r));
+    } else if a.json {
+        crate::output::print_json(r);
+    } else {
+        print_human(r);
+    }
+    if a.check {
+        for why in &reasons {
+            eprintln!(
+                "raidctl: wear {}: {why}",
+                r["status"].as_str().unwrap_or("")
+            );
+        }
+        return Ok(ExitCode::from(status));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--record`: opens the array for writing, adds a history sample with the SMART values read.
+fn record(path: &std::path::Path, a: &WearArgs) -> Result<(Value, u8, Vec<String>)> {
+    let array = open(path, &a.opts.scan, true)?;
     let (report, smarts) = analyse(&array, &a.opts, a.collision_days)?;
-    if a.record {
+    {
         let mut map = HashMap::new();
         for (m, s) in array
             .members()
@@ -453,24 +536,7 @@ pub fn run(a: WearArgs) -> Result<ExitCode> {
         array.sample_wear(&map, true)?;
         array.close()?;
     }
-    let r = &report.json;
-    if a.prometheus {
-        print!("{}", prometheus(r));
-    } else if a.json {
-        crate::output::print_json(r);
-    } else {
-        print_human(r);
-    }
-    if a.check {
-        for why in &report.reasons {
-            eprintln!(
-                "raidctl: wear {}: {why}",
-                r["status"].as_str().unwrap_or("")
-            );
-        }
-        return Ok(ExitCode::from(report.status));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((report.json, report.status, report.reasons))
 }
 
 fn pct(v: &Value) -> String {
@@ -588,7 +654,7 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
         "target_gap_days": p.target_gap,
         "chunks_per_row_write": k,
         "user_bytes_per_day": user_rate,
-        "current_weights": layout.weights(),
+        "current_weights": r["parity_weights"],
         "suggested_weights": plan.weights,
         "gap_days": plan.gap_days,
         "message": plan.message,

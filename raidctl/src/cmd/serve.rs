@@ -1,0 +1,74 @@
+//! `raidctl serve`: export an array over NBD and own it until SIGTERM or SIGINT.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use raidcore::{Error, ErrorKind, Result};
+
+use crate::cli::ArrayArgs;
+use crate::daemon::{self, ServeConfig};
+use crate::units::parse_size;
+
+/// Export an array as an NBD block device (Unix socket by default; TCP with --listen)
+#[derive(Args, Debug)]
+#[command(
+    after_long_help = "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl."
+)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub array: ArrayArgs,
+    /// Unix socket to listen on (default /run/raidctl/UUID.sock, mode 0600)
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Also listen on TCP (only where you name it, e.g. 127.0.0.1:10809)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Export name
+    #[arg(long, default_value = "raid")]
+    pub export: String,
+    /// Export read-only
+    #[arg(long)]
+    pub readonly: bool,
+    /// Stay in the foreground (the default when stdout is not a terminal, as under systemd)
+    #[arg(long)]
+    pub foreground: bool,
+    /// Background rebuilds write at most this many bytes per second, leaving room for clients
+    #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
+    pub max_rate: Option<u64>,
+    /// Skewed arrays: do not move the parity-heavy role when members are replaced
+    #[arg(long)]
+    pub keep_roles: bool,
+}
+
+pub fn run(a: ServeArgs) -> Result<ExitCode> {
+    if let Some(addr) = &a.listen {
+        addr.parse::<std::net::SocketAddr>().map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("--listen {addr} is not ADDR:PORT"),
+            )
+        })?;
+    }
+    let array = super::assemble(&a.array, true)?;
+    let config = ServeConfig {
+        socket: a.socket.clone(),
+        listen: a.listen.clone(),
+        export: a.export.clone(),
+        readonly: a.readonly,
+        rebuild_rate: a.max_rate,
+        keep_roles: a.keep_roles,
+    };
+    let foreground = a.foreground || !std::io::IsTerminal::is_terminal(&std::io::stdout());
+    daemon::serve(array, config, |urls| {
+        for u in urls {
+            println!("{u}");
+        }
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        if !foreground {
+            eprintln!("raidctl: serving in the foreground (use systemd or & to background it)");
+        }
+    })?;
+    eprintln!("raidctl: stopped; the array is flushed and clean");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,365 @@
+//! The serving daemon: owns an assembled array, exports it over NBD (Unix socket, or TCP when
+//! asked), answers the control socket, runs rebuilds in the background (a hot spare starts as
+//! soon as a member fails), and on SIGTERM or SIGINT stops accepting, finishes in-flight
+//! requests, flushes and marks the array clean.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use raidcore::jobs::rebuild::{self, RebuildOptions};
+use raidcore::{Array, Error, ErrorKind, Result};
+use serde_json::{json, Value};
+
+use crate::nbd::{self, Conn, Export};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; SIGPIPE is
+    // ignored so a vanished client is an EPIPE error, not a dead server.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Where the daemon of an array keeps its sockets.
+pub fn run_dir() -> PathBuf {
+    std::env::var_os("RAIDCTL_RUN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/raidctl"))
+}
+
+/// The control socket of the array with this uuid.
+pub fn control_path(uuid: &str) -> PathBuf {
+    run_dir().join(format!("{uuid}.ctl"))
+}
+
+/// What the daemon was asked to do.
+pub struct ServeConfig {
+    pub socket: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub export: String,
+    pub readonly: bool,
+    pub rebuild_rate: Option<u64>,
+    pub keep_roles: bool,
+}
+
+struct Daemon {
+    array: Arc<Array>,
+    export: Arc<Export>,
+    /// How to end each live client's request stream, by connection number.
+    conns: Mutex<std::collections::HashMap<u64, Box<dyn Fn() + Send>>>,
+    next_conn: std::sync::atomic::AtomicU64,
+    rebuild_wanted: AtomicBool,
+    config: ServeConfig,
+}
+
+fn bind_unix(path: &Path) -> Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
+    }
+    if path.exists() {
+        // A live daemon answers; a stale socket file from a crash does not and is replaced.
+        if UnixStream::connect(path).is_ok() {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{} is in use by a running server", path.display()),
+            ));
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    let l = UnixListener::bind(path)
+        .map_err(|e| Error::io(e, "bind", &path.display().to_string(), 0))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::io(e, "chmod", &path.display().to_string(), 0))?;
+    l.set_nonblocking(true)
+        .map_err(|e| Error::io(e, "nonblock", &path.display().to_string(), 0))?;
+    Ok(l)
+}
+
+impl Daemon {
+    fn spawn_client(self: &Arc<Self>, conn: Box<dyn Conn>, shutdown: Box<dyn Fn() + Send>) {
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        self.conns.lock().expect("conns lock").insert(id, shutdown);
+        let export = self.export.clone();
+        let me = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = nbd::serve_client(conn, export) {
+                if e.kind() != std::io::ErrorKind::UnexpectedEof
+                    && e.kind() != std::io::ErrorKind::BrokenPipe
+                {
+                    eprintln!("raidctl serve: client: {e}");
+                }
+            }
+            me.conns.lock().expect("conns lock").remove(&id);
+        });
+    }
+
+    fn control(self: &Arc<Self>, req: &Value) -> std::result::Result<Value, Error> {
+        let a = &self.array;
+        let arg = |k: &str| req[k].as_str().map(str::to_string);
+        match req["cmd"].as_str() {
+            Some("status") => Ok(crate::cmd::status::report(a)),
+            Some("fail") => {
+                let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
+                let slot = a.fail(&m)?;
+                self.rebuild_wanted.store(true, Ordering::Release);
+                Ok(json!({"slot": slot, "state": a.state().name()}))
+            }
+            Some("remove") => {
+                a.remove(&raidcore::array::MemberRef::parse(
+                    &arg("member").unwrap_or_default(),
+                ))?;
+                Ok(json!({"removed": arg("member")}))
+            }
+            Some("add") | Some("replace") => {
+                let new = PathBuf::from(arg("new").unwrap_or_default());
+                let force = req["force"].as_bool().unwrap_or(false);
+                let endurance = req["endurance_bytes"].as_u64();
+                let keep = req["keep_roles"]
+                    .as_bool()
+                    .unwrap_or(self.config.keep_roles);
+                let member = crate::cmd::add::open_new(a, &new, force)?;
+                let out = if req["cmd"] == "add" {
+                    let (slot, change) = a.add(member, &new, endurance, keep)?;
+                    json!({"slot": slot, "role_change": change.map(|c| c.description)})
+                } else {
+                    let old = raidcore::array::MemberRef::parse(&arg("old").unwrap_or_default());
+                    let change = a.replace(&old, member, &new, endurance, keep)?;
+                    json!({"role_change": change.map(|c| c.description)})
+                };
+                self.rebuild_wanted.store(true, Ordering::Release);
+                Ok(out)
+            }
+            Some("rebuild") => {
+                self.rebuild_wanted.store(true, Ordering::Release);
+                Ok(json!({"started": true, "pending": a.pending_targets().len()}))
+            }
+            Some("wear") => {
+                let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
+                crate::cmd::wear::report_json(a, &opts, req["collision_days"].as_f64())
+            }
+            other => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("unknown control command {other:?}"),
+            )),
+        }
+    }
+
+    fn serve_control(self: &Arc<Self>, stream: UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        let mut reader = BufReader::new(match stream.try_clone() {
+            Ok(s) => s,
+            Err(_) => return,
+        });
+        let mut stream = stream;
+        let mut line = String::new();
+        while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+            let answer = match serde_json::from_str::<Value>(&line) {
+                Ok(req) => match self.control(&req) {
+                    Ok(v) => json!({"ok": true, "result": v}),
+                    Err(e) => {
+                        json!({"ok": false, "error": e.to_string(), "exit": crate::exit::code_for(e.kind())})
+                    }
+                },
+                Err(e) => {
+                    json!({"ok": false, "error": format!("bad request: {e}"), "exit": crate::exit::USAGE})
+                }
+            };
+            if writeln!(stream, "{answer}").is_err() {
+                return;
+            }
+            line.clear();
+        }
+    }
+
+    /// Runs pending rebuilds (and promotes spares) whenever there is work, until stopped.
+    fn supervise(self: &Arc<Self>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        while !STOP.load(Ordering::Acquire) {
+            let work = self.rebuild_wanted.swap(false, Ordering::AcqRel)
+                || !self.array.pending_targets().is_empty()
+                || self
+                    .array
+                    .promote_spares(self.config.keep_roles)
+                    .map(|v| !v.is_empty())
+                    .unwrap_or(false);
+            if work {
+                let opts = RebuildOptions {
+                    max_rate: self.config.rebuild_rate,
+                    keep_roles: self.config.keep_roles,
+                    stop: Some(stop.clone()),
+                    ..RebuildOptions::default()
+                };
+                let watcher = {
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        while !STOP.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        stop.store(true, Ordering::Release);
+                    })
+                };
+                match rebuild::run(&self.array, &opts, &mut |_, _, _| {}) {
+                    Ok(reports) => {
+                        for r in reports {
+                            eprintln!(
+                                "raidctl serve: {} of slot(s) {:?} done ({} bytes in {:.1} s)",
+                                r.kind, r.slots, r.bytes_written, r.seconds
+                            );
+                        }
+                    }
+                    Err(e) => eprintln!("raidctl serve: rebuild: {e}"),
+                }
+                let stopped_by_signal = STOP.load(Ordering::Acquire);
+                stop.store(true, Ordering::Release);
+                let _ = watcher.join();
+                stop.store(false, Ordering::Release);
+                if stopped_by_signal {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Serves until SIGTERM or SIGINT; returns once the array is flushed and marked clean.
+pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -> Result<()> {
+    install_signals();
+    let uuid = crate::output::uuid(&array.superblock().array_uuid);
+    let array = Arc::new(array);
+    let stopping = Arc::new(AtomicBool::new(false));
+    let export = Arc::new(Export {
+        name: config.export.clone(),
+        description: format!(
+            "raidctl {} array {}",
+            array.layout().level().name(),
+            array.superblock().name
+        ),
+        array: array.clone(),
+        readonly: config.readonly,
+        stopping: stopping.clone(),
+    });
+    let unix_path = match (&config.socket, &config.listen) {
+        (Some(p), _) => Some(p.clone()),
+        (None, None) => Some(run_dir().join(format!("{uuid}.sock"))),
+        (None, Some(_)) => None,
+    };
+    let unix = unix_path.as_deref().map(bind_unix).transpose()?;
+    let tcp = match &config.listen {
+        Some(addr) => {
+            let l = TcpListener::bind(addr).map_err(|e| Error::io(e, "listen", addr, 0))?;
+            l.set_nonblocking(true)
+                .map_err(|e| Error::io(e, "nonblock", addr, 0))?;
+            Some(l)
+        }
+        None => None,
+    };
+    let ctl_path = control_path(&uuid);
+    let ctl = bind_unix(&ctl_path)?;
+    let daemon = Arc::new(Daemon {
+        array: array.clone(),
+        export,
+        conns: Mutex::new(Default::default()),
+        next_conn: Default::default(),
+        rebuild_wanted: AtomicBool::new(true),
+        config,
+    });
+    let mut where_ = Vec::new();
+    if let Some(p) = &unix_path {
+        where_.push(format!(
+            "nbd+unix:///{}?socket={}",
+            daemon.config.export,
+            p.display()
+        ));
+    }
+    if let Some(t) = &tcp {
+        where_.push(format!(
+            "nbd://{}/{}",
+            t.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            daemon.config.export
+        ));
+    }
+    where_.push(format!("control {}", ctl_path.display()));
+    ready(&where_);
+    let supervisor = {
+        let d = daemon.clone();
+        std::thread::spawn(move || d.supervise())
+    };
+    while !STOP.load(Ordering::Acquire) {
+        let mut idle = true;
+        if let Some(l) = &unix {
+            if let Ok((s, _)) = l.accept() {
+                idle = false;
+                let _ = s.set_nonblocking(false);
+                if let Ok(c) = s.try_clone() {
+                    daemon.spawn_client(
+                        Box::new(s),
+                        Box::new(move || drop(c.shutdown(std::net::Shutdown::Read))),
+                    );
+                }
+            }
+        }
+        if let Some(l) = &tcp {
+            if let Ok((s, _)) = l.accept() {
+                idle = false;
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_nodelay(true);
+                if let Ok(c) = s.try_clone() {
+                    daemon.spawn_client(
+                        Box::new(s),
+                        Box::new(move || drop(c.shutdown(std::net::Shutdown::Read))),
+                    );
+                }
+            }
+        }
+        if let Ok((s, _)) = ctl.accept() {
+            idle = false;
+            let d = daemon.clone();
+            std::thread::spawn(move || d.serve_control(s));
+        }
+        if idle {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Stop: refuse new requests, end the clients' request streams (in-flight requests still
+    // complete and are answered), let the rebuild reach its next checkpoint, then close clean.
+    stopping.store(true, Ordering::Release);
+    drop(unix);
+    drop(tcp);
+    drop(ctl);
+    for (_, shut) in daemon.conns.lock().expect("conns lock").drain() {
+        shut();
+    }
+    let _ = supervisor.join();
+    // Client threads hold the export until their in-flight work is answered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while Arc::strong_count(&daemon.export) > 1 {
+        if std::time::Instant::now() > deadline {
+            return Err(Error::new(
+                ErrorKind::Io,
+                "clients did not finish within 30 s; the array is left dirty",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(p) = &unix_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_file(&ctl_path);
+    array.mark_clean()
+}

@@ -1,0 +1,509 @@
+//! NBD server side: the fixed newstyle handshake (options EXPORT_NAME, ABORT, LIST, INFO, GO;
+//! anything else gets ERR_UNSUP) and transmission with simple replies (READ, WRITE with FUA,
+//! FLUSH, TRIM, WRITE_ZEROES, DISC). Requests are read by one thread per connection and run by
+//! a few workers, so many can be in flight; replies go out as they complete (NBD allows any
+//! order). Every request is validated before it touches the array: a bad one gets an error
+//! reply, or the connection is closed when the stream cannot be trusted any more.
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+
+use raidcore::buf::AlignedBuf;
+use raidcore::Array;
+
+pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
+pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
+pub const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+pub const REQUEST_MAGIC: u32 = 0x2560_9513;
+pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+const FLAG_FIXED_NEWSTYLE: u16 = 1;
+const FLAG_NO_ZEROES: u16 = 2;
+const CLIENT_FIXED_NEWSTYLE: u32 = 1;
+const CLIENT_NO_ZEROES: u32 = 2;
+
+const OPT_EXPORT_NAME: u32 = 1;
+const OPT_ABORT: u32 = 2;
+const OPT_LIST: u32 = 3;
+const OPT_INFO: u32 = 6;
+const OPT_GO: u32 = 7;
+
+const REP_ACK: u32 = 1;
+const REP_SERVER: u32 = 2;
+const REP_INFO: u32 = 3;
+const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
+const REP_ERR_INVALID: u32 = (1 << 31) + 3;
+const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
+const REP_ERR_TOO_BIG: u32 = (1 << 31) + 9;
+
+const INFO_EXPORT: u16 = 0;
+const INFO_NAME: u16 = 1;
+const INFO_DESCRIPTION: u16 = 2;
+const INFO_BLOCK_SIZE: u16 = 3;
+
+const TF_HAS_FLAGS: u16 = 1 << 0;
+const TF_READ_ONLY: u16 = 1 << 1;
+const TF_SEND_FLUSH: u16 = 1 << 2;
+const TF_SEND_FUA: u16 = 1 << 3;
+const TF_SEND_TRIM: u16 = 1 << 5;
+const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
+const TF_CAN_MULTI_CONN: u16 = 1 << 8;
+
+const CMD_READ: u16 = 0;
+const CMD_WRITE: u16 = 1;
+const CMD_DISC: u16 = 2;
+const CMD_FLUSH: u16 = 3;
+const CMD_TRIM: u16 = 4;
+const CMD_WRITE_ZEROES: u16 = 6;
+
+const CMD_FLAG_FUA: u16 = 1 << 0;
+const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+const KNOWN_CMD_FLAGS: u16 = CMD_FLAG_FUA | CMD_FLAG_NO_HOLE;
+
+const EPERM: u32 = 1;
+const EIO: u32 = 5;
+const EINVAL: u32 = 22;
+const ENOSPC: u32 = 28;
+const ESHUTDOWN: u32 = 108;
+
+/// Largest request payload accepted (reads and writes).
+pub const MAX_REQUEST: u32 = 32 << 20;
+/// Largest option payload accepted during the handshake.
+const MAX_OPTION: u32 = 64 << 10;
+/// Bytes of request payload a connection may hold in flight at once.
+const INFLIGHT_BYTES: u64 = 64 << 20;
+/// Worker threads per connection.
+const WORKERS: usize = 4;
+
+/// What is exported.
+pub struct Export {
+    pub name: String,
+    pub description: String,
+    pub array: Arc<Array>,
+    pub readonly: bool,
+    /// Set when the server stops: new requests get ESHUTDOWN.
+    pub stopping: Arc<AtomicBool>,
+}
+
+impl Export {
+    fn flags(&self) -> u16 {
+        let mut f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_SEND_FUA | TF_CAN_MULTI_CONN;
+        if self.readonly {
+            f |= TF_READ_ONLY;
+        } else {
+            f |= TF_SEND_TRIM | TF_SEND_WRITE_ZEROES;
+        }
+        f
+    }
+
+    fn matches(&self, name: &[u8]) -> bool {
+        name.is_empty() || name == self.name.as_bytes()
+    }
+}
+
+/// A byte stream a client is connected on (Unix or TCP).
+pub trait Conn: Read + Write + Send + 'static {
+    fn try_clone_conn(&self) -> io::Result<Box<dyn Conn>>;
+    /// Ends the connection for the peer, whatever other descriptors of it remain open.
+    fn close_both(&self);
+}
+
+impl Conn for std::os::unix::net::UnixStream {
+    fn try_clone_conn(&self) -> io::Result<Box<dyn Conn>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+    fn close_both(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+impl Conn for std::net::TcpStream {
+    fn try_clone_conn(&self) -> io::Result<Box<dyn Conn>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+    fn close_both(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn read_u16(r: &mut impl Read) -> io::Result<u16> {
+    let mut b = [0u8; 2];
+    r.read_exact(&mut b)?;
+    Ok(u16::from_be_bytes(b))
+}
+fn read_u32(r: &mut impl Read) -> io::Result<u32> {
+    let mut b = [0u8; 4];
+    r.read_exact(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+fn read_u64(r: &mut impl Read) -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+fn protocol(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+fn opt_reply(w: &mut impl Write, opt: u32, kind: u32, data: &[u8]) -> io::Result<()> {
+    w.write_all(&REPLY_MAGIC.to_be_bytes())?;
+    w.write_all(&opt.to_be_bytes())?;
+    w.write_all(&kind.to_be_bytes())?;
+    w.write_all(&(data.len() as u32).to_be_bytes())?;
+    w.write_all(data)?;
+    w.flush()
+}
+
+/// Serves one client: handshake, then transmission until it disconnects or the server stops.
+pub fn serve_client(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
+    let closer = conn.try_clone_conn()?;
+    let r = serve_client_inner(conn, export);
+    closer.close_both();
+    r
+}
+
+fn serve_client_inner(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
+    let mut reader = BufReader::new(conn.try_clone_conn()?);
+    let mut writer = BufWriter::new(conn);
+    writer.write_all(&NBDMAGIC.to_be_bytes())?;
+    writer.write_all(&IHAVEOPT.to_be_bytes())?;
+    writer.write_all(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes())?;
+    writer.flush()?;
+    let client_flags = read_u32(&mut reader)?;
+    if client_flags & !(CLIENT_FIXED_NEWSTYLE | CLIENT_NO_ZEROES) != 0 {
+        return Err(protocol(format!("unknown client flags {client_flags:#x}")));
+    }
+    let no_zeroes = client_flags & CLIENT_NO_ZEROES != 0;
+    let size = export.array.size();
+    loop {
+        let magic = read_u64(&mut reader)?;
+        if magic != IHAVEOPT {
+            return Err(protocol(format!("bad option magic {magic:#x}")));
+        }
+        let opt = read_u32(&mut reader)?;
+        let len = read_u32(&mut reader)?;
+        if len > MAX_OPTION {
+            // The payload cannot be skipped cheaply and the client is misbehaving.
+            let _ = opt_reply(&mut writer, opt, REP_ERR_TOO_BIG, b"option too large");
+            return Err(protocol(format!("option {opt} of {len} bytes")));
+        }
+        let mut data = vec![0u8; len as usize];
+        reader.read_exact(&mut data)?;
+        match opt {
+            OPT_EXPORT_NAME => {
+                if !export.matches(&data) {
+                    return Err(protocol("unknown export name"));
+                }
+                writer.write_all(&size.to_be_bytes())?;
+                writer.write_all(&export.flags().to_be_bytes())?;
+                if !no_zeroes {
+                    writer.write_all(&[0u8; 124])?;
+                }
+                writer.flush()?;
+                break;
+            }
+            OPT_ABORT => {
+                let _ = opt_reply(&mut writer, opt, REP_ACK, &[]);
+                return Ok(());
+            }
+            OPT_LIST => {
+                if !data.is_empty() {
+                    opt_reply(&mut writer, opt, REP_ERR_INVALID, b"LIST takes no data")?;
+                    continue;
+                }
+                let mut d = (export.name.len() as u32).to_be_bytes().to_vec();
+                d.extend_from_slice(export.name.as_bytes());
+                opt_reply(&mut writer, opt, REP_SERVER, &d)?;
+                opt_reply(&mut writer, opt, REP_ACK, &[])?;
+            }
+            OPT_INFO | OPT_GO => {
+                let parsed = (|| {
+                    let nl = u32::from_be_bytes(data.get(0..4)?.try_into().ok()?) as usize;
+                    let name = data.get(4..4 + nl)?;
+                    let nreq =
+                        u16::from_be_bytes(data.get(4 + nl..6 + nl)?.try_into().ok()?) as usize;
+                    let reqs = data.get(6 + nl..)?;
+                    (reqs.len() == nreq * 2).then(|| {
+                        (
+                            name.to_vec(),
+                            reqs.chunks(2)
+                                .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                                .collect::<Vec<_>>(),
+                        )
+                    })
+                })();
+                let Some((name, reqs)) = parsed else {
+                    opt_reply(
+                        &mut writer,
+                        opt,
+                        REP_ERR_INVALID,
+                        b"malformed INFO/GO request",
+                    )?;
+                    continue;
+                };
+                if !export.matches(&name) {
+                    opt_reply(&mut writer, opt, REP_ERR_UNKNOWN, b"no such export")?;
+                    continue;
+                }
+                let mut info = INFO_EXPORT.to_be_bytes().to_vec();
+                info.extend_from_slice(&size.to_be_bytes());
+                info.extend_from_slice(&export.flags().to_be_bytes());
+                opt_reply(&mut writer, opt, REP_INFO, &info)?;
+                if reqs.contains(&INFO_NAME) {
+                    let mut d = INFO_NAME.to_be_bytes().to_vec();
+                    d.extend_from_slice(export.name.as_bytes());
+                    opt_reply(&mut writer, opt, REP_INFO, &d)?;
+                }
+                if reqs.contains(&INFO_DESCRIPTION) {
+                    let mut d = INFO_DESCRIPTION.to_be_bytes().to_vec();
+                    d.extend_from_slice(export.description.as_bytes());
+                    opt_reply(&mut writer, opt, REP_INFO, &d)?;
+                }
+                let mut d = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+                d.extend_from_slice(&1u32.to_be_bytes());
+                d.extend_from_slice(&4096u32.to_be_bytes());
+                d.extend_from_slice(&MAX_REQUEST.to_be_bytes());
+                opt_reply(&mut writer, opt, REP_INFO, &d)?;
+                opt_reply(&mut writer, opt, REP_ACK, &[])?;
+                if opt == OPT_GO {
+                    break;
+                }
+            }
+            _ => opt_reply(&mut writer, opt, REP_ERR_UNSUP, b"option not supported")?,
+        }
+    }
+    transmission(reader, writer, export)
+}
+
+/// One validated request handed to a worker.
+struct Job {
+    /// Payload bytes held for this request (reads and writes), returned to the budget after.
+    cost: u64,
+    kind: u16,
+    flags: u16,
+    cookie: u64,
+    offset: u64,
+    len: u32,
+    data: Option<AlignedBuf>,
+}
+
+/// Bytes of payload in flight on a connection, bounded.
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn take(&self, n: u64) {
+        let mut used = self.used.lock().expect("budget lock");
+        while *used > 0 && *used + n > INFLIGHT_BYTES {
+            used = self.freed.wait(used).expect("budget lock");
+        }
+        *used += n;
+    }
+    fn give(&self, n: u64) {
+        *self.used.lock().expect("budget lock") -= n;
+        self.freed.notify_all();
+    }
+}
+
+type Writer = Arc<Mutex<BufWriter<Box<dyn Conn>>>>;
+
+fn reply(w: &Writer, cookie: u64, error: u32, data: Option<&[u8]>) -> io::Result<()> {
+    let mut w = w.lock().expect("writer lock");
+    w.write_all(&SIMPLE_REPLY_MAGIC.to_be_bytes())?;
+    w.write_all(&error.to_be_bytes())?;
+    w.write_all(&cookie.to_be_bytes())?;
+    if let Some(d) = data {
+        w.write_all(d)?;
+    }
+    w.flush()
+}
+
+fn errno(e: &raidcore::Error) -> u32 {
+    match e.kind() {
+        raidcore::ErrorKind::InvalidInput => EINVAL,
+        _ => EIO,
+    }
+}
+
+fn run_job(export: &Export, job: &Job) -> Result<Option<AlignedBuf>, u32> {
+    let a = &export.array;
+    let fua = |r: Result<(), u32>| -> Result<Option<AlignedBuf>, u32> {
+        r?;
+        if job.flags & CMD_FLAG_FUA != 0 {
+            a.flush().map_err(|e| errno(&e))?;
+        }
+        Ok(None)
+    };
+    match job.kind {
+        CMD_READ => {
+            let mut buf = AlignedBuf::zeroed(job.len as usize);
+            a.read(&mut buf, job.offset).map_err(|e| errno(&e))?;
+            Ok(Some(buf))
+        }
+        CMD_WRITE => fua(a
+            .write(job.data.as_ref().expect("write payload"), job.offset)
+            .map_err(|e| errno(&e))),
+        CMD_FLUSH => a.flush().map(|_| None).map_err(|e| errno(&e)),
+        CMD_TRIM => fua(a
+            .trim(job.offset, job.len as u64)
+            .map(|_| ())
+            .map_err(|e| errno(&e))),
+        CMD_WRITE_ZEROES => {
+            let mut r = Ok(());
+            if job.flags & CMD_FLAG_NO_HOLE == 0 {
+                // Whole rows inside become holes; only the edges are written.
+                r = a
+                    .trim(job.offset, job.len as u64)
+                    .map(|_| ())
+                    .map_err(|e| errno(&e));
+            }
+            let zeros = AlignedBuf::zeroed((job.len as usize).min(1 << 20));
+            let mut pos = job.offset;
+            let end = job.offset + job.len as u64;
+            while r.is_ok() && pos < end {
+                let n = ((end - pos) as usize).min(zeros.len());
+                // Skip what the trim zeroed already: reading is cheaper than writing flash.
+                let mut cur = AlignedBuf::zeroed(n);
+                if job.flags & CMD_FLAG_NO_HOLE != 0
+                    || a.read(&mut cur, pos).is_err()
+                    || cur.iter().any(|&b| b != 0)
+                {
+                    r = a.write(&zeros[..n], pos).map_err(|e| errno(&e));
+                }
+                pos += n as u64;
+            }
+            fua(r)
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+fn transmission(
+    mut reader: BufReader<Box<dyn Conn>>,
+    writer: BufWriter<Box<dyn Conn>>,
+    export: Arc<Export>,
+) -> io::Result<()> {
+    let writer: Writer = Arc::new(Mutex::new(writer));
+    let budget = Arc::new(Budget {
+        used: Mutex::new(0),
+        freed: Condvar::new(),
+    });
+    let (tx, rx) = mpsc::channel::<Job>();
+    let rx = Arc::new(Mutex::new(rx));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (rx, writer, export, budget) =
+                (rx.clone(), writer.clone(), export.clone(), budget.clone());
+            std::thread::spawn(move || loop {
+                let job = match rx.lock().expect("queue lock").recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                let cost = job.cost;
+                let out = run_job(&export, &job);
+                let sent = match &out {
+                    Ok(data) => reply(&writer, job.cookie, 0, data.as_deref()),
+                    Err(e) => reply(&writer, job.cookie, *e, None),
+                };
+                budget.give(cost);
+                if sent.is_err() {
+                    return;
+                }
+            })
+        })
+        .collect();
+    let size = export.array.size();
+    let result = (|| -> io::Result<()> {
+        loop {
+            let magic = match read_u32(&mut reader) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            if magic != REQUEST_MAGIC {
+                return Err(protocol(format!("bad request magic {magic:#x}")));
+            }
+            let flags = read_u16(&mut reader)?;
+            let kind = read_u16(&mut reader)?;
+            let cookie = read_u64(&mut reader)?;
+            let offset = read_u64(&mut reader)?;
+            let len = read_u32(&mut reader)?;
+            if kind == CMD_DISC {
+                return Ok(());
+            }
+            let mut data = None;
+            if kind == CMD_WRITE {
+                if len > MAX_REQUEST {
+                    // Its payload is too large to take in: the stream cannot be resynchronised.
+                    let _ = reply(&writer, cookie, EINVAL, None);
+                    return Err(protocol(format!(
+                        "write of {len} bytes exceeds {MAX_REQUEST}"
+                    )));
+                }
+                budget.take(len as u64);
+                let mut buf = AlignedBuf::zeroed(len as usize);
+                reader.read_exact(&mut buf)?;
+                data = Some(buf);
+            }
+            let cost = if matches!(kind, CMD_READ | CMD_WRITE) && len <= MAX_REQUEST {
+                len as u64
+            } else {
+                0
+            };
+            if kind == CMD_READ {
+                budget.take(cost);
+            }
+            let known = matches!(
+                kind,
+                CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES
+            );
+            let out_of_range =
+                kind != CMD_FLUSH && offset.checked_add(len as u64).is_none_or(|e| e > size);
+            let error = if flags & !KNOWN_CMD_FLAGS != 0
+                || !known
+                || (kind == CMD_READ && len > MAX_REQUEST)
+                || (kind == CMD_FLUSH && (offset != 0 || len != 0))
+            {
+                Some(EINVAL)
+            } else if export.readonly && matches!(kind, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES) {
+                Some(EPERM)
+            } else if out_of_range {
+                Some(if kind == CMD_READ { EINVAL } else { ENOSPC })
+            } else if export.stopping.load(Ordering::Acquire) {
+                Some(ESHUTDOWN)
+            } else {
+                None
+            };
+            if let Some(e) = error {
+                budget.give(cost);
+                reply(&writer, cookie, e, None)?;
+                continue;
+            }
+            if tx
+                .send(Job {
+                    cost,
+                    kind,
+                    flags,
+                    cookie,
+                    offset,
+                    len,
+                    data,
+                })
+                .is_err()
+            {
+                return Err(protocol("workers gone"));
+            }
+        }
+    })();
+    // Finish what is in flight: replies for accepted requests still go out.
+    drop(tx);
+    for w in workers {
+        let _ = w.join();
+    }
+    result
+}
