@@ -9,4 +9,5 @@ mod golden;
 mod levels;
 mod lifecycle;
 mod loopdev;
+mod serve;
 mod wear;

@@ -1,0 +1,459 @@
+//! `raidctl serve` with real NBD clients (nbdinfo, nbdcopy, qemu-img, qemu-io, nbdfuse),
+//! online member changes through the control socket, malformed protocol input, and SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+/// A running `raidctl serve`, stopped with SIGTERM on drop.
+struct Server {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Server {
+    fn start(member: &str, socket: &Path) -> Server {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--foreground",
+                "--socket",
+                &socket.display().to_string(),
+                member,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        // The first line on stdout is printed once the sockets listen.
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("nbd+unix://"), "serve said {line:?}");
+        Server {
+            child: Some(child),
+            socket: socket.to_path_buf(),
+        }
+    }
+
+    fn uri(&self) -> String {
+        format!("nbd+unix:///raid?socket={}", self.socket.display())
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().unwrap();
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = self.stop();
+        }
+    }
+}
+
+fn cmd(prog: &str, args: &[&str]) -> std::process::Output {
+    let o = Command::new(prog)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    assert!(
+        o.status.success(),
+        "{prog} {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn array(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
+    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", level, "--size", size];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    ms
+}
+
+#[test]
+fn nbd_clients_read_and_write_the_array() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", 4, "48M");
+    let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let info: serde_json::Value =
+        serde_json::from_slice(&cmd("nbdinfo", &["--json", &srv.uri()]).stdout).unwrap();
+    let size = raidctl(["status", "--json", &ms[1]]).ok().json()["size_bytes"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(info["exports"][0]["export-size"].as_u64(), Some(size));
+    // qemu-img convert to and from the export.
+    let data = pattern("qemu", 20 << 20);
+    let src = dir.path().join("src.img");
+    std::fs::write(&src, &data).unwrap();
+    cmd(
+        "qemu-img",
+        &[
+            "convert",
+            "-n",
+            "-f",
+            "raw",
+            "-O",
+            "raw",
+            &src.display().to_string(),
+            &srv.uri(),
+        ],
+    );
+    let back = dir.path().join("back.img");
+    cmd(
+        "qemu-img",
+        &[
+            "convert",
+            "-f",
+            "raw",
+            "-O",
+            "raw",
+            &srv.uri(),
+            &back.display().to_string(),
+        ],
+    );
+    let got = std::fs::read(&back).unwrap();
+    assert_eq!(got.len() as u64, size);
+    assert!(got[..data.len()] == data[..], "qemu-img round trip differs");
+    // qemu-io patterns at unaligned offsets, verified on read.
+    let o = cmd(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            "-c",
+            "write -P 0xa7 123457 70001",
+            "-c",
+            "read -P 0xa7 123457 70001",
+            "-c",
+            "write -z 3000001 5000",
+            "-c",
+            "read -P 0 3000001 5000",
+            "-c",
+            "flush",
+            &srv.uri(),
+        ],
+    );
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !text.contains("failed") && !text.contains("error"),
+        "{text}"
+    );
+    // The same bytes through raidctl itself, once the server is stopped.
+    assert!(srv.stop().success());
+    let mid = read_at(Path::new(&ms[2]), 123457, 70001).ok().stdout;
+    assert!(mid.iter().all(|&b| b == 0xa7));
+    assert_eq!(
+        raidctl(["status", "--json", &ms[0]]).ok().json()["clean"],
+        true
+    );
+}
+
+/// Raw NBD client pieces for malformed-input tests.
+fn hello(sock: &Path) -> UnixStream {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut greet = [0u8; 18];
+    s.read_exact(&mut greet).unwrap();
+    assert_eq!(&greet[..8], b"NBDMAGIC");
+    s.write_all(&3u32.to_be_bytes()).unwrap(); // fixed newstyle, no zeroes
+    s
+}
+
+fn option(s: &mut UnixStream, opt: u32, data: &[u8]) {
+    s.write_all(&0x4948_4156_454f_5054u64.to_be_bytes())
+        .unwrap();
+    s.write_all(&opt.to_be_bytes()).unwrap();
+    s.write_all(&(data.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(data).unwrap();
+}
+
+/// Reads option replies until ACK or an error reply; returns the last reply type.
+fn option_replies(s: &mut UnixStream) -> u32 {
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).unwrap();
+        let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+        let mut d = vec![0u8; len as usize];
+        s.read_exact(&mut d).unwrap();
+        if kind == 1 || kind >= 1 << 31 {
+            return kind;
+        }
+    }
+}
+
+fn go(sock: &Path) -> UnixStream {
+    let mut s = hello(sock);
+    let mut d = 0u32.to_be_bytes().to_vec();
+    d.extend_from_slice(&0u16.to_be_bytes());
+    option(&mut s, 7, &d);
+    assert_eq!(option_replies(&mut s), 1, "GO acknowledged");
+    s
+}
+
+fn request(s: &mut UnixStream, kind: u16, cookie: u64, offset: u64, len: u32) {
+    s.write_all(&0x2560_9513u32.to_be_bytes()).unwrap();
+    s.write_all(&0u16.to_be_bytes()).unwrap();
+    s.write_all(&kind.to_be_bytes()).unwrap();
+    s.write_all(&cookie.to_be_bytes()).unwrap();
+    s.write_all(&offset.to_be_bytes()).unwrap();
+    s.write_all(&len.to_be_bytes()).unwrap();
+}
+
+fn simple_reply(s: &mut UnixStream) -> (u32, u64) {
+    let mut h = [0u8; 16];
+    s.read_exact(&mut h).unwrap();
+    assert_eq!(u32::from_be_bytes(h[..4].try_into().unwrap()), 0x6744_6698);
+    (
+        u32::from_be_bytes(h[4..8].try_into().unwrap()),
+        u64::from_be_bytes(h[8..16].try_into().unwrap()),
+    )
+}
+
+fn closed(s: &mut UnixStream) -> bool {
+    let mut b = [0u8; 1];
+    matches!(s.read(&mut b), Ok(0) | Err(_))
+}
+
+#[test]
+fn malformed_protocol_input_never_kills_the_server() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "6", 4, "32M");
+    let srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let sock = srv.socket.clone();
+    // A well-behaved client stays connected through all of it.
+    let mut good = go(&sock);
+    // Bad option magic: the server hangs up on that client.
+    let mut s = hello(&sock);
+    s.write_all(&[0xde; 16]).unwrap();
+    assert!(closed(&mut s));
+    // Unknown option: ERR_UNSUP, and the handshake goes on.
+    let mut s = hello(&sock);
+    option(&mut s, 99, b"junk");
+    assert_eq!(option_replies(&mut s), (1 << 31) + 1);
+    option(&mut s, 2, &[]); // ABORT
+    assert_eq!(option_replies(&mut s), 1);
+    // A malformed GO: ERR_INVALID.
+    let mut s = hello(&sock);
+    option(&mut s, 7, &[0, 0, 0, 9, b'x']);
+    assert_eq!(option_replies(&mut s), (1 << 31) + 3);
+    // Truncated packet: half a request header, then hang up.
+    let mut s = go(&sock);
+    s.write_all(&[0x25, 0x60, 0x95, 0x13, 0, 0]).unwrap();
+    drop(s);
+    // Out-of-range and oversize requests get EINVAL; the connection stays usable.
+    let mut s = go(&sock);
+    request(&mut s, 0, 1, 1 << 40, 4096);
+    assert_eq!(simple_reply(&mut s), (22, 1));
+    request(&mut s, 0, 2, 0, 64 << 20);
+    assert_eq!(simple_reply(&mut s), (22, 2));
+    request(&mut s, 42, 3, 0, 0);
+    assert_eq!(simple_reply(&mut s), (22, 3));
+    request(&mut s, 0, 4, 4096, 512);
+    assert_eq!(simple_reply(&mut s), (0, 4));
+    let mut buf = [0u8; 512];
+    s.read_exact(&mut buf).unwrap();
+    // A write whose payload is too large to take in: the server replies and hangs up.
+    request(&mut s, 1, 5, 0, 64 << 20);
+    assert_eq!(simple_reply(&mut s), (22, 5));
+    assert!(closed(&mut s));
+    // A write past the end is refused (payload consumed) and nothing is written.
+    let mut s = go(&sock);
+    request(&mut s, 1, 6, (1 << 30) - 100, 200);
+    s.write_all(&[7u8; 200]).unwrap();
+    assert_eq!(simple_reply(&mut s), (28, 6));
+    // The first client and new clients are still served.
+    request(&mut good, 0, 7, 0, 4096);
+    assert_eq!(simple_reply(&mut good), (0, 7));
+    let mut b = vec![0u8; 4096];
+    good.read_exact(&mut b).unwrap();
+    cmd("nbdinfo", &["--size", &srv.uri()]);
+}
+
+#[test]
+fn sigterm_under_load_leaves_flushed_data_and_a_clean_array() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "f1", 4, "64M");
+    let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    // Acknowledged and flushed before the load starts.
+    let o = cmd(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            "-c",
+            "write -P 0x5c 1000 1048576",
+            "-c",
+            "flush",
+            &srv.uri(),
+        ],
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("wrote"));
+    // A long copy into the rest of the export, stopped part-way by SIGTERM to the server.
+    let big = dir.path().join("big");
+    std::fs::write(&big, pattern("load", 96 << 20)).unwrap();
+    let mut load = Command::new("qemu-img")
+        .args([
+            "convert",
+            "-n",
+            "-f",
+            "raw",
+            "-O",
+            "raw",
+            "--target-image-opts",
+        ])
+        .arg(&big)
+        .arg(format!(
+            "driver=raw,offset=4194304,file.driver=nbd,file.path={},file.export=raid",
+            srv.socket.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let st = srv.stop();
+    let _ = load.wait();
+    assert!(st.success(), "serve exit {st:?}");
+    let s = raidctl(["status", "--json", &ms[1]]).ok().json();
+    assert_eq!(s["clean"], true, "{s}");
+    assert_eq!(s["state"], "clean");
+    let first = read_at(Path::new(&ms[2]), 1000, 1 << 20).ok().stdout;
+    assert!(first.iter().all(|&b| b == 0x5c), "flushed write lost");
+}
+
+#[test]
+fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", 4, "80M");
+    let spare = dir.path().join("spare");
+    sparse_file(&spare, 80 << 20);
+    let srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let fuse_dir = dir.path().join("fuse");
+    std::fs::create_dir(&fuse_dir).unwrap();
+    struct Unfuse(PathBuf);
+    impl Drop for Unfuse {
+        fn drop(&mut self) {
+            let _ = Command::new("fusermount3").arg("-u").arg(&self.0).status();
+        }
+    }
+    // nbdfuse stays in the foreground; the file appears once the FUSE mount is up.
+    let mut fuse = Command::new("nbdfuse")
+        .arg(fuse_dir.join("disk"))
+        .arg(srv.uri())
+        .spawn()
+        .unwrap();
+    let _unfuse = Unfuse(fuse_dir.clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fuse_dir.join("disk").exists() {
+        assert!(Instant::now() < deadline, "nbdfuse did not mount");
+        assert!(fuse.try_wait().unwrap().is_none(), "nbdfuse exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut lo = LoopDev::attach(&fuse_dir.join("disk"));
+    let dev = lo.dev.display().to_string();
+    cmd("mkfs.ext4", &["-q", "-F", &dev]);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    cmd("mount", &[&dev, &mnt.display().to_string()]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let um = Unmount(mnt.clone());
+    let files: Vec<(PathBuf, Vec<u8>)> = (0..8)
+        .map(|i| {
+            (
+                mnt.join(format!("f{i}")),
+                pattern(&format!("fs{i}"), 3 << 20),
+            )
+        })
+        .collect();
+    for (i, (p, d)) in files.iter().enumerate() {
+        std::fs::write(p, d).unwrap();
+        if i == 3 {
+            // A member fails through the control socket in the middle of the copy.
+            let r = raidctl(["fail", &ms[1], &ms[2]]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        }
+    }
+    cmd("sync", &[]);
+    std::fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
+    for (p, d) in &files {
+        assert!(
+            std::fs::read(p).unwrap() == *d,
+            "{} differs after the failure",
+            p.display()
+        );
+    }
+    assert_eq!(
+        raidctl(["status", "--json", &ms[0]]).ok().json()["state"],
+        "degraded"
+    );
+    // A replacement rebuilds online while the file system stays mounted.
+    raidctl(["add", &ms[0], &spare.display().to_string()]).ok();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = raidctl(["status", "--json", &ms[0]]).ok().json();
+        if s["state"] == "clean" {
+            assert_eq!(
+                s["members"][2]["path"],
+                spare.display().to_string().as_str()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "online rebuild did not finish: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
+    for (p, d) in &files {
+        assert!(
+            std::fs::read(p).unwrap() == *d,
+            "{} differs after the rebuild",
+            p.display()
+        );
+    }
+    drop(um);
+    let fsck = Command::new("fsck.ext4")
+        .args(["-n", "-f", &dev])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "fsck: {}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+    lo.detach();
+    drop(_unfuse);
+    let _ = fuse.wait();
+}
