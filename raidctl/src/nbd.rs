@@ -74,8 +74,9 @@ pub const MAX_REQUEST: u32 = 32 << 20;
 const MAX_OPTION: u32 = 64 << 10;
 /// Bytes of request payload a connection may hold in flight at once.
 const INFLIGHT_BYTES: u64 = 64 << 20;
-/// Worker threads per connection.
-const WORKERS: usize = 8;
+/// Worker threads per connection. Measured with bench/serve.sh on 2 cores: 2 beats 4 and 8
+/// (context switches), and a pool shared by all connections was slower still.
+const WORKERS: usize = 2;
 
 /// What is exported.
 pub struct Export {
