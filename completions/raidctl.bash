@@ -55,6 +55,9 @@ _raidctl() {
             raidctl,replace)
                 cmd="raidctl__subcmd__replace"
                 ;;
+            raidctl,scrub)
+                cmd="raidctl__subcmd__scrub"
+                ;;
             raidctl,serve)
                 cmd="raidctl__subcmd__serve"
                 ;;
@@ -108,6 +111,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help,replace)
                 cmd="raidctl__subcmd__help__subcmd__replace"
+                ;;
+            raidctl__subcmd__help,scrub)
+                cmd="raidctl__subcmd__help__subcmd__scrub"
                 ;;
             raidctl__subcmd__help,serve)
                 cmd="raidctl__subcmd__help__subcmd__serve"
@@ -170,7 +176,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve completions generate help"
+            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,7 +354,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve completions generate help"
+            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -558,6 +564,20 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help__subcmd__replace)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__scrub)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -877,6 +897,28 @@ _raidctl() {
                     return 0
                     ;;
                 --endurance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__scrub)
+            opts="-h -V --scan --repair --max-rate --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

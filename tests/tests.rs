@@ -4,6 +4,7 @@
 mod util;
 
 mod bad_input;
+mod crash;
 mod docs;
 mod golden;
 mod levels;

@@ -42,6 +42,7 @@ pub enum Command {
     Simulate(cmd::simulate::SimulateArgs),
     Inspect(cmd::inspect::InspectArgs),
     Serve(cmd::serve::ServeArgs),
+    Scrub(cmd::scrub::ScrubArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

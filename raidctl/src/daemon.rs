@@ -148,6 +148,10 @@ impl Daemon {
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
             }
+            Some("scrub") => {
+                let repair = req["repair"].as_bool().unwrap_or(false);
+                crate::cmd::scrub::scrub_json(a, repair, req["max_rate"].as_u64())
+            }
             Some("wear") => {
                 let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
                 crate::cmd::wear::report_json(a, &opts, req["collision_days"].as_f64())

@@ -159,7 +159,7 @@ impl Array {
             .map(|_| *uuid::Uuid::new_v4().as_bytes())
             .collect();
         let t = now();
-        let sb = Superblock {
+        let mut sb = Superblock {
             array_uuid,
             name: spec.name.clone(),
             layout: layout.params(),
@@ -191,6 +191,12 @@ impl Array {
             incompat_features: 0,
             extensions: Vec::new(),
         };
+        if let Some(geo) =
+            super::bitmap::BitmapGeometry::plan(sb.data_rows, layout.chunk(), sb.metadata_bytes)
+        {
+            sb.compat_features |= super::bitmap::FEATURE_BITMAP;
+            sb.extensions.push(geo.to_extension());
+        }
         sb.validate()?;
         // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row
         // starts consistent), then discard the tail. The first 4 KiB are never touched.

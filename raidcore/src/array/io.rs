@@ -164,6 +164,24 @@ impl Array {
         Ok(())
     }
 
+    /// Member rows a logical byte range touches (a superset for mirror levels).
+    pub(crate) fn rows_of(&self, offset: u64, len: u64) -> Range<u64> {
+        let chunk = self.layout.chunk();
+        let last = offset + len.max(1) - 1;
+        match self.layout.redundancy() {
+            Redundancy::Parity { .. } => {
+                let rb = chunk * self.layout.data_per_row() as u64;
+                offset / rb..last / rb + 1
+            }
+            Redundancy::Mirror { copies } => {
+                let (c0, c1) = (offset / chunk, last / chunk);
+                let r0 = self.layout.mirror_cell(c0, 0).1;
+                let r1 = self.layout.mirror_cell(c1, copies - 1).1;
+                r0..r1 + 1
+            }
+        }
+    }
+
     /// Reads `buf.len()` bytes at logical `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_bounds("read", offset, buf.len())?;
@@ -342,6 +360,7 @@ impl Array {
             return Ok(());
         }
         self.mark_dirty()?;
+        self.bitmap_mark(self.rows_of(offset, data.len() as u64))?;
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -400,6 +419,7 @@ impl Array {
             return Ok(0);
         }
         self.mark_dirty()?;
+        self.bitmap_mark(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
         let mut done = 0;
         for unit in first..end {
             let _g = self.locks.write(unit);

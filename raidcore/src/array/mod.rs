@@ -3,6 +3,7 @@
 //! targets, and per-member accounting. Shared by many threads (`Send + Sync`); prints nothing.
 
 mod assemble;
+pub mod bitmap;
 mod create;
 mod io;
 mod lifecycle;
@@ -227,6 +228,8 @@ pub struct Array {
     /// Write mix since open: row writes, data chunks touched, full-row writes.
     mix: [AtomicU64; 3],
     mix_base: format::WriteMix,
+    /// Write-intent bitmap, when the format records one.
+    pub(crate) bitmap: Option<bitmap::Bitmap>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -261,6 +264,21 @@ impl Array {
     ) -> Result<Array> {
         let layout = sb.validate()?;
         let mix_base = sb.write_mix;
+        let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
+            // The bits on disk: the union over the members present (any may hold the newest).
+            let mut bits = vec![0u8; geo.bytes as usize];
+            let mut buf = crate::buf::AlignedBuf::zeroed(geo.bytes as usize);
+            for s in &slots {
+                if let Some(d) = s.usable() {
+                    if d.member.read_at(&mut buf, geo.offset).is_ok() {
+                        for (b, x) in bits.iter_mut().zip(buf.iter()) {
+                            *b |= x;
+                        }
+                    }
+                }
+            }
+            bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits)
+        });
         Ok(Array {
             data_offset: sb.data_offset,
             data_rows: sb.data_rows,
@@ -277,6 +295,7 @@ impl Array {
             notes: Mutex::new(Vec::new()),
             mix: Default::default(),
             mix_base,
+            bitmap,
         })
     }
 
@@ -314,6 +333,11 @@ impl Array {
 
     pub(crate) fn slot_target(&self, slot: usize) -> Option<Arc<Target>> {
         self.slots[slot].target()
+    }
+
+    /// Write-locks one row (parity levels) or logical chunk (mirror levels) for a job.
+    pub(crate) fn lock_row(&self, unit: u64) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.locks.write(unit)
     }
 
     /// Row locks for a job that works on batches of rows.
@@ -691,8 +715,15 @@ impl Array {
         self.persist()
     }
 
-    /// Flushes every usable member and target (fdatasync).
+    /// Flushes every usable member and target (fdatasync); then regions idle long enough get
+    /// their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
+        let start = std::time::Instant::now();
+        self.flush_members()?;
+        self.bitmap_clear(start, false)
+    }
+
+    fn flush_members(&self) -> Result<()> {
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(d) = s.usable() {
                 if let Err(e) = d.member.flush() {
@@ -721,7 +752,9 @@ impl Array {
         if !self.writable {
             return Ok(());
         }
-        self.flush()?;
+        let start = std::time::Instant::now();
+        self.flush_members()?;
+        self.bitmap_clear(start, true)?;
         for s in &self.slots {
             if let Some(t) = s.target() {
                 t.durable

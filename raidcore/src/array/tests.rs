@@ -1,4 +1,5 @@
 //! Engine tests over memory and fault-injecting members against a byte-array model.
+#![allow(clippy::single_range_in_vec_init)] // one range of rows is a common, meaningful list here
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -237,18 +238,24 @@ fn full_row_writes_read_nothing_and_count_parity() {
     let before: Vec<u64> = faults.iter().map(|f| f.ops()).collect();
     let row = vec![0x5au8; 3 * 4096];
     a.write(&row, 0).unwrap();
-    // 3 data + 1 parity writes, plus the dirty-flag superblock write on each member.
+    // 3 data + 1 parity writes, plus on each member the dirty-flag superblock (write + flush)
+    // and the write-intent bit (write + flush).
     let after: Vec<u64> = faults.iter().map(|f| f.ops()).collect();
     let ops: u64 = after.iter().zip(&before).map(|(a, b)| a - b).sum();
     assert_eq!(
         ops,
-        4 + 4 * 2,
-        "writes plus superblock write+flush per member, no reads"
+        4 + 4 * 4,
+        "writes plus superblock and bitmap write+flush per member, no reads"
     );
+    // A second full row in the same (now marked) region costs only the 4 chunk writes.
+    let mid: u64 = faults.iter().map(|f| f.ops()).sum();
+    a.write(&row, 3 * 4096).unwrap();
+    assert_eq!(faults.iter().map(|f| f.ops()).sum::<u64>() - mid, 4);
+
     let m = a.members();
     let data: u64 = m.iter().map(|x| x.wear.data_bytes).sum();
     let parity: u64 = m.iter().map(|x| x.wear.parity_bytes).sum();
-    assert_eq!((data, parity), (3 * 4096, 4096));
+    assert_eq!((data, parity), (2 * 3 * 4096, 2 * 4096));
 }
 
 #[test]
@@ -617,4 +624,110 @@ fn trim_zeroes_whole_rows_and_keeps_parity_consistent() {
         assert_eq!(read_all(&a), model, "{level:?}");
         assert_consistent(&a);
     }
+}
+
+// ---- write-intent bitmap, resync and scrub ----
+
+use crate::jobs::scrub::{self, Mode};
+
+/// Writes garbage straight into a member cell, as a crash between data and parity would leave.
+fn poke(a: &Array, slot: usize, row: u64, byte: u8) {
+    let d = a.slots[slot].usable().unwrap();
+    d.member
+        .write_at(&[byte; 64], a.cell_offset(row, 100))
+        .unwrap();
+}
+
+#[test]
+fn bitmap_marks_written_regions_and_resync_touches_only_them() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 200 << 20);
+    let region = a.bitmap_region_rows().expect("bitmap");
+    assert!(a.rows() > 2 * region, "several regions");
+    assert!(a.dirty_rows().is_empty());
+    a.write(&[9u8; 5000], 4096 * 3 * (region + 3)).unwrap(); // a row in region 1
+    assert_eq!(a.dirty_rows(), vec![region..2 * region]);
+    // Simulate the torn write: parity no longer matches in that region.
+    poke(&a, a.layout().p_slot(region + 3), region + 3, 0xee);
+    let rep = scrub::run(&a, &a.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        rep.rows_checked, region,
+        "only the dirty region is resynced"
+    );
+    assert_eq!(rep.problems.len(), 1);
+    assert!(rep.problems[0].repaired);
+    assert_consistent(&a);
+    // After a flush and the idle time the bit clears; close clears everything.
+    a.mark_clean().unwrap();
+    assert!(a.dirty_rows().is_empty());
+}
+
+#[test]
+fn scrub_names_the_bad_chunk_and_repairs() {
+    // RAID6: a corrupted data chunk is located from the syndromes.
+    let (a, _) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(21), 60);
+    let row = 7;
+    let bad_slot = a.layout().data_slot(row, 1);
+    poke(&a, bad_slot, row, 0x77);
+    let all = vec![0..a.rows()];
+    let rep = scrub::run(
+        &a,
+        &all,
+        Mode::Scrub { repair: false },
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(rep.problems.len(), 1, "{:?}", rep.problems);
+    assert_eq!(
+        (rep.problems[0].slot, rep.problems[0].kind),
+        (bad_slot, "data")
+    );
+    assert_eq!(rep.problems[0].logical_offset, Some((row * 3 + 1) * 4096));
+    let rep = scrub::run(&a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {}).unwrap();
+    assert_eq!(rep.unrepaired(), 0);
+    assert_eq!(read_all(&a), model);
+    assert!(scrub::run(
+        &a,
+        &all,
+        Mode::Scrub { repair: false },
+        None,
+        &mut |_, _| {}
+    )
+    .unwrap()
+    .problems
+    .is_empty());
+    // RAID1 with three copies: the majority wins; with two, nobody can tell.
+    let (m3, _) = make(&params(Level::Raid1, 3, 4096), 3 << 20);
+    m3.write(&[5u8; 4096], 0).unwrap();
+    poke(&m3, 2, 0, 1);
+    let rep = scrub::run(
+        &m3,
+        &[0..1],
+        Mode::Scrub { repair: true },
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            rep.problems.len(),
+            rep.problems[0].slot,
+            rep.problems[0].repaired
+        ),
+        (1, 2, true)
+    );
+    let (m2, _) = make(&params(Level::Raid1, 2, 4096), 3 << 20);
+    poke(&m2, 1, 0, 1);
+    let rep = scrub::run(
+        &m2,
+        &[0..1],
+        Mode::Scrub { repair: true },
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(rep.unrepaired(), 1);
+    assert!(rep.problems[0].note.contains("no majority"));
 }

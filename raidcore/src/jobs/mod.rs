@@ -3,6 +3,7 @@
 //! of rows for a job.
 
 pub mod rebuild;
+pub mod scrub;
 
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,7 @@ pub mod read;
 pub mod rebuild;
 pub mod remove;
 pub mod replace;
+pub mod scrub;
 pub mod serve;
 pub mod simulate;
 pub mod status;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(a) => simulate::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Scrub(a) => scrub::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }
@@ -73,6 +75,11 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
     for note in array.notes() {
         eprintln!("raidctl: warning: left out {note}");
     }
+    if writable && !array.superblock().clean {
+        resync(&array)?;
+    } else if !array.superblock().clean {
+        eprintln!("raidctl: warning: the array was not stopped cleanly; the next writable command resyncs it");
+    }
     // Hot spares go to work at the first writable open after a member failed.
     for (slot, change) in array.promote_spares(false)? {
         eprintln!("raidctl: a hot spare now rebuilds slot {slot}");
@@ -81,4 +88,26 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
         }
     }
     Ok(array)
+}
+
+/// After an unclean stop: makes parity (and mirror copies) consistent again in the regions the
+/// write-intent bitmap marks (everywhere without a bitmap), with progress on a terminal.
+pub fn resync(array: &Array) -> Result<raidcore::jobs::scrub::ScrubReport> {
+    use raidcore::jobs::scrub::{self, Mode};
+    let ranges = array.dirty_rows();
+    let mut bar = crate::progress::Progress::new("resync", false);
+    let rep = scrub::run(array, &ranges, Mode::Resync, None, &mut |d, t| {
+        bar.update(d, t, None)
+    })?;
+    bar.finish();
+    eprintln!(
+        "raidctl: the array was not stopped cleanly: resynced {} of {} rows (the regions the write-intent bitmap marked), {} inconsistencies repaired",
+        rep.rows_checked,
+        array.rows(),
+        rep.problems.iter().filter(|p| p.repaired).count()
+    );
+    if rep.rows_skipped > 0 {
+        eprintln!("raidctl: warning: {} rows could not be resynced because members are missing (degraded write hole)", rep.rows_skipped);
+    }
+    Ok(rep)
 }

@@ -1,0 +1,223 @@
+//! Write-intent bitmap: one bit per region of rows, kept in every member's metadata area. A
+//! region's bit is durable on the members before data or parity in it change, and cleared
+//! lazily once the region has been idle and flushed. After an unclean stop only the regions
+//! with a bit set need resync. Its geometry is a compatible feature of format v1: superblock
+//! extension record [`BITMAP_TAG`] (offset, bytes, rows per region).
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::{Array, WriteKind};
+use crate::buf::AlignedBuf;
+use crate::error::Result;
+use crate::format::{Extension, Superblock, METADATA_OFFSET};
+
+/// Extension record tag of the bitmap geometry.
+pub const BITMAP_TAG: u32 = 1;
+/// Compatible feature bit: the members carry a write-intent bitmap.
+pub const FEATURE_BITMAP: u64 = 1;
+/// A region is cleared once it has had no writes for this long and a flush completed.
+pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
+
+/// Where the bitmap lives and how coarse it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitmapGeometry {
+    pub offset: u64,
+    pub bytes: u64,
+    pub region_rows: u64,
+}
+
+impl BitmapGeometry {
+    /// Regions of 64 MiB of member data (coarser when the bitmap would pass 64 KiB).
+    pub fn plan(data_rows: u64, chunk: u64, metadata_bytes: u64) -> Option<BitmapGeometry> {
+        let mut region_rows = ((64u64 << 20) / chunk).max(1);
+        loop {
+            let regions = data_rows.div_ceil(region_rows);
+            let bytes = regions.div_ceil(8).div_ceil(4096) * 4096;
+            if bytes <= 64 << 10 {
+                return (bytes <= metadata_bytes).then_some(BitmapGeometry {
+                    offset: METADATA_OFFSET,
+                    bytes,
+                    region_rows,
+                });
+            }
+            region_rows *= 2;
+        }
+    }
+
+    pub fn to_extension(self) -> Extension {
+        let mut data = Vec::with_capacity(24);
+        data.extend_from_slice(&self.offset.to_le_bytes());
+        data.extend_from_slice(&self.bytes.to_le_bytes());
+        data.extend_from_slice(&self.region_rows.to_le_bytes());
+        Extension {
+            tag: BITMAP_TAG,
+            data,
+        }
+    }
+
+    /// The geometry recorded in a superblock, if valid.
+    pub fn from_superblock(sb: &Superblock) -> Option<BitmapGeometry> {
+        if sb.compat_features & FEATURE_BITMAP == 0 {
+            return None;
+        }
+        let e = sb
+            .extensions
+            .iter()
+            .find(|e| e.tag == BITMAP_TAG && e.data.len() == 24)?;
+        let u =
+            |i: usize| u64::from_le_bytes(e.data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let g = BitmapGeometry {
+            offset: u(0),
+            bytes: u(1),
+            region_rows: u(2),
+        };
+        let fits = g.offset >= METADATA_OFFSET
+            && g.bytes % 4096 == 0
+            && g.offset + g.bytes <= sb.data_offset
+            && g.region_rows > 0
+            && sb.data_rows.div_ceil(g.region_rows) <= g.bytes * 8;
+        fits.then_some(g)
+    }
+
+    pub fn regions(&self, data_rows: u64) -> u64 {
+        data_rows.div_ceil(self.region_rows)
+    }
+}
+
+/// Run-time bitmap state.
+pub(crate) struct Bitmap {
+    pub(crate) geo: BitmapGeometry,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Bits as they are on the members.
+    bits: Vec<u8>,
+    /// Last write into each region.
+    last_write: Vec<Option<Instant>>,
+}
+
+impl Bitmap {
+    pub(crate) fn new(geo: BitmapGeometry, regions: u64, bits: Vec<u8>) -> Bitmap {
+        Bitmap {
+            geo,
+            state: Mutex::new(State {
+                bits,
+                last_write: vec![None; regions as usize],
+            }),
+        }
+    }
+
+    /// Regions whose bit is set.
+    pub(crate) fn dirty_regions(&self) -> Vec<u64> {
+        let st = self.state.lock().expect("bitmap lock");
+        (0..st.last_write.len() as u64)
+            .filter(|&r| st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0)
+            .collect()
+    }
+}
+
+impl Array {
+    fn write_bitmap(&self, bits: &[u8], flush: bool) -> Result<()> {
+        let Some(bm) = &self.bitmap else {
+            return Ok(());
+        };
+        let mut buf = AlignedBuf::zeroed(bm.geo.bytes as usize);
+        buf[..bits.len()].copy_from_slice(bits);
+        for d in self.live_devs() {
+            let r = d.member.write_at(&buf, bm.geo.offset).and_then(|_| {
+                if flush {
+                    d.member.flush()
+                } else {
+                    Ok(())
+                }
+            });
+            match r {
+                Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
+                Err(e) => {
+                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    let why = format!("bitmap write failed: {e}");
+                    if let Some(i) = self.slot_of(&d.uuid) {
+                        self.fail_member(i, &why)?;
+                    } else if let Some(i) = self.target_slot_of(&d.uuid) {
+                        self.fail_target(i, &why)?;
+                    }
+                }
+            }
+        }
+        self.check_alive()
+    }
+
+    /// Makes the bits of every region touching `rows` durable before those rows change.
+    pub(crate) fn bitmap_mark(&self, rows: Range<u64>) -> Result<()> {
+        let Some(bm) = &self.bitmap else {
+            return Ok(());
+        };
+        let first = rows.start / bm.geo.region_rows;
+        let last = rows.end.saturating_sub(1) / bm.geo.region_rows;
+        let mut st = bm.state.lock().expect("bitmap lock");
+        let now = Instant::now();
+        let mut changed = false;
+        for r in first..=last.min(st.last_write.len() as u64 - 1) {
+            st.last_write[r as usize] = Some(now);
+            let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
+            if st.bits[byte] & bit == 0 {
+                st.bits[byte] |= bit;
+                changed = true;
+            }
+        }
+        if changed {
+            // Held under the lock: writers to these regions wait until the bit is durable.
+            let bits = st.bits.clone();
+            self.write_bitmap(&bits, true)?;
+        }
+        Ok(())
+    }
+
+    /// After a completed flush that started at `flush_start`: clears regions idle since before
+    /// it for at least [`IDLE_BEFORE_CLEAR`] (all regions when `all`, at clean close).
+    pub(crate) fn bitmap_clear(&self, flush_start: Instant, all: bool) -> Result<()> {
+        let Some(bm) = &self.bitmap else {
+            return Ok(());
+        };
+        let mut st = bm.state.lock().expect("bitmap lock");
+        let mut changed = false;
+        for r in 0..st.last_write.len() {
+            let idle = match st.last_write[r] {
+                None => true,
+                Some(t) => t < flush_start && t.elapsed() >= IDLE_BEFORE_CLEAR,
+            };
+            let (byte, bit) = (r / 8, 1u8 << (r % 8));
+            if (all || idle) && st.bits[byte] & bit != 0 {
+                st.bits[byte] &= !bit;
+                changed = true;
+            }
+        }
+        if changed {
+            // A lost clear only costs a needless resync of that region: no flush needed.
+            let bits = st.bits.clone();
+            self.write_bitmap(&bits, false)?;
+        }
+        Ok(())
+    }
+
+    /// Rows of the regions whose bit is set (what an unclean stop may have left inconsistent).
+    pub fn dirty_rows(&self) -> Vec<Range<u64>> {
+        match &self.bitmap {
+            None => std::iter::once(0..self.data_rows).collect(),
+            Some(bm) => bm
+                .dirty_regions()
+                .into_iter()
+                .map(|r| r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows))
+                .collect(),
+        }
+    }
+
+    /// The bitmap's rows per region, if the array has a bitmap.
+    pub fn bitmap_region_rows(&self) -> Option<u64> {
+        self.bitmap.as_ref().map(|b| b.geo.region_rows)
+    }
+}
