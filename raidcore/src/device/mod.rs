@@ -1,14 +1,16 @@
 //! Member devices: the [`Member`] trait (len, read_at, write_at, flush, discard) and its
 //! backends: files and block devices ([`FileMember`], O_DIRECT when a request is aligned),
-//! memory ([`MemMember`]) and fault injection ([`FaultMember`]); plus device probing
-//! (size, signatures of file systems and other arrays, mounts and other users). Knows nothing
-//! about RAID.
+//! memory ([`MemMember`]), fault injection ([`FaultMember`]) and crash simulation
+//! ([`CrashMember`]); plus device probing (size, signatures of file systems and other arrays,
+//! mounts and other users). Knows nothing about RAID.
 
+mod crash;
 mod fault;
 mod file;
 mod memory;
 pub mod probe;
 
+pub use crash::{CrashMember, CrashMode};
 pub use fault::FaultMember;
 pub use file::{FileMember, OpenMode};
 pub use memory::MemMember;
