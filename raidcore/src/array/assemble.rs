@@ -391,6 +391,8 @@ impl Array {
         }
         if opts.writable {
             array.settle_entries()?;
+            // A degraded partial-row write cut short by a crash is completed from its journal.
+            array.journal_replay()?;
         }
         Ok(array)
     }

@@ -191,11 +191,22 @@ impl Array {
             incompat_features: 0,
             extensions: Vec::new(),
         };
+        let mut meta_end = format::METADATA_OFFSET;
         if let Some(geo) =
             super::bitmap::BitmapGeometry::plan(sb.data_rows, layout.chunk(), sb.metadata_bytes)
         {
             sb.compat_features |= super::bitmap::FEATURE_BITMAP;
             sb.extensions.push(geo.to_extension());
+            meta_end = geo.offset + geo.bytes;
+        }
+        if layout.parity_count() > 0 {
+            let n = layout.members() as u64;
+            if let Some(j) =
+                super::journal::JournalGeometry::plan(meta_end, n, layout.chunk(), sb.data_offset)
+            {
+                sb.compat_features |= super::journal::FEATURE_JOURNAL;
+                sb.extensions.push(j.to_extension());
+            }
         }
         sb.validate()?;
         // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row

@@ -497,6 +497,8 @@ impl Array {
         self.count_row_write(touched.len(), full_row);
 
         for _attempt in 0..=parity + 1 {
+            let mut journaled = false;
+            let mut journal_guard = None;
             let degraded = slots.iter().any(|&s| self.source(s, row).is_none());
             let par: Vec<AlignedBuf> = if full_row && !degraded {
                 // Full row: parity straight from the new data, no reads.
@@ -523,6 +525,16 @@ impl Array {
                 let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
                 let (p, q) = pq.split_at_mut(1);
                 (self.kernel.gen_pq)(&data, &mut p[0], q.first_mut().map(|b| &mut b[..]));
+                // Close the write hole: log the final cells before touching any of them.
+                let cells: Vec<(usize, Vec<u8>)> = touched
+                    .iter()
+                    .map(|(d, _)| *d)
+                    .chain(d_count..d_count + parity)
+                    .filter(|&i| self.source(slots[i], row).is_some())
+                    .map(|i| (slots[i], bufs[i].to_vec()))
+                    .collect();
+                journal_guard = Some(self.journal_lock.lock().expect("journal lock"));
+                journaled = self.journal_write(row, span.start, cells)?;
                 bufs.split_off(d_count)
             } else {
                 // Partial row: choose read-modify-write or reconstruct-write by bytes read.
@@ -564,6 +576,10 @@ impl Array {
                     WriteKind::Parity,
                 )?;
             }
+            if journaled {
+                self.journal_clear()?;
+            }
+            drop(journal_guard);
             return self.check_alive();
         }
         self.check_alive()?;

@@ -6,6 +6,7 @@ mod assemble;
 pub mod bitmap;
 mod create;
 mod io;
+pub mod journal;
 mod lifecycle;
 mod locks;
 
@@ -230,6 +231,12 @@ pub struct Array {
     mix_base: format::WriteMix,
     /// Write-intent bitmap, when the format records one.
     pub(crate) bitmap: Option<bitmap::Bitmap>,
+    /// Write-hole journal for degraded partial-row writes, when the format records one.
+    pub(crate) journal: Option<journal::JournalGeometry>,
+    pub(crate) journal_enabled: AtomicBool,
+    pub(crate) journal_seq: AtomicU64,
+    /// One degraded journaled write at a time (the journal has one entry).
+    pub(crate) journal_lock: Mutex<()>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -264,6 +271,7 @@ impl Array {
     ) -> Result<Array> {
         let layout = sb.validate()?;
         let mix_base = sb.write_mix;
+        let journal = journal::JournalGeometry::from_superblock(&sb);
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
             let mut bits = vec![0u8; geo.bytes as usize];
@@ -296,6 +304,10 @@ impl Array {
             mix: Default::default(),
             mix_base,
             bitmap,
+            journal,
+            journal_enabled: AtomicBool::new(true),
+            journal_seq: AtomicU64::new(0),
+            journal_lock: Mutex::new(()),
         })
     }
 
@@ -723,7 +735,7 @@ impl Array {
         self.bitmap_clear(start, false)
     }
 
-    fn flush_members(&self) -> Result<()> {
+    pub(crate) fn flush_members(&self) -> Result<()> {
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(d) = s.usable() {
                 if let Err(e) = d.member.flush() {

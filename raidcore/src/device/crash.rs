@@ -15,6 +15,8 @@ pub enum CrashMode {
     DropUnflushed,
     /// A random subset of the unflushed writes (applied in order), chosen by the seed.
     KeepSome(u64),
+    /// Every write issued before the power cut, flushed or not.
+    KeepAll,
 }
 
 struct State {
@@ -27,6 +29,8 @@ struct State {
 pub struct CrashMember {
     state: Mutex<State>,
     name: String,
+    /// Writes left before the power goes (shared by all members of an array); None: no cut.
+    power: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
 }
 
 impl CrashMember {
@@ -38,6 +42,29 @@ impl CrashMember {
                 pending: Vec::new(),
             }),
             name: name.to_string(),
+            power: None,
+        }
+    }
+
+    /// A member whose power goes after `budget` more writes across every member sharing it:
+    /// later writes and flushes never happen.
+    pub fn with_power(
+        len: u64,
+        name: &str,
+        budget: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    ) -> CrashMember {
+        CrashMember {
+            power: Some(budget),
+            ..CrashMember::new(len, name)
+        }
+    }
+
+    fn powered(&self, spend: bool) -> bool {
+        use std::sync::atomic::Ordering;
+        match &self.power {
+            None => true,
+            Some(b) if spend => b.fetch_sub(1, Ordering::SeqCst) > 0,
+            Some(b) => b.load(Ordering::SeqCst) > 0,
         }
     }
 
@@ -45,6 +72,11 @@ impl CrashMember {
     pub fn crash_image(&self, mode: CrashMode) -> Vec<u8> {
         let st = self.state.lock().expect("crash lock");
         let mut img = st.durable.clone();
+        if mode == CrashMode::KeepAll {
+            for (off, data) in &st.pending {
+                img[*off as usize..*off as usize + data.len()].copy_from_slice(data);
+            }
+        }
         if let CrashMode::KeepSome(seed) = mode {
             let mut x = seed;
             for (off, data) in &st.pending {
@@ -85,6 +117,9 @@ impl Member for CrashMember {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check(offset, buf.len(), "write")?;
+        if !self.powered(true) {
+            return Ok(());
+        }
         let mut st = self.state.lock().expect("crash lock");
         st.live[offset as usize..offset as usize + buf.len()].copy_from_slice(buf);
         st.pending.push((offset, buf.to_vec()));
@@ -92,6 +127,9 @@ impl Member for CrashMember {
     }
 
     fn flush(&self) -> Result<()> {
+        if !self.powered(false) {
+            return Ok(());
+        }
         let mut st = self.state.lock().expect("crash lock");
         let State {
             durable, pending, ..

@@ -1,0 +1,206 @@
+//! Write-hole closure for parity levels: while a row is degraded, a partial-row write first
+//! logs the final contents of every cell it changes (data and parity, over the written span)
+//! to a one-entry journal in the metadata area of every present member, flushed, then writes in
+//! place, then clears the entry (flushed). After a crash the entry is replayed, so the row is
+//! either all old or all new and the missing member stays reconstructable. Non-degraded writes
+//! are not journaled (a torn row is resynced from the write-intent bitmap instead). Geometry:
+//! compatible feature [`FEATURE_JOURNAL`], superblock extension [`JOURNAL_TAG`].
+
+use std::sync::atomic::Ordering;
+
+use super::{Array, WriteKind};
+use crate::buf::AlignedBuf;
+use crate::error::Result;
+use crate::format::{Extension, Superblock};
+
+pub const JOURNAL_TAG: u32 = 2;
+pub const FEATURE_JOURNAL: u64 = 2;
+const MAGIC: &[u8; 8] = b"RDJOURNL";
+const HEADER: usize = 4096;
+const HASH_AT: usize = HEADER - 32;
+
+/// Where the journal lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalGeometry {
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+impl JournalGeometry {
+    /// One entry: a header block and one chunk per member; after `after` (the bitmap's end).
+    pub fn plan(after: u64, members: u64, chunk: u64, data_offset: u64) -> Option<JournalGeometry> {
+        let offset = after.div_ceil(4096) * 4096;
+        let bytes = HEADER as u64 + members * chunk;
+        (offset + bytes <= data_offset).then_some(JournalGeometry { offset, bytes })
+    }
+
+    pub fn to_extension(self) -> Extension {
+        let mut data = self.offset.to_le_bytes().to_vec();
+        data.extend_from_slice(&self.bytes.to_le_bytes());
+        Extension {
+            tag: JOURNAL_TAG,
+            data,
+        }
+    }
+
+    pub fn from_superblock(sb: &Superblock) -> Option<JournalGeometry> {
+        if sb.compat_features & FEATURE_JOURNAL == 0 {
+            return None;
+        }
+        let e = sb
+            .extensions
+            .iter()
+            .find(|e| e.tag == JOURNAL_TAG && e.data.len() == 16)?;
+        let g = JournalGeometry {
+            offset: u64::from_le_bytes(e.data[..8].try_into().expect("8 bytes")),
+            bytes: u64::from_le_bytes(e.data[8..].try_into().expect("8 bytes")),
+        };
+        let fits = g.offset % 4096 == 0
+            && g.offset >= crate::format::METADATA_OFFSET
+            && g.offset + g.bytes <= sb.data_offset
+            && g.bytes
+                >= HEADER as u64
+                    + sb.slots.len().min(sb.layout.members) as u64 * sb.layout.chunk_bytes;
+        fits.then_some(g)
+    }
+}
+
+/// A decoded entry: row, span start, span length, and (slot, image) pairs.
+struct Entry {
+    row: u64,
+    within: u64,
+    cells: Vec<(usize, Vec<u8>)>,
+}
+
+fn encode(seq: u64, e: &Entry) -> Vec<u8> {
+    let len = e.cells.first().map(|c| c.1.len()).unwrap_or(0);
+    let mut out = vec![0u8; HEADER + e.cells.len() * len];
+    out[..8].copy_from_slice(MAGIC);
+    out[8..16].copy_from_slice(&seq.to_le_bytes());
+    out[16..24].copy_from_slice(&e.row.to_le_bytes());
+    out[24..32].copy_from_slice(&e.within.to_le_bytes());
+    out[32..40].copy_from_slice(&(len as u64).to_le_bytes());
+    out[40..44].copy_from_slice(&(e.cells.len() as u32).to_le_bytes());
+    for (i, (slot, img)) in e.cells.iter().enumerate() {
+        out[44 + i * 4..48 + i * 4].copy_from_slice(&(*slot as u32).to_le_bytes());
+        out[HEADER + i * len..HEADER + (i + 1) * len].copy_from_slice(img);
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(&out[..HASH_AT]);
+    h.update(&out[HEADER..]);
+    let hash = h.finalize();
+    out[HASH_AT..HEADER].copy_from_slice(hash.as_bytes());
+    out
+}
+
+fn decode(raw: &[u8], slots: usize) -> Option<Entry> {
+    if &raw[..8] != MAGIC {
+        return None;
+    }
+    let u = |a: usize| u64::from_le_bytes(raw[a..a + 8].try_into().expect("8 bytes"));
+    let (row, within, len) = (u(16), u(24), u(32) as usize);
+    let count = u32::from_le_bytes(raw[40..44].try_into().expect("4 bytes")) as usize;
+    if count == 0 || count > slots || 44 + count * 4 > HASH_AT || HEADER + count * len > raw.len() {
+        return None;
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(&raw[..HASH_AT]);
+    h.update(&raw[HEADER..HEADER + count * len]);
+    if h.finalize().as_bytes() != &raw[HASH_AT..HEADER] {
+        return None;
+    }
+    let cells = (0..count)
+        .map(|i| {
+            let slot = u32::from_le_bytes(raw[44 + i * 4..48 + i * 4].try_into().expect("4 bytes"))
+                as usize;
+            (slot, raw[HEADER + i * len..HEADER + (i + 1) * len].to_vec())
+        })
+        .collect();
+    Some(Entry { row, within, cells })
+}
+
+impl Array {
+    /// Logs the final contents of `cells` (slot, image over `within..`) of `row`, durably, on
+    /// every present member. Returns false when the array has no journal.
+    pub(crate) fn journal_write(
+        &self,
+        row: u64,
+        within: u64,
+        cells: Vec<(usize, Vec<u8>)>,
+    ) -> Result<bool> {
+        let Some(g) = self.journal else {
+            return Ok(false);
+        };
+        if !self.journal_enabled.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let seq = self.journal_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let raw = encode(seq, &Entry { row, within, cells });
+        let buf = AlignedBuf::from_slice(&raw[..raw.len().min(g.bytes as usize)]);
+        self.journal_put(&buf, g.offset)?;
+        Ok(true)
+    }
+
+    fn journal_put(&self, buf: &[u8], offset: u64) -> Result<()> {
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(d) = s.usable() {
+                let r = d
+                    .member
+                    .write_at(buf, offset)
+                    .and_then(|_| d.member.flush());
+                match r {
+                    Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
+                    Err(e) => {
+                        d.write_errors.fetch_add(1, Ordering::Relaxed);
+                        self.fail_member(i, &format!("journal write failed: {e}"))?;
+                    }
+                }
+            }
+        }
+        self.check_alive()
+    }
+
+    /// Marks the entry applied (durably, so it is never replayed over later writes).
+    pub(crate) fn journal_clear(&self) -> Result<()> {
+        let Some(g) = self.journal else { return Ok(()) };
+        self.journal_put(&AlignedBuf::zeroed(HEADER), g.offset)
+    }
+
+    /// Replays a journal entry left by a crash (at writable assembly). Returns whether one was.
+    pub fn journal_replay(&self) -> Result<bool> {
+        let Some(g) = self.journal else {
+            return Ok(false);
+        };
+        let mut raw = AlignedBuf::zeroed(g.bytes as usize);
+        let mut entry = None;
+        for s in &self.slots {
+            if let Some(d) = s.usable() {
+                if d.member.read_at(&mut raw, g.offset).is_ok() {
+                    if let Some(e) = decode(&raw, self.slots.len()) {
+                        entry = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let Some(e) = entry else { return Ok(false) };
+        for (slot, img) in &e.cells {
+            if *slot < self.slots.len() {
+                self.member_write(*slot, img, e.row, e.within, WriteKind::Parity)?;
+            }
+        }
+        self.flush_members()?;
+        self.journal_clear()?;
+        Ok(true)
+    }
+
+    /// Turns the write-hole journal off (tests that reproduce the write hole).
+    pub fn set_journal_enabled(&self, on: bool) {
+        self.journal_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the array has a write-hole journal.
+    pub fn has_journal(&self) -> bool {
+        self.journal.is_some()
+    }
+}
