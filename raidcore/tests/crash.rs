@@ -3,7 +3,7 @@
 //! subset of them), then reassembly from the crash images: every write completed before the
 //! last flush reads back intact, and after the resync a scrub finds every row consistent.
 //!
-//! Cases: 600 in the normal test run; RAIDCTL_CRASH_CASES sets more for a long run.
+//! Cases: 2000 in the normal test run; RAIDCTL_CRASH_CASES sets more for a long run.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -137,7 +137,7 @@ fn power_cuts_never_lose_flushed_writes_or_leave_rows_inconsistent() {
     let cases: u64 = std::env::var("RAIDCTL_CRASH_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(600);
+        .unwrap_or(2000);
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
