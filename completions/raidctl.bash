@@ -19,6 +19,9 @@ _raidctl() {
             raidctl,add)
                 cmd="raidctl__subcmd__add"
                 ;;
+            raidctl,bench)
+                cmd="raidctl__subcmd__bench"
+                ;;
             raidctl,completions)
                 cmd="raidctl__subcmd__completions"
                 ;;
@@ -75,6 +78,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help,add)
                 cmd="raidctl__subcmd__help__subcmd__add"
+                ;;
+            raidctl__subcmd__help,bench)
+                cmd="raidctl__subcmd__help__subcmd__bench"
                 ;;
             raidctl__subcmd__help,completions)
                 cmd="raidctl__subcmd__help__subcmd__completions"
@@ -176,7 +182,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub completions generate help"
+            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -205,6 +211,24 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__bench)
+            opts="-h -V --parity --data --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -354,7 +378,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub completions generate help"
+            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -368,6 +392,20 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__bench)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

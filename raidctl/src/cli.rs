@@ -43,6 +43,7 @@ pub enum Command {
     Inspect(cmd::inspect::InspectArgs),
     Serve(cmd::serve::ServeArgs),
     Scrub(cmd::scrub::ScrubArgs),
+    Bench(cmd::bench::BenchArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

@@ -3,6 +3,8 @@
 //! one at run time. `scalar` is the byte-at-a-time reference that every other kernel is checked
 //! against. This module knows nothing about members or files.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub mod gf;
 mod portable;
 mod scalar;
@@ -39,16 +41,35 @@ pub static PORTABLE: Kernel = Kernel {
     mul_xor: portable::mul_xor,
 };
 
+#[cfg(target_arch = "x86_64")]
+static AVX2: Kernel = Kernel {
+    name: "avx2",
+    xor_into: avx2::xor_into,
+    gen_pq: avx2::gen_pq,
+    mul_xor: avx2::mul_xor,
+};
+
 impl Kernel {
-    /// Every kernel usable on this CPU, reference first.
-    pub fn all() -> Vec<&'static Kernel> {
-        vec![&SCALAR, &PORTABLE]
+    /// The AVX2 kernel, when this CPU has AVX2.
+    pub fn avx2() -> Option<&'static Kernel> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            return Some(&AVX2);
+        }
+        None
     }
 
-    /// The fastest kernel usable on this CPU. Order of preference: (future SIMD kernels, checked
-    /// with CPU feature detection), then `portable`.
+    /// Every kernel usable on this CPU, reference first.
+    pub fn all() -> Vec<&'static Kernel> {
+        let mut v = vec![&SCALAR, &PORTABLE];
+        v.extend(Kernel::avx2());
+        v
+    }
+
+    /// The fastest kernel usable on this CPU, in this order: avx2 (when the CPU has it), then
+    /// portable.
     pub fn best() -> &'static Kernel {
-        &PORTABLE
+        Kernel::avx2().unwrap_or(&PORTABLE)
     }
 
     /// Multiplies `src` by `c` into `dst` (dst = c * src).

@@ -1,6 +1,7 @@
 //! Subcommands, one file each, and the dispatcher.
 
 pub mod add;
+pub mod bench;
 pub mod create;
 pub mod examine;
 pub mod fail;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect(a) => inspect::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Scrub(a) => scrub::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }

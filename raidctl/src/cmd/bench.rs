@@ -1,0 +1,116 @@
+//! `raidctl bench --parity`: single-core throughput of every parity kernel this CPU can run,
+//! like `snapraid -T`: xor (P), pq-gen (P+Q), rec1 (one lost data chunk from P), rec2 (two
+//! lost data chunks from P and Q), in GB/s of data processed, on several chunk sizes.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use raidcore::buf::AlignedBuf;
+use raidcore::parity::Kernel;
+use raidcore::{Error, ErrorKind, Result};
+use serde_json::json;
+
+/// Benchmark the parity kernels (single core)
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Parity kernel throughput (the only benchmark so far)
+    #[arg(long)]
+    pub parity: bool,
+    /// Data chunks per row
+    #[arg(long, default_value_t = 8)]
+    pub data: usize,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `f` repeatedly for at least `min`, returning operations per second.
+fn rate(min: Duration, mut f: impl FnMut()) -> f64 {
+    f(); // warm up
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < min {
+        for _ in 0..8 {
+            f();
+        }
+        n += 8;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+pub fn run(a: BenchArgs) -> Result<ExitCode> {
+    if !a.parity {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "say what to benchmark: --parity",
+        ));
+    }
+    if !(2..=64).contains(&a.data) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "--data must be between 2 and 64",
+        ));
+    }
+    let d = a.data;
+    let min = Duration::from_millis(200);
+    let mut rows = Vec::new();
+    for len in [4096usize, 65536, 262144] {
+        let mut bufs: Vec<AlignedBuf> = (0..d + 2).map(|_| AlignedBuf::zeroed(len)).collect();
+        let mut x: u64 = 7;
+        for b in bufs.iter_mut() {
+            for v in b.iter_mut() {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                *v = (x >> 56) as u8;
+            }
+        }
+        for k in Kernel::all()
+            .into_iter()
+            .filter(|k| k.name != "scalar" || len == 4096)
+        {
+            let gb = |ops: f64| ops * (d * len) as f64 / 1e9;
+            let (data, par) = bufs.split_at_mut(d);
+            let refs: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
+            let (p, q) = par.split_at_mut(1);
+            let xor = gb(rate(min, || (k.gen_pq)(&refs, &mut p[0], None)));
+            let pq = gb(rate(min, || (k.gen_pq)(&refs, &mut p[0], Some(&mut q[0]))));
+            let mut work: Vec<AlignedBuf> = bufs.to_vec();
+            let rec1 = gb(rate(min, || {
+                let mut r: Vec<&mut [u8]> = work[..d + 1].iter_mut().map(|b| &mut b[..]).collect();
+                k.recover(&mut r, 1, &[1]).expect("recover");
+            }));
+            let rec2 = gb(rate(min, || {
+                let mut r: Vec<&mut [u8]> = work.iter_mut().map(|b| &mut b[..]).collect();
+                k.recover(&mut r, 2, &[1, 3]).expect("recover");
+            }));
+            rows.push(
+                json!({"kernel": k.name, "chunk_bytes": len, "data_chunks": d,
+                "xor_gbps": xor, "pq_gen_gbps": pq, "rec1_gbps": rec1, "rec2_gbps": rec2}),
+            );
+        }
+    }
+    if a.json {
+        crate::output::print_json(&json!({"best": Kernel::best().name, "results": rows}));
+    } else {
+        println!(
+            "parity kernels, {d} data chunks, single core, GB/s of data processed (best: {})",
+            Kernel::best().name
+        );
+        println!(
+            "{:<10} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "kernel", "chunk", "xor", "pq-gen", "rec1", "rec2"
+        );
+        for r in &rows {
+            println!(
+                "{:<10} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                r["kernel"].as_str().unwrap_or(""),
+                crate::units::human(r["chunk_bytes"].as_u64().unwrap_or(0)),
+                r["xor_gbps"].as_f64().unwrap_or(0.0),
+                r["pq_gen_gbps"].as_f64().unwrap_or(0.0),
+                r["rec1_gbps"].as_f64().unwrap_or(0.0),
+                r["rec2_gbps"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
