@@ -121,8 +121,7 @@ impl Kernel {
                 // P lost too, so Q is present: D_x = (Q ^ Q') / g^x with Q' the syndrome of the rest.
                 let x = *x;
                 bufs[x].fill(0);
-                let mut sp = vec![0u8; len];
-                let mut sq = vec![0u8; len];
+                let (mut sp, mut sq) = scratch_pair(len);
                 {
                     let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &**b).collect();
                     (self.gen_pq)(&data, &mut sp, Some(&mut sq));
@@ -135,8 +134,7 @@ impl Kernel {
                 let (x, y) = (*x, *y);
                 bufs[x].fill(0);
                 bufs[y].fill(0);
-                let mut pxy = vec![0u8; len];
-                let mut qxy = vec![0u8; len];
+                let (mut pxy, mut qxy) = scratch_pair(len);
                 {
                     let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &**b).collect();
                     (self.gen_pq)(&data, &mut pxy, Some(&mut qxy));
@@ -165,13 +163,60 @@ impl Kernel {
                 (true, true) => (self.gen_pq)(&data, p[0], Some(q[0])),
                 (true, false) => (self.gen_pq)(&data, p[0], None),
                 (false, true) => {
-                    let mut sp = vec![0u8; len];
+                    let (mut sp, _) = scratch_pair(len);
                     (self.gen_pq)(&data, &mut sp, Some(q[0]));
                 }
                 (false, false) => unreachable!(),
             }
         }
         Ok(())
+    }
+}
+
+thread_local! {
+    /// Scratch for recovery, reused per thread: fresh buffers of a few hundred KiB per call cost
+    /// page faults that dominated two-chunk recovery (bench --parity, 256 KiB chunks).
+    static SCRATCH: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Two scratch buffers of `len` bytes (contents unspecified; every caller overwrites them),
+/// handed back to the thread's pool on drop.
+fn scratch_pair(len: usize) -> (Scratch, Scratch) {
+    (Scratch::take(len), Scratch::take(len))
+}
+
+struct Scratch(Vec<u8>);
+
+impl Scratch {
+    fn take(len: usize) -> Scratch {
+        let mut v = SCRATCH.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+        v.resize(len, 0);
+        Scratch(v)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < 4 {
+                s.push(v);
+            }
+        });
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Scratch {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
     }
 }
 
