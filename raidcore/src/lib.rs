@@ -12,6 +12,7 @@ pub mod format;
 pub mod jobs;
 pub mod layout;
 pub mod parity;
+pub mod rng;
 pub mod wear;
 
 pub use array::{Array, AssembleOptions, CreateSpec};

@@ -13,19 +13,7 @@ use raidcore::device::{CrashMember, CrashMode, Member};
 use raidcore::jobs::scrub::{self, Mode};
 use raidcore::layout::{f1_weights, LayoutParams, Level};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use raidcore::rng::SplitMix64 as Rng;
 
 const MEMBER: u64 = (2 << 20) + (256 << 10);
 
@@ -77,7 +65,7 @@ fn case(seed: u64, dir: &std::path::Path) {
         }
         let len = 1 + rng.below(3 * 4096 * 2);
         let off = rng.below(size - len);
-        let fill = (rng.next() & 0xff) as u8 | 1;
+        let fill = (rng.next_u64() & 0xff) as u8 | 1;
         array.write(&vec![fill; len as usize], off).unwrap();
         live[off as usize..(off + len) as usize].fill(fill);
         since_flush[off as usize..(off + len) as usize]

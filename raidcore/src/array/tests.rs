@@ -9,20 +9,14 @@ use crate::device::{FaultMember, MemMember};
 use crate::layout::{f1_weights, LayoutParams, Level, Redundancy};
 use crate::parity::SCALAR;
 
-struct Rng(u64);
-impl Rng {
+use crate::rng::SplitMix64 as Rng;
+
+trait Next {
+    fn next(&mut self) -> u64;
+}
+impl Next for Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
+        self.next_u64()
     }
 }
 
@@ -395,26 +389,30 @@ fn writes_during_a_rebuild_reach_the_target_below_the_checkpoint() {
     a.fail(&MemberRef::Slot(2)).unwrap();
     a.add(mem(3 << 20, "t"), std::path::Path::new("t"), None, true)
         .unwrap();
-    // Rebuild half by hand: set the checkpoint, then write everywhere, then finish.
+    // Small batches and a rate limit keep the rebuild running while another thread writes
+    // everywhere, above and below the moving checkpoint.
     let opts = RebuildOptions {
         batch_bytes: 4096 * 16,
-        max_rate: None,
+        max_rate: Some(4 << 20),
         ..RebuildOptions::default()
     };
-    let mut calls = 0;
-    let mut model2 = model.clone();
-    rebuild::run(&a, &opts, &mut |_, done, total| {
-        calls += 1;
-        if done < total && calls % 3 == 0 {
-            let off = rng.below(a.size() - 9000);
-            let data = rng.bytes(9000);
-            a.write(&data, off).unwrap();
-            model2[off as usize..off as usize + 9000].copy_from_slice(&data);
-        }
-    })
-    .unwrap();
-    assert!(calls > 3);
-    assert_eq!(read_all(&a), model2);
+    let writes: Vec<(u64, Vec<u8>)> = (0..40)
+        .map(|_| (rng.below(a.size() - 9000), rng.bytes(9000)))
+        .collect();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for (off, data) in &writes {
+                a.write(data, *off).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        rebuild::run(&a, &opts, &mut |_, _, _| {}).unwrap();
+    });
+    for (off, data) in &writes {
+        model[*off as usize..*off as usize + data.len()].copy_from_slice(data);
+    }
+    assert_eq!(a.state(), ArrayState::Clean);
+    assert_eq!(read_all(&a), model);
     assert_consistent(&a);
 }
 

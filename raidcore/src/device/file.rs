@@ -176,6 +176,27 @@ impl FileMember {
         }
     }
 
+    /// fallocate(PUNCH_HOLE | KEEP_SIZE): a hole on files; on block devices an unmap that
+    /// guarantees zeros, or an error where the device cannot.
+    fn punch_hole(&self, offset: u64, len: u64) -> std::result::Result<(), nix::errno::Errno> {
+        nix::fcntl::fallocate(
+            &*self.file,
+            nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
+                | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    }
+
+    fn errno(&self, e: nix::errno::Errno, op: &str, offset: u64) -> Error {
+        Error::io(
+            io::Error::from_raw_os_error(e as i32),
+            op,
+            &self.path.display().to_string(),
+            offset,
+        )
+    }
+
     fn check_range(&self, op: &str, offset: u64, len: usize) -> Result<()> {
         match offset.checked_add(len as u64) {
             Some(end) if end <= self.len => Ok(()),
@@ -233,57 +254,23 @@ impl Member for FileMember {
                     )
                 })
         } else {
-            use nix::fcntl::{fallocate, FallocateFlags};
-            fallocate(
-                &*self.file,
-                FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-                offset as libc::off_t,
-                len as libc::off_t,
-            )
-            .map_err(|e| {
-                Error::io(
-                    io::Error::from_raw_os_error(e as i32),
-                    "punch hole",
-                    &name,
-                    offset,
-                )
-            })
+            self.punch_hole(offset, len)
+                .map_err(|e| self.errno(e, "punch hole", offset))
         }
     }
 
     fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         self.check_range("unmap", offset, len as usize)?;
-        use nix::fcntl::{fallocate, FallocateFlags};
-        fallocate(
-            &*self.file,
-            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-            offset as libc::off_t,
-            len as libc::off_t,
-        )
-        .map_err(|e| {
-            Error::io(
-                io::Error::from_raw_os_error(e as i32),
-                "unmap",
-                &self.path.display().to_string(),
-                offset,
-            )
-        })
+        self.punch_hole(offset, len)
+            .map_err(|e| self.errno(e, "unmap", offset))
     }
 
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         self.check_range("zero", offset, len as usize)?;
-        let name = self.path.display().to_string();
-        use nix::fcntl::{fallocate, FallocateFlags};
         // On files a punched hole reads back as zeros and costs no writes. On block devices the
-        // same call zeroes by unmapping where the device guarantees zeros after it, and fails
-        // otherwise (no silent fallback to writing).
-        let punched = fallocate(
-            &*self.file,
-            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-            offset as libc::off_t,
-            len as libc::off_t,
-        );
-        match punched {
+        // same call zeroes by unmapping where the device guarantees zeros after it; where it
+        // cannot, BLKZEROOUT writes zeros (the device's write-zeroes, or plain writes).
+        match self.punch_hole(offset, len) {
             Ok(()) => Ok(()),
             Err(e)
                 if self.block_device
@@ -293,21 +280,9 @@ impl Member for FileMember {
                 // SAFETY: BLKZEROOUT reads two u64 (start, length) through the pointer, valid for the call.
                 unsafe { blkzeroout(self.file.as_raw_fd(), &range) }
                     .map(|_| ())
-                    .map_err(|e| {
-                        Error::io(
-                            io::Error::from_raw_os_error(e as i32),
-                            "BLKZEROOUT",
-                            &name,
-                            offset,
-                        )
-                    })
+                    .map_err(|e| self.errno(e, "BLKZEROOUT", offset))
             }
-            Err(e) => Err(Error::io(
-                io::Error::from_raw_os_error(e as i32),
-                "zero range",
-                &name,
-                offset,
-            )),
+            Err(e) => Err(self.errno(e, "zero range", offset)),
         }
     }
 

@@ -56,7 +56,8 @@ pub struct PassReport {
     pub seconds: f64,
 }
 
-/// Progress: (bytes done, bytes total) of the current pass, and its slots.
+/// Progress: (bytes done, bytes total) of the current pass, and its slots. It is called while
+/// the pass holds row locks: it must not do I/O on the array itself.
 pub type ProgressFn<'a> = dyn FnMut(&PassReport, u64, u64) + 'a;
 
 /// Runs every pending rebuild and replace until none is left (spares are promoted first).

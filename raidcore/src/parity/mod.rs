@@ -224,18 +224,9 @@ impl std::ops::DerefMut for Scratch {
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random bytes (splitmix64).
+    /// Deterministic pseudo-random bytes (splitmix64, as fixtures/raid6/gen_isal.c).
     fn fill(seed: u64, buf: &mut [u8]) {
-        let mut s = seed;
-        for b in buf.chunks_mut(8) {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            let n = b.len();
-            b.copy_from_slice(&z.to_le_bytes()[..n]);
-        }
+        crate::rng::SplitMix64(seed).fill(buf);
     }
 
     fn row(seed: u64, d: usize, parity: usize, len: usize) -> Vec<Vec<u8>> {

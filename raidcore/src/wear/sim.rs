@@ -44,18 +44,6 @@ impl Workload {
     }
 }
 
-/// Deterministic generator for the sampled workload.
-struct SplitMix(u64);
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// Bytes written to each slot's member per user byte, measured through the real engine.
 pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f64>> {
     Layout::new(params)?;
@@ -90,13 +78,13 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
     let total: u64 = 96 << 20;
     let small = vec![0x5au8; 4096];
     let big = vec![0xa5u8; 1 << 20];
-    let mut rng = SplitMix(42);
+    let mut rng = crate::rng::SplitMix64(42);
     let (mut rand_bytes, mut seq_bytes, mut seq_pos) = (0u64, 0u64, 0u64);
     while rand_bytes + seq_bytes < total {
         let want_random =
             (rand_bytes as f64) < random_fraction * (rand_bytes + seq_bytes + 1) as f64;
         if want_random && random_fraction > 0.0 || random_fraction >= 1.0 {
-            let off = rng.next() % (size / 4096) * 4096;
+            let off = rng.below(size / 4096) * 4096;
             array.write(&small, off)?;
             rand_bytes += 4096;
         } else {
