@@ -11,15 +11,6 @@ use crate::parity::SCALAR;
 
 use crate::rng::SplitMix64 as Rng;
 
-trait Next {
-    fn next(&mut self) -> u64;
-}
-impl Next for Rng {
-    fn next(&mut self) -> u64 {
-        self.next_u64()
-    }
-}
-
 fn params(level: Level, n: usize, chunk: u64) -> LayoutParams {
     let mut p = LayoutParams::with_defaults(level, n, chunk);
     if level == Level::F1 {
