@@ -20,14 +20,21 @@ pub struct AddArgs {
     /// The device or file to add
     #[arg(value_name = "NEWMEMBER")]
     pub new: PathBuf,
+    #[command(flatten)]
+    pub join: JoinFlags,
+    #[command(flatten)]
+    pub rebuild: super::rebuild::RebuildFlags,
+}
+
+/// Flags of a device joining an array (add, replace).
+#[derive(Args, Debug, Clone)]
+pub struct JoinFlags {
     /// Overwrite a device that holds a file system or another array (never a mounted one)
     #[arg(long, short = 'f')]
     pub force: bool,
     /// Rated endurance of the new member in terabytes written
     #[arg(long, value_name = "TBW")]
     pub endurance: Option<f64>,
-    #[command(flatten)]
-    pub rebuild: super::rebuild::RebuildFlags,
 }
 
 /// Opens a device joining `array`: a member of this same array (stale or failed) is taken back
@@ -73,12 +80,12 @@ pub fn endurance_bytes(tbw: Option<f64>) -> Result<Option<u64>> {
 }
 
 pub fn run(a: AddArgs) -> Result<ExitCode> {
-    let endurance = endurance_bytes(a.endurance)?;
+    let endurance = endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array) {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "add", "new": new, "force": a.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
+            serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
         )?;
         eprintln!(
             "raidctl: {} added to the served array (slot {}); it rebuilds in the background",
@@ -88,7 +95,7 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
-    let member = open_new(&array, &a.new, a.force)?;
+    let member = open_new(&array, &a.new, a.join.force)?;
     let (slot, change) = array.add(member, &a.new, endurance, a.rebuild.keep_roles)?;
     match slot {
         Some(s) => eprintln!("raidctl: {} added to rebuild slot {s}", a.new.display()),

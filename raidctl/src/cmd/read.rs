@@ -34,18 +34,21 @@ pub fn io_block(array: &raidcore::Array) -> usize {
     (4 << 20) / row * row + if row > 4 << 20 { row } else { 0 }
 }
 
+/// Refuses an --offset past the end of the array.
+pub fn check_offset(offset: u64, size: u64) -> Result<()> {
+    if offset > size {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("--offset {offset} is past the end of the array ({size} bytes)"),
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(a: ReadArgs) -> Result<ExitCode> {
     let array = super::assemble(&a.array, false)?;
     let size = array.size();
-    if a.offset > size {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "--offset {} is past the end of the array ({size} bytes)",
-                a.offset
-            ),
-        ));
-    }
+    check_offset(a.offset, size)?;
     let length = a.length.unwrap_or(size - a.offset);
     if a.offset.checked_add(length).is_none_or(|e| e > size) {
         return Err(Error::new(

@@ -21,23 +21,19 @@ pub struct ReplaceArgs {
     /// The new device or file
     #[arg(value_name = "NEW")]
     pub new: PathBuf,
-    /// Overwrite a device that holds a file system or another array (never a mounted one)
-    #[arg(long, short = 'f')]
-    pub force: bool,
-    /// Rated endurance of the new member in terabytes written
-    #[arg(long, value_name = "TBW")]
-    pub endurance: Option<f64>,
+    #[command(flatten)]
+    pub join: super::add::JoinFlags,
     #[command(flatten)]
     pub rebuild: super::rebuild::RebuildFlags,
 }
 
 pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
-    let endurance = super::add::endurance_bytes(a.endurance)?;
+    let endurance = super::add::endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array) {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "replace", "old": a.old, "new": new, "force": a.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
+            serde_json::json!({"cmd": "replace", "old": a.old, "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
         )?;
         eprintln!(
             "raidctl: replacing {} with {} in the served array, in the background",
@@ -50,7 +46,7 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
-    let member = super::add::open_new(&array, &a.new, a.force)?;
+    let member = super::add::open_new(&array, &a.new, a.join.force)?;
     let change = array.replace(
         &MemberRef::parse(&a.old),
         member,

@@ -36,15 +36,7 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
     let array = super::assemble(&a.array, true)?;
     let size = array.size();
     let room = size.saturating_sub(a.offset);
-    if a.offset > size {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "--offset {} is past the end of the array ({size} bytes)",
-                a.offset
-            ),
-        ));
-    }
+    super::read::check_offset(a.offset, size)?;
     if let Some(len) = in_len {
         if len > room {
             return Err(Error::new(
