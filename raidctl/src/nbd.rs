@@ -342,14 +342,26 @@ impl Budget {
 type Writer = Arc<Mutex<BufWriter<Box<dyn Conn>>>>;
 
 fn reply(w: &Writer, cookie: u64, error: u32, data: Option<&[u8]>) -> io::Result<()> {
+    let mut hdr = [0u8; 16];
+    hdr[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    hdr[4..8].copy_from_slice(&error.to_be_bytes());
+    hdr[8..].copy_from_slice(&cookie.to_be_bytes());
     let mut w = w.lock().expect("writer lock");
-    w.write_all(&SIMPLE_REPLY_MAGIC.to_be_bytes())?;
-    w.write_all(&error.to_be_bytes())?;
-    w.write_all(&cookie.to_be_bytes())?;
-    if let Some(d) = data {
-        w.write_all(d)?;
+    w.flush()?;
+    // Header and payload in one writev, without copying the payload into the buffer.
+    let mut parts = [
+        io::IoSlice::new(&hdr),
+        io::IoSlice::new(data.unwrap_or(&[])),
+    ];
+    let mut slices = &mut parts[..];
+    while !slices.is_empty() && slices.iter().any(|s| !s.is_empty()) {
+        let n = w.get_mut().write_vectored(slices)?;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        io::IoSlice::advance_slices(&mut slices, n);
     }
-    w.flush()
+    Ok(())
 }
 
 fn errno(e: &raidcore::Error) -> u32 {
