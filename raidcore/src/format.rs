@@ -376,6 +376,17 @@ impl Superblock {
         Ok(layout)
     }
 
+    /// Keeps the N slot entries and the extra entries (spares, replacements) for which `keep`
+    /// holds.
+    pub fn retain_extras(&mut self, mut keep: impl FnMut(&SlotInfo) -> bool) {
+        let n = self.layout.members;
+        let mut i = 0;
+        self.slots.retain(|e| {
+            i += 1;
+            i <= n || keep(e)
+        });
+    }
+
     /// End of the data area on each member.
     pub fn data_end(&self) -> u64 {
         self.data_offset + self.data_rows * self.layout.chunk_bytes

@@ -417,13 +417,8 @@ impl Array {
                     bump = true;
                 }
             }
-            let n = self.slots.len();
             let before = meta.slots.len();
-            let mut idx = 0;
-            meta.slots.retain(|e| {
-                idx += 1;
-                idx <= n || present.contains(&e.member_uuid)
-            });
+            meta.retain_extras(|e| present.contains(&e.member_uuid));
             bump |= meta.slots.len() != before;
             for d in self.live_devs() {
                 let hint = std::fs::canonicalize(&d.path)

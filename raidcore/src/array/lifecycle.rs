@@ -163,12 +163,7 @@ impl Array {
 
     fn drop_entry(&self, uuid: &[u8; 16]) {
         let mut meta = self.meta.lock().expect("meta lock");
-        let n = self.slots.len();
-        let mut i = 0;
-        meta.slots.retain(|e| {
-            i += 1;
-            i <= n || e.member_uuid != *uuid
-        });
+        meta.retain_extras(|e| e.member_uuid != *uuid);
         meta.events += 1;
     }
 
@@ -474,12 +469,7 @@ impl Array {
             };
             {
                 let mut meta = self.meta.lock().expect("meta lock");
-                let n = self.slots.len();
-                let mut k = 0;
-                meta.slots.retain(|e| {
-                    k += 1;
-                    k <= n || e.member_uuid != dev.uuid
-                });
+                meta.retain_extras(|e| e.member_uuid != dev.uuid);
             }
             out.push((i, self.assign(i, dev, keep_roles)));
         }
@@ -511,12 +501,7 @@ impl Array {
         };
         {
             let mut meta = self.meta.lock().expect("meta lock");
-            let n = self.slots.len();
-            let mut k = 0;
-            meta.slots.retain(|e| {
-                k += 1;
-                k <= n || e.member_uuid != t.dev.uuid
-            });
+            meta.retain_extras(|e| e.member_uuid != t.dev.uuid);
             meta.slots[slot] = SlotInfo {
                 member_uuid: t.dev.uuid,
                 state: SlotState::Active,

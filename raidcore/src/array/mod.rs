@@ -242,18 +242,16 @@ pub struct Array {
 /// Seconds between superblock updates that record the wear counters while writes go on.
 pub const PERSIST_INTERVAL: u64 = 5;
 
-/// Unix seconds now.
-pub fn now_secs() -> u64 {
-    now()
-}
-
 /// Unix seconds now. `RAIDCTL_NOW` (Unix seconds) overrides the clock, like SOURCE_DATE_EPOCH,
-/// for reproducible reports and for tests of time-based behaviour (history, projections).
-pub(crate) fn now() -> u64 {
-    if let Some(t) = std::env::var("RAIDCTL_NOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+/// for reproducible reports and for tests of time-based behaviour (history, projections). The
+/// override is read once per process: this runs on every write.
+pub fn now_secs() -> u64 {
+    static OVERRIDE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    if let Some(t) = *OVERRIDE.get_or_init(|| {
+        std::env::var("RAIDCTL_NOW")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    }) {
         return t;
     }
     SystemTime::now()
@@ -261,6 +259,8 @@ pub(crate) fn now() -> u64 {
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
+
+pub(crate) use now_secs as now;
 
 impl Array {
     pub(crate) fn from_parts(
@@ -526,9 +526,7 @@ impl Array {
             {
                 // The replacement keeps what it copied and is rebuilt from redundancy from here.
                 let cp = old.durable.load(Ordering::Acquire);
-                meta.slots.retain(|e| {
-                    e.member_uuid != old.dev.uuid || !matches!(e.state, SlotState::Replacing { .. })
-                });
+                meta.retain_extras(|e| e.member_uuid != old.dev.uuid);
                 meta.slots[slot] = SlotInfo {
                     member_uuid: old.dev.uuid,
                     state: SlotState::Rebuilding { checkpoint_row: cp },
@@ -559,7 +557,7 @@ impl Array {
             let mut meta = self.meta.lock().expect("meta lock");
             match t.kind {
                 TargetKind::Rebuild => meta.slots[slot].state = SlotState::Faulty,
-                TargetKind::Replace { .. } => meta.slots.retain(|e| e.member_uuid != t.dev.uuid),
+                TargetKind::Replace { .. } => meta.retain_extras(|e| e.member_uuid != t.dev.uuid),
             }
             meta.events += 1;
         }
