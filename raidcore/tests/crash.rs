@@ -17,21 +17,22 @@ use raidcore::rng::SplitMix64 as Rng;
 
 const MEMBER: u64 = (2 << 20) + (256 << 10);
 
-fn case(seed: u64, dir: &std::path::Path) {
-    let mut rng = Rng(seed);
-    let (level, n) = [
-        (Level::Raid5, 4),
-        (Level::Raid6, 5),
-        (Level::F1, 4),
-        (Level::Raid1, 2),
-        (Level::Raid10, 3),
-    ][(seed % 5) as usize];
-    let mut params = LayoutParams::with_defaults(level, n, 4096);
-    if level == Level::F1 {
-        params.weights = f1_weights(n, 0, 2);
-    }
+/// An array over crash-simulating members whose images go to `dir`/m0.. at a power cut;
+/// `power` (shared) cuts power after that many writes.
+fn crash_array(
+    params: LayoutParams,
+    dir: &std::path::Path,
+    power: Option<Arc<std::sync::atomic::AtomicI64>>,
+) -> (Array, Vec<Arc<CrashMember>>, Vec<PathBuf>) {
+    let n = params.members;
     let crash: Vec<Arc<CrashMember>> = (0..n)
-        .map(|i| Arc::new(CrashMember::new(MEMBER, &format!("c{i}"))))
+        .map(|i| {
+            let name = format!("c{i}");
+            Arc::new(match &power {
+                Some(p) => CrashMember::with_power(MEMBER, &name, p.clone()),
+                None => CrashMember::new(MEMBER, &name),
+            })
+        })
         .collect();
     let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
     let members = crash
@@ -47,6 +48,30 @@ fn case(seed: u64, dir: &std::path::Path) {
         history_interval: 86_400,
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    (array, crash, paths)
+}
+
+/// Writes each member's image after a power cut where reassembly will look for it.
+fn power_cut(crash: &[Arc<CrashMember>], paths: &[PathBuf], mode: CrashMode) {
+    for (c, p) in crash.iter().zip(paths) {
+        std::fs::write(p, c.crash_image(mode)).unwrap();
+    }
+}
+
+fn case(seed: u64, dir: &std::path::Path) {
+    let mut rng = Rng(seed);
+    let (level, n) = [
+        (Level::Raid5, 4),
+        (Level::Raid6, 5),
+        (Level::F1, 4),
+        (Level::Raid1, 2),
+        (Level::Raid10, 3),
+    ][(seed % 5) as usize];
+    let mut params = LayoutParams::with_defaults(level, n, 4096);
+    if level == Level::F1 {
+        params.weights = f1_weights(n, 0, 2);
+    }
+    let (array, crash, paths) = crash_array(params, dir, None);
     for c in &crash {
         c.flush().unwrap();
     }
@@ -78,9 +103,7 @@ fn case(seed: u64, dir: &std::path::Path) {
     } else {
         CrashMode::KeepSome(seed)
     };
-    for (c, p) in crash.iter().zip(&paths) {
-        std::fs::write(p, c.crash_image(mode)).unwrap();
-    }
+    power_cut(&crash, &paths, mode);
     drop(array);
     let a = Array::open(
         &paths[0],
@@ -154,29 +177,8 @@ fn write_hole(journal: bool) -> usize {
     for cut in 1..12 {
         std::fs::create_dir_all(&dir).unwrap();
         let power = Arc::new(AtomicI64::new(i64::MAX));
-        let crash: Vec<Arc<CrashMember>> = (0..4)
-            .map(|i| {
-                Arc::new(CrashMember::with_power(
-                    MEMBER,
-                    &format!("c{i}"),
-                    power.clone(),
-                ))
-            })
-            .collect();
-        let paths: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
-        let members = crash
-            .iter()
-            .zip(&paths)
-            .map(|(c, p)| (p.clone(), c.clone() as Arc<dyn Member>))
-            .collect();
-        let spec = CreateSpec {
-            name: "hole".into(),
-            layout: LayoutParams::with_defaults(Level::Raid5, 4, 4096),
-            overprovision_pct: 0.0,
-            endurance_bytes: vec![],
-            history_interval: 86_400,
-        };
-        let array = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+        let params = LayoutParams::with_defaults(Level::Raid5, 4, 4096);
+        let (array, crash, paths) = crash_array(params, &dir, Some(power.clone()));
         assert!(array.has_journal());
         array.set_journal_enabled(journal);
         // Row 0 holds data chunks on slots 0, 1, 2 and parity on 3. Fill it, flush.
@@ -187,9 +189,7 @@ fn write_hole(journal: bool) -> usize {
         array.fail_member(1, "test").unwrap();
         power.store(cut, Ordering::SeqCst);
         let _ = array.write(&[0x22u8; 4096], 0);
-        for (c, p) in crash.iter().zip(&paths) {
-            std::fs::write(p, c.crash_image(CrashMode::KeepAll)).unwrap();
-        }
+        power_cut(&crash, &paths, CrashMode::KeepAll);
         drop(array);
         let a = Array::open(
             &paths[0],
