@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let faults: Vec<Arc<FaultMember>> = (0..n).map(|_| Arc::new(FaultMember::new(Box::new(MemMember::new(3 << 20))))).collect();
     let members = faults.iter().enumerate().map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>)).collect();
-    let spec = CreateSpec { name: "fuzz".into(), layout: p, overprovision_pct: 0.0, endurance_bytes: vec![], history_interval: 86_400 };
+    let spec = CreateSpec { name: "fuzz".into(), layout: p, overprovision_pct: 0.0, endurance_bytes: vec![], history_interval: 86_400, checksums: true };
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     let size = a.size();
     let mut model = vec![0u8; size as usize];

@@ -20,6 +20,8 @@ pub enum ErrorKind {
     ArrayFailed,
     /// An I/O error from a member or a file.
     Io,
+    /// Data fails its checksum and redundancy cannot restore it.
+    Checksum,
     /// The operation is not supported on this level or device.
     Unsupported,
 }
@@ -29,6 +31,7 @@ impl ErrorKind {
         match self {
             ErrorKind::InvalidInput => "invalid input",
             ErrorKind::Corrupt => "corrupt metadata",
+            ErrorKind::Checksum => "checksum error",
             ErrorKind::Mismatch => "member mismatch",
             ErrorKind::InUse => "device holds data",
             ErrorKind::Busy => "device busy",

@@ -250,7 +250,7 @@ pub struct Extension {
 }
 
 /// Incompatible feature bits this version understands.
-pub const KNOWN_INCOMPAT: u64 = 0;
+pub const KNOWN_INCOMPAT: u64 = crate::array::csum::FEATURE_CSUM;
 
 /// Member geometry chosen at create time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,7 +270,13 @@ fn align_up(x: u64, a: u64) -> u64 {
 /// Plans a member of `member_bytes` with `overprovision_pct` percent left unused at the tail.
 /// The metadata area gets 1 MiB plus 1/128 of the usable space (room for per-block checksums),
 /// and the data area starts on a 1 MiB boundary.
-pub fn plan_geometry(member_bytes: u64, chunk: u64, overprovision_pct: f64) -> Result<Geometry> {
+/// `extra_metadata` bytes are reserved on top of the default (journal, checksums).
+pub fn plan_geometry(
+    member_bytes: u64,
+    chunk: u64,
+    overprovision_pct: f64,
+    extra_metadata: u64,
+) -> Result<Geometry> {
     if !(0.0..100.0).contains(&overprovision_pct) {
         bail!(
             InvalidInput,
@@ -279,7 +285,10 @@ pub fn plan_geometry(member_bytes: u64, chunk: u64, overprovision_pct: f64) -> R
     }
     let reserve = (member_bytes as f64 * overprovision_pct / 100.0).ceil() as u64;
     let usable = member_bytes.saturating_sub(reserve);
-    let data_offset = align_up(METADATA_OFFSET + (1 << 20) + usable / 128, DATA_ALIGN);
+    let data_offset = align_up(
+        METADATA_OFFSET + (1 << 20) + usable / 128 + extra_metadata,
+        DATA_ALIGN,
+    );
     if usable <= data_offset + chunk {
         bail!(
             InvalidInput,
@@ -566,7 +575,7 @@ mod tests {
 
     pub(crate) fn sample() -> Superblock {
         let layout = LayoutParams::with_defaults(Level::F1, 4, 65536);
-        let g = plan_geometry(64 << 20, 65536, 0.0).unwrap();
+        let g = plan_geometry(64 << 20, 65536, 0.0, 0).unwrap();
         let l = Layout::new(&layout).unwrap();
         Superblock {
             array_uuid: [1; 16],
@@ -666,9 +675,9 @@ mod tests {
 
     #[test]
     fn geometry_is_aligned_and_refuses_tiny_members() {
-        let g = plan_geometry(100 << 20, 65536, 10.0).unwrap();
+        let g = plan_geometry(100 << 20, 65536, 10.0, 0).unwrap();
         assert_eq!(g.data_offset % DATA_ALIGN, 0);
         assert!(g.tail_offset <= 90 << 20);
-        assert!(plan_geometry(1 << 20, 65536, 0.0).is_err());
+        assert!(plan_geometry(1 << 20, 65536, 0.0, 0).is_err());
     }
 }

@@ -111,6 +111,15 @@ impl Bitmap {
         }
     }
 
+    /// True when the region holding `row` has its bit set.
+    pub(crate) fn row_dirty(&self, row: u64) -> bool {
+        let r = row / self.geo.region_rows;
+        let st = self.state.lock().expect("bitmap lock");
+        st.bits
+            .get((r / 8) as usize)
+            .is_some_and(|b| b & (1 << (r % 8)) != 0)
+    }
+
     /// Regions whose bit is set.
     pub(crate) fn dirty_regions(&self) -> Vec<u64> {
         let st = self.state.lock().expect("bitmap lock");
@@ -139,12 +148,7 @@ impl Array {
                 Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
                 Err(e) => {
                     d.write_errors.fetch_add(1, Ordering::Relaxed);
-                    let why = format!("bitmap write failed: {e}");
-                    if let Some(i) = self.slot_of(&d.uuid) {
-                        self.fail_member(i, &why)?;
-                    } else if let Some(i) = self.target_slot_of(&d.uuid) {
-                        self.fail_target(i, &why)?;
-                    }
+                    self.fail_dev(&d, &format!("bitmap write failed: {e}"))?;
                 }
             }
         }

@@ -7,6 +7,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::csum::CsumGeometry;
 use super::{now, Array, Dev, Slot};
 use crate::device::{probe, FileMember, Member, OpenMode};
 use crate::error::{Error, Result};
@@ -24,6 +25,8 @@ pub struct CreateSpec {
     pub endurance_bytes: Vec<Option<u64>>,
     /// Seconds between wear history samples.
     pub history_interval: u64,
+    /// Keep a checksum of every 4 KiB block (verified on read and by scrub).
+    pub checksums: bool,
 }
 
 /// Checks every member path before anything is written: no duplicates, nothing mounted or held
@@ -151,7 +154,19 @@ impl Array {
             .map(|(i, (_, m))| (i, m.len()))
             .min_by_key(|&(_, l)| l)
             .expect("at least two members");
-        let geo = plan_geometry(smallest, layout.chunk(), spec.overprovision_pct)
+        // Room for the journal and the checksum area on top of the usual metadata reserve.
+        let chunk = layout.chunk();
+        let journal = if layout.parity_count() > 0 {
+            4096 + layout.members() as u64 * chunk
+        } else {
+            0
+        };
+        let sums = if spec.checksums {
+            CsumGeometry::for_rows(0, smallest / chunk, chunk).bytes()
+        } else {
+            0
+        };
+        let geo = plan_geometry(smallest, chunk, spec.overprovision_pct, journal + sums)
             .map_err(|e| e.context(format!("member {}", members[small_i].0.display())))?;
         let array_uuid = *uuid::Uuid::new_v4().as_bytes();
         let uuids: Vec<[u8; 16]> = members
@@ -206,7 +221,20 @@ impl Array {
             {
                 sb.compat_features |= super::journal::FEATURE_JOURNAL;
                 sb.extensions.push(j.to_extension());
+                meta_end = j.offset + j.bytes;
             }
+        }
+        if spec.checksums {
+            let g = CsumGeometry::for_rows(meta_end, sb.data_rows, chunk);
+            if g.end() > sb.data_offset {
+                bail!(
+                    InvalidInput,
+                    "members are too small for the checksum area ({} bytes); use --no-checksums",
+                    g.bytes()
+                );
+            }
+            sb.incompat_features |= super::csum::FEATURE_CSUM;
+            sb.extensions.push(g.to_extension());
         }
         sb.validate()?;
         // Zero metadata and data (holes or write-zeroes: parity of zeros is zero, so every row

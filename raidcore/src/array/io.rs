@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Arc;
 
+use super::csum::BLOCK;
 use super::{Array, Dev, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
@@ -128,6 +129,27 @@ impl Array {
         })
     }
 
+    /// As [`Array::member_read`], then checks the blocks against their checksums: Ok(false)
+    /// when some differ (counted on the device).
+    pub(crate) fn member_read_verified(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        row: u64,
+        within: u64,
+    ) -> Result<bool> {
+        self.member_read(slot, buf, row, within)?;
+        if self.csum_geo.is_none() {
+            return Ok(true);
+        }
+        let Some(d) = self.source(slot, row) else {
+            return Ok(true);
+        };
+        let bad = self.csum_mismatches(&d, row, self.cell_offset(row, within), buf);
+        d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
+        Ok(bad.is_empty())
+    }
+
     /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
     /// rebuild or replace target; counts the bytes. A device that fails is failed.
     pub(crate) fn member_write(
@@ -142,7 +164,10 @@ impl Array {
         let off = self.cell_offset(row, within);
         if let Some(d) = s.usable() {
             match d.member.write_at(buf, off) {
-                Ok(()) => d.count(kind, buf.len() as u64),
+                Ok(()) => {
+                    d.count(kind, buf.len() as u64);
+                    self.csum_record(&d, off, buf);
+                }
                 Err(e) => {
                     d.write_errors.fetch_add(1, Ordering::Relaxed);
                     self.fail_member(slot, &format!("write error at member offset {off}: {e}"))?;
@@ -154,7 +179,10 @@ impl Array {
             .filter(|t| row < t.checkpoint.load(Ordering::Acquire))
         {
             match t.dev.member.write_at(buf, off) {
-                Ok(()) => t.dev.count(kind, buf.len() as u64),
+                Ok(()) => {
+                    t.dev.count(kind, buf.len() as u64);
+                    self.csum_record(&t.dev, off, buf);
+                }
                 Err(e) => {
                     t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
                     self.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
@@ -186,6 +214,16 @@ impl Array {
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_bounds("read", offset, buf.len())?;
         self.check_alive()?;
+        if self.csum_geo.is_some() && (offset % BLOCK != 0 || buf.len() as u64 % BLOCK != 0) {
+            // Checksums cover whole 4 KiB blocks: read those and copy out the part asked for.
+            let lo = offset / BLOCK * BLOCK;
+            let hi = (offset + buf.len() as u64).div_ceil(BLOCK) * BLOCK;
+            let mut whole = AlignedBuf::zeroed((hi - lo) as usize);
+            self.read(&mut whole, lo)?;
+            let o = (offset - lo) as usize;
+            buf.copy_from_slice(&whole[o..o + buf.len()]);
+            return Ok(());
+        }
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -222,19 +260,39 @@ impl Array {
     }
 
     fn read_mirror_chunk(&self, c: u64, copies: usize, out: &mut [u8], within: u64) -> Result<()> {
-        // Spread reads over the copies; fall back to the next copy on error.
+        // Spread reads over the copies; fall back to the next copy on error or checksum
+        // mismatch, and rewrite copies found bad from the good one.
         let first = (c % copies as u64) as usize;
         let mut last_err = None;
+        let mut bad_copies = Vec::new();
         for i in 0..copies {
             let k = (first + i) % copies;
             let (slot, row) = self.layout.mirror_cell(c, k);
             if self.source(slot, row).is_none() {
                 continue;
             }
-            match self.member_read(slot, out, row, within) {
-                Ok(()) => return Ok(()),
+            match self.member_read_verified(slot, out, row, within) {
+                Ok(true) => {
+                    if self.writable {
+                        for &(s, r) in &bad_copies {
+                            self.member_write(s, out, r, within, WriteKind::Data)?;
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(false) => bad_copies.push((slot, row)),
                 Err(e) => last_err = Some(e),
             }
+        }
+        if let Some(&(slot, row)) = bad_copies.first() {
+            return Err(Error::new(
+                ErrorKind::Checksum,
+                format!(
+                    "logical chunk {c}: {} fails its checksum at member offset {} and no other copy holds good data",
+                    self.slot_name(slot),
+                    self.cell_offset(row, within)
+                ),
+            ));
         }
         Err(last_err.unwrap_or_else(|| {
             Error::new(
@@ -254,6 +312,7 @@ impl Array {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
         let mut need: Vec<usize> = Vec::new();
+        let mut bad: Vec<usize> = Vec::new();
         for d in 0..d_count {
             let Some(cr) = chunk_range(range, d, chunk) else {
                 continue;
@@ -261,10 +320,16 @@ impl Array {
             let slot = self.layout.data_slot(row, d);
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
             let dst = &mut out[o..o + (cr.end - cr.start) as usize];
-            if self.source(slot, row).is_none()
-                || self.member_read(slot, dst, row, cr.start).is_err()
-            {
-                need.push(d);
+            match self.source(slot, row) {
+                None => need.push(d),
+                Some(_) => match self.member_read_verified(slot, dst, row, cr.start) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        need.push(d);
+                        bad.push(d);
+                    }
+                    Err(_) => need.push(d),
+                },
             }
         }
         if need.is_empty() {
@@ -281,7 +346,7 @@ impl Array {
             .map(|&d| chunk_range(range, d, chunk).expect("touched").end)
             .max()
             .expect("non-empty");
-        let bufs = self.reconstruct_span(row, parity, lo..hi)?;
+        let bufs = self.reconstruct_span(row, parity, lo..hi, &bad)?;
         for &d in &need {
             let cr = chunk_range(range, d, chunk).expect("touched");
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
@@ -305,25 +370,44 @@ impl Array {
 
     /// Reads span `within` of every available chunk of a row (data, P, Q) and reconstructs the
     /// unavailable ones. Returns buffers in row order. Members failing meanwhile are failed and
-    /// the reconstruction retried without them.
+    /// the reconstruction retried without them. Chunks that fail their checksums (`bad`, row
+    /// indices already known, or found here) are reconstructed too, checked against their
+    /// checksums and, on a writable array, rewritten.
     fn reconstruct_span(
         &self,
         row: u64,
         parity: usize,
         within: Range<u64>,
+        bad: &[usize],
     ) -> Result<Vec<AlignedBuf>> {
         let slots = self.row_slots(row, parity);
         let len = (within.end - within.start) as usize;
         let mut bufs: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(len)).collect();
+        let mut bad: Vec<usize> = bad.to_vec();
         'retry: loop {
             let mut missing = Vec::new();
             for (i, &slot) in slots.iter().enumerate() {
-                if self.source(slot, row).is_none() {
+                if self.source(slot, row).is_none() || bad.contains(&i) {
                     missing.push(i);
                 }
             }
             if missing.len() > parity {
                 self.check_alive()?;
+                if !bad.is_empty() {
+                    bail!(
+                        Checksum,
+                        "row {row}: {} chunks fail their checksums or are unavailable, parity covers {parity} ({})",
+                        missing.len(),
+                        bad.iter()
+                            .map(|&i| format!(
+                                "{} at member offset {}",
+                                self.slot_name(slots[i]),
+                                self.cell_offset(row, within.start)
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
                 bail!(
                     ArrayFailed,
                     "row {row}: {} chunks unavailable, parity covers {parity}",
@@ -334,16 +418,42 @@ impl Array {
                 if missing.contains(&i) {
                     continue;
                 }
-                if self
-                    .member_read(slot, &mut bufs[i], row, within.start)
-                    .is_err()
-                {
-                    continue 'retry;
+                match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        bad.push(i);
+                        continue 'retry;
+                    }
+                    Err(_) => continue 'retry,
                 }
             }
             if !missing.is_empty() {
                 let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
                 self.kernel.recover(&mut refs, parity, &missing)?;
+            }
+            let d_count = slots.len() - parity;
+            for &i in &bad {
+                let Some(d) = self.source(slots[i], row) else {
+                    continue;
+                };
+                let off = self.cell_offset(row, within.start);
+                let still = self.csum_mismatches(&d, row, off, &bufs[i]);
+                if !still.is_empty() {
+                    bail!(
+                        Checksum,
+                        "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
+                        self.slot_name(slots[i]),
+                        off + still[0] as u64 * BLOCK
+                    );
+                }
+                if self.writable {
+                    let kind = if i < d_count {
+                        WriteKind::Data
+                    } else {
+                        WriteKind::Parity
+                    };
+                    self.member_write(slots[i], &bufs[i], row, within.start, kind)?;
+                }
             }
             return Ok(bufs);
         }
@@ -367,9 +477,16 @@ impl Array {
                 for p in pieces(offset, data.len(), chunk) {
                     let _g = self.locks.write(p.unit);
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    let widened = self.widen(src, &p.range, |b, w| {
+                        self.read_mirror_chunk(p.unit, copies, b, w.start)
+                    })?;
+                    let (src, range) = match &widened {
+                        Some((b, r)) => (&b[..], r.clone()),
+                        None => (src, p.range.clone()),
+                    };
                     for k in 0..copies {
                         let (slot, row) = self.layout.mirror_cell(p.unit, k);
-                        self.member_write(slot, src, row, p.range.start, WriteKind::Data)?;
+                        self.member_write(slot, src, row, range.start, WriteKind::Data)?;
                     }
                     self.count_row_write(1, p.range.end - p.range.start == chunk);
                     self.check_alive().map_err(|e| {
@@ -385,7 +502,14 @@ impl Array {
                 for p in pieces(offset, data.len(), row_bytes) {
                     let _g = self.locks.write(p.unit);
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
-                    self.write_parity_row(p.unit, parity, &p.range, src)
+                    let widened = self.widen(src, &p.range, |b, w| {
+                        self.read_parity_row(p.unit, parity, w, b)
+                    })?;
+                    let (src, range) = match &widened {
+                        Some((b, r)) => (&b[..], r.clone()),
+                        None => (src, p.range.clone()),
+                    };
+                    self.write_parity_row(p.unit, parity, &range, src)
                         .map_err(|e| {
                             e.context(format!(
                                 "writing array offset {}",
@@ -396,6 +520,26 @@ impl Array {
             }
         }
         self.maybe_persist()
+    }
+
+    /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads
+    /// the blocks it touches (`read(buf, widened range)`, under the caller's row lock) and
+    /// merges the new bytes in. None when the piece is already whole blocks.
+    fn widen(
+        &self,
+        src: &[u8],
+        range: &Range<u64>,
+        read: impl FnOnce(&mut [u8], &Range<u64>) -> Result<()>,
+    ) -> Result<Option<(AlignedBuf, Range<u64>)>> {
+        if self.csum_geo.is_none() || (range.start % BLOCK == 0 && range.end % BLOCK == 0) {
+            return Ok(None);
+        }
+        let w = range.start / BLOCK * BLOCK..range.end.div_ceil(BLOCK) * BLOCK;
+        let mut b = AlignedBuf::zeroed((w.end - w.start) as usize);
+        read(&mut b, &w)?;
+        let o = (range.start - w.start) as usize;
+        b[o..o + src.len()].copy_from_slice(src);
+        Ok(Some((b, w)))
     }
 
     /// Discards a range: every whole row (parity levels) or whole chunk (mirror levels) inside
@@ -433,9 +577,12 @@ impl Array {
             let unmapped = devs
                 .iter()
                 .take_while(|(d, r)| {
-                    d.member
-                        .unmap_zeroes(self.cell_offset(*r, 0), chunk)
-                        .is_ok()
+                    let off = self.cell_offset(*r, 0);
+                    let ok = d.member.unmap_zeroes(off, chunk).is_ok();
+                    if ok {
+                        self.csum_record_zero(d, off, chunk);
+                    }
+                    ok
                 })
                 .count();
             if unmapped == 0 {
@@ -496,11 +643,14 @@ impl Array {
         let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
         self.count_row_write(touched.len(), full_row);
 
+        // Set when a read-modify-write or reconstruct-write read a block failing its checksum:
+        // the next attempt reconstructs (and repairs) the span first.
+        let mut verify_all = false;
         for _attempt in 0..=parity + 1 {
             let mut journaled = false;
             let mut journal_guard = None;
             let degraded = slots.iter().any(|&s| self.source(s, row).is_none());
-            let par: Vec<AlignedBuf> = if full_row && !degraded {
+            let par: Vec<AlignedBuf> = if full_row && !degraded && !verify_all {
                 // Full row: parity straight from the new data, no reads.
                 let data: Vec<&[u8]> = (0..d_count).map(|d| new_of(d, &(0..chunk))).collect();
                 let mut p = AlignedBuf::zeroed(chunk as usize);
@@ -511,11 +661,15 @@ impl Array {
                 } else {
                     vec![p]
                 }
-            } else if degraded {
+            } else if degraded || verify_all {
                 // Reconstruct whatever is missing over the span, merge, and regenerate parity.
-                let Ok(mut bufs) = self.reconstruct_span(row, parity, span.clone()) else {
-                    self.check_alive()?;
-                    continue;
+                let mut bufs = match self.reconstruct_span(row, parity, span.clone(), &[]) {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == ErrorKind::Checksum => return Err(e),
+                    Err(_) => {
+                        self.check_alive()?;
+                        continue;
+                    }
                 };
                 for (d, r) in &touched {
                     let o = (r.start - span.start) as usize;
@@ -533,8 +687,10 @@ impl Array {
                     .filter(|&i| self.source(slots[i], row).is_some())
                     .map(|i| (slots[i], bufs[i].to_vec()))
                     .collect();
-                journal_guard = Some(self.journal_lock.lock().expect("journal lock"));
-                journaled = self.journal_write(row, span.start, cells)?;
+                if degraded {
+                    journal_guard = Some(self.journal_lock.lock().expect("journal lock"));
+                    journaled = self.journal_write(row, span.start, cells)?;
+                }
                 bufs.split_off(d_count)
             } else {
                 // Partial row: choose read-modify-write or reconstruct-write by bytes read.
@@ -551,6 +707,10 @@ impl Array {
                 };
                 match res {
                     Ok(p) => p,
+                    Err(e) if e.kind() == ErrorKind::Checksum => {
+                        verify_all = true;
+                        continue;
+                    }
                     Err(_) => {
                         self.check_alive()?;
                         continue;
@@ -562,7 +722,7 @@ impl Array {
             for (d, r) in &touched {
                 self.member_write(slots[*d], new_of(*d, r), row, r.start, WriteKind::Data)?;
             }
-            let (p_within, p_len) = if full_row && !degraded {
+            let (p_within, p_len) = if full_row && !degraded && !verify_all {
                 (0, chunk as usize)
             } else {
                 (span.start, span_len)
@@ -586,6 +746,20 @@ impl Array {
         bail!(Io, "row {row}: members kept failing during the write")
     }
 
+    /// A read whose bytes feed new parity: a checksum mismatch is an error of kind Checksum,
+    /// so the caller reconstructs and repairs the span instead of spreading the damage.
+    fn read_for_update(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
+        if self.member_read_verified(slot, buf, row, within)? {
+            Ok(())
+        } else {
+            bail!(
+                Checksum,
+                "row {row}: {} fails its checksum",
+                self.slot_name(slot)
+            )
+        }
+    }
+
     /// Read-modify-write: new parity = old parity ^ contribution of (old data ^ new data).
     fn rmw_parity(
         &self,
@@ -602,13 +776,13 @@ impl Array {
         let mut par = Vec::with_capacity(parity);
         for i in 0..parity {
             let mut b = AlignedBuf::zeroed(span_len);
-            self.member_read(slots[d_count + i], &mut b, row, span.start)?;
+            self.read_for_update(slots[d_count + i], &mut b, row, span.start)?;
             par.push(b);
         }
         for (d, r) in touched {
             let len = (r.end - r.start) as usize;
             let mut delta = AlignedBuf::zeroed(len);
-            self.member_read(slots[*d], &mut delta, row, r.start)?;
+            self.read_for_update(slots[*d], &mut delta, row, r.start)?;
             (self.kernel.xor_into)(&mut delta, new_of(*d, r));
             let o = (r.start - span.start) as usize;
             (self.kernel.xor_into)(&mut par[0][o..o + len], &delta);
@@ -638,11 +812,11 @@ impl Array {
             match touched.iter().find(|(td, _)| *td == d) {
                 Some((_, r)) if *r == *span => b.copy_from_slice(new_of(d, r)),
                 Some((_, r)) => {
-                    self.member_read(slot, &mut b, row, span.start)?;
+                    self.read_for_update(slot, &mut b, row, span.start)?;
                     let o = (r.start - span.start) as usize;
                     b[o..o + (r.end - r.start) as usize].copy_from_slice(new_of(d, r));
                 }
-                None => self.member_read(slot, &mut b, row, span.start)?,
+                None => self.read_for_update(slot, &mut b, row, span.start)?,
             }
             bufs.push(b);
         }

@@ -280,6 +280,12 @@ impl Array {
             Probe::Valid(l) => (l.generation, l.copy),
             _ => (0, 1),
         };
+        if let Some(g) = self.csum_geo {
+            // A fresh checksum area: every entry is filled in as the rebuild writes its rows.
+            member.write_zeroes(g.offset, g.bytes()).map_err(|e| {
+                e.context(format!("clearing the checksum area of {}", path.display()))
+            })?;
+        }
         let wear = WearRecord {
             endurance_bytes: endurance,
             ..WearRecord::default()

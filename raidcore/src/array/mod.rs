@@ -5,6 +5,8 @@
 mod assemble;
 pub mod bitmap;
 mod create;
+pub mod csum;
+pub mod health;
 mod io;
 pub mod journal;
 mod lifecycle;
@@ -93,6 +95,10 @@ pub struct Dev {
     pub(crate) written: [AtomicU64; 4],
     pub(crate) read_errors: AtomicU64,
     pub(crate) write_errors: AtomicU64,
+    /// Blocks that read back different from their checksum (counted once per repair).
+    pub(crate) csum_errors: AtomicU64,
+    /// Per-block checksums, opened on first use when the array has them.
+    pub(crate) csum: std::sync::OnceLock<csum::CsumStore>,
 }
 
 impl Dev {
@@ -112,6 +118,8 @@ impl Dev {
             written: Default::default(),
             read_errors: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
+            csum_errors: AtomicU64::new(0),
+            csum: std::sync::OnceLock::new(),
         }
     }
 
@@ -201,6 +209,7 @@ pub struct MemberInfo {
     pub wear: WearRecord,
     pub read_errors: u64,
     pub write_errors: u64,
+    pub checksum_errors: u64,
     /// For rebuild and replace targets: fraction of rows in sync.
     pub progress: Option<f64>,
 }
@@ -237,6 +246,13 @@ pub struct Array {
     pub(crate) journal_seq: AtomicU64,
     /// One degraded journaled write at a time (the journal has one entry).
     pub(crate) journal_lock: Mutex<()>,
+    /// Per-block checksum area, when the format records one.
+    pub(crate) csum_geo: Option<csum::CsumGeometry>,
+    /// The array was dirty at open and is read-only: blocks in bitmap-dirty regions may
+    /// legitimately differ from their checksums, so they are not verified.
+    pub(crate) unverified_dirty: bool,
+    /// The last scrub, or an unfinished one (persisted with every superblock write).
+    pub(crate) scrub_record: Mutex<health::ScrubRecord>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -272,6 +288,10 @@ impl Array {
         let layout = sb.validate()?;
         let mix_base = sb.write_mix;
         let journal = journal::JournalGeometry::from_superblock(&sb);
+        let csum_geo = csum::CsumGeometry::from_superblock(&sb);
+        let unverified_dirty = !writable && !sb.clean;
+        let scrub_record = health::scrub_of(&sb);
+        let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
             let mut bits = vec![0u8; geo.bytes as usize];
@@ -287,7 +307,7 @@ impl Array {
             }
             bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits)
         });
-        Ok(Array {
+        let array = Array {
             data_offset: sb.data_offset,
             data_rows: sb.data_rows,
             size: sb.array_bytes,
@@ -308,7 +328,16 @@ impl Array {
             journal_enabled: AtomicBool::new(true),
             journal_seq: AtomicU64::new(0),
             journal_lock: Mutex::new(()),
-        })
+            csum_geo,
+            unverified_dirty,
+            scrub_record: Mutex::new(scrub_record),
+        };
+        array.load_counters(&counters_sb);
+        // Replay every member's checksum log now, so the first write does no metadata reads.
+        for d in array.live_devs() {
+            array.csum_of(&d);
+        }
+        Ok(array)
     }
 
     pub fn layout(&self) -> &Layout {
@@ -347,11 +376,6 @@ impl Array {
         self.slots[slot].target()
     }
 
-    /// Write-locks one row (parity levels) or logical chunk (mirror levels) for a job.
-    pub(crate) fn lock_row(&self, unit: u64) -> std::sync::RwLockWriteGuard<'_, ()> {
-        self.locks.write(unit)
-    }
-
     /// Row locks for a job that works on batches of rows.
     pub(crate) fn held_locks(&self) -> locks::HeldLocks<'_> {
         locks::HeldLocks::new(&self.locks)
@@ -384,6 +408,7 @@ impl Array {
                 wear: dev.wear(),
                 read_errors: dev.read_errors.load(Ordering::Relaxed),
                 write_errors: dev.write_errors.load(Ordering::Relaxed),
+                checksum_errors: dev.csum_errors.load(Ordering::Relaxed),
                 progress,
             };
             let reason = s.reason.lock().expect("reason lock").clone();
@@ -423,6 +448,7 @@ impl Array {
                         wear: WearRecord::default(),
                         read_errors: 0,
                         write_errors: 0,
+                        checksum_errors: 0,
                         progress: None,
                     });
                 }
@@ -443,6 +469,7 @@ impl Array {
                 wear: d.wear(),
                 read_errors: d.read_errors.load(Ordering::Relaxed),
                 write_errors: d.write_errors.load(Ordering::Relaxed),
+                checksum_errors: d.csum_errors.load(Ordering::Relaxed),
                 progress: None,
             });
         }
@@ -621,6 +648,7 @@ impl Array {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
         meta.write_mix = self.write_mix();
+        self.store_health(&mut meta);
         let interval = meta.history_interval;
         for d in self.live_devs() {
             // A history sample rides along with any superblock write once one is due.
@@ -683,6 +711,33 @@ impl Array {
         self.check_alive()
     }
 
+    /// "slot N (path)" of the device serving a slot now, for messages.
+    pub(crate) fn slot_name(&self, slot: usize) -> String {
+        let path = self.slots[slot]
+            .dev
+            .read()
+            .expect("slot lock")
+            .as_ref()
+            .map(|d| d.path.display().to_string())
+            .unwrap_or_else(|| "missing".into());
+        format!("slot {slot} ({path})")
+    }
+
+    /// Fails whatever role `d` has: a slot's member or a target (spares are just dropped).
+    pub(crate) fn fail_dev(&self, d: &Dev, why: &str) -> Result<()> {
+        if let Some(i) = self.slot_of(&d.uuid) {
+            self.fail_member(i, why)
+        } else if let Some(i) = self.target_slot_of(&d.uuid) {
+            self.fail_target(i, why)
+        } else {
+            self.spares
+                .lock()
+                .expect("spares lock")
+                .retain(|x| x.uuid != d.uuid);
+            Ok(())
+        }
+    }
+
     /// Slot whose member has this uuid.
     pub(crate) fn slot_of(&self, uuid: &[u8; 16]) -> Option<usize> {
         self.slots.iter().position(|s| {
@@ -729,6 +784,7 @@ impl Array {
     /// their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
         let start = std::time::Instant::now();
+        self.csum_sync_all(false)?;
         self.flush_members()?;
         self.bitmap_clear(start, false)
     }
@@ -763,6 +819,7 @@ impl Array {
             return Ok(());
         }
         let start = std::time::Instant::now();
+        self.csum_sync_all(true)?;
         self.flush_members()?;
         self.bitmap_clear(start, true)?;
         for s in &self.slots {

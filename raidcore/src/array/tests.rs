@@ -20,6 +20,14 @@ fn params(level: Level, n: usize, chunk: u64) -> LayoutParams {
 }
 
 fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
+    make_with(p, member_bytes, true)
+}
+
+fn make_with(
+    p: &LayoutParams,
+    member_bytes: u64,
+    checksums: bool,
+) -> (Array, Vec<Arc<FaultMember>>) {
     let faults: Vec<Arc<FaultMember>> = (0..p.members)
         .map(|i| {
             Arc::new(FaultMember::new(Box::new(MemMember::named(
@@ -39,6 +47,7 @@ fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums,
     };
     (
         Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
@@ -651,9 +660,9 @@ fn bitmap_marks_written_regions_and_resync_touches_only_them() {
 }
 
 #[test]
-fn scrub_names_the_bad_chunk_and_repairs() {
+fn scrub_without_checksums_names_the_bad_chunk_and_repairs() {
     // RAID6: a corrupted data chunk is located from the syndromes.
-    let (a, _) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
+    let (a, _) = make_with(&params(Level::Raid6, 5, 4096), 3 << 20, false);
     let mut model = vec![0u8; a.size() as usize];
     random_ops(&a, &mut model, &mut Rng(21), 60);
     let row = 7;
@@ -688,7 +697,7 @@ fn scrub_names_the_bad_chunk_and_repairs() {
     .problems
     .is_empty());
     // RAID1 with three copies: the majority wins; with two, nobody can tell.
-    let (m3, _) = make(&params(Level::Raid1, 3, 4096), 3 << 20);
+    let (m3, _) = make_with(&params(Level::Raid1, 3, 4096), 3 << 20, false);
     m3.write(&[5u8; 4096], 0).unwrap();
     poke(&m3, 2, 0, 1);
     let rep = scrub::run(
@@ -707,7 +716,7 @@ fn scrub_names_the_bad_chunk_and_repairs() {
         ),
         (1, 2, true)
     );
-    let (m2, _) = make(&params(Level::Raid1, 2, 4096), 3 << 20);
+    let (m2, _) = make_with(&params(Level::Raid1, 2, 4096), 3 << 20, false);
     poke(&m2, 1, 0, 1);
     let rep = scrub::run(
         &m2,
@@ -718,7 +727,175 @@ fn scrub_names_the_bad_chunk_and_repairs() {
     )
     .unwrap();
     assert_eq!(rep.unrepaired(), 1);
-    assert!(rep.problems[0].note.contains("no majority"));
+    assert!(rep.problems[0].note.contains("no checksum or majority"));
+}
+
+/// Slot and member offset of the data block at logical `off` (for mirrors, of the copy a read
+/// tries first).
+fn locate_logical(a: &Array, off: u64) -> (usize, u64) {
+    let l = a.layout();
+    let c = l.chunk();
+    match l.redundancy() {
+        Redundancy::Parity { .. } => {
+            let d = l.data_per_row() as u64;
+            let (row, rest) = (off / (c * d), off % (c * d));
+            (
+                l.data_slot(row, (rest / c) as usize),
+                a.cell_offset(row, rest % c),
+            )
+        }
+        Redundancy::Mirror { copies } => {
+            let (slot, row) = l.mirror_cell(off / c, (off / c % copies as u64) as usize);
+            (slot, a.cell_offset(row, off % c))
+        }
+    }
+}
+
+fn flip(a: &Array, slot: usize, member_off: u64) {
+    let d = a.slots[slot].usable().unwrap();
+    let mut b = vec![0u8; 16];
+    d.member.read_at(&mut b, member_off).unwrap();
+    for x in b.iter_mut() {
+        *x ^= 0xa5;
+    }
+    d.member.write_at(&b, member_off).unwrap();
+}
+
+#[test]
+fn checksums_find_repair_and_heal_on_read_at_every_redundant_level() {
+    for p in [
+        params(Level::Raid1, 2, 4096),
+        params(Level::Raid10, 4, 4096),
+        params(Level::Raid5, 4, 8192),
+        params(Level::F1, 4, 8192),
+        params(Level::Raid6, 5, 8192),
+    ] {
+        let (a, _) = make(&p, 4 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        random_ops(&a, &mut model, &mut Rng(3), 80);
+        a.flush().unwrap();
+        let all = vec![0..a.rows()];
+        // A data block: scrub names its member and offset, repair restores it.
+        let (slot, moff) = locate_logical(&a, 5 * 4096 + 40);
+        flip(&a, slot, moff);
+        let rep = scrub::run(
+            &a,
+            &all,
+            Mode::Scrub { repair: false },
+            None,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(rep.problems.len(), 1, "{:?}: {:?}", p.level, rep.problems);
+        let pr = &rep.problems[0];
+        assert_eq!(
+            (pr.slot, pr.member_offset, pr.kind, pr.logical_offset),
+            (slot, moff / 4096 * 4096, "data checksum", Some(5 * 4096)),
+            "{:?}",
+            p.level
+        );
+        let rep = scrub::run(&a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {}).unwrap();
+        assert_eq!(rep.unrepaired(), 0, "{:?}", rep.problems);
+        assert_eq!(read_all(&a), model, "{:?}", p.level);
+        // A read of a corrupted block returns the right data, counts and heals.
+        let (slot, moff) = locate_logical(&a, 9 * 4096);
+        flip(&a, slot, moff + 100);
+        let before = a.members()[slot].checksum_errors;
+        let mut got = vec![0u8; 4096];
+        a.read(&mut got, 9 * 4096).unwrap();
+        assert_eq!(got, model[9 * 4096..10 * 4096], "{:?}", p.level);
+        assert!(a.members()[slot].checksum_errors > before, "{:?}", p.level);
+        let rep = scrub::run(
+            &a,
+            &all,
+            Mode::Scrub { repair: false },
+            None,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(
+            rep.problems.is_empty(),
+            "{:?}: healed on read: {:?}",
+            p.level,
+            rep.problems
+        );
+        // A parity chunk (parity levels).
+        if let Redundancy::Parity { .. } = a.layout().redundancy() {
+            let ps = a.layout().p_slot(2);
+            flip(&a, ps, a.cell_offset(2, 4096 + 7));
+            let rep =
+                scrub::run(&a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {}).unwrap();
+            assert_eq!(rep.problems.len(), 1, "{:?}", rep.problems);
+            assert_eq!(
+                (
+                    rep.problems[0].slot,
+                    rep.problems[0].kind,
+                    rep.problems[0].member_offset
+                ),
+                (ps, "parity", a.cell_offset(2, 4096))
+            );
+            assert!(rep.problems[0].repaired);
+        }
+        a.mark_clean().unwrap();
+        // The checksum table itself: a page failing its own hash is named and rewritten.
+        let geo = a.checksum_geometry().unwrap();
+        flip(&a, 0, geo.page_offset(0) + 300);
+        let rep = scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(rep.problems.len(), 1, "{:?}", rep.problems);
+        assert_eq!(
+            (
+                rep.problems[0].slot,
+                rep.problems[0].kind,
+                rep.problems[0].member_offset
+            ),
+            (0, "checksum", geo.page_offset(0))
+        );
+        let rep = scrub::scrub_array(&a, false, &Default::default(), &mut |_, _| {}).unwrap();
+        assert!(rep.problems.is_empty(), "{:?}", rep.problems);
+        assert_eq!(read_all(&a), model, "{:?}", p.level);
+        assert_consistent(&a);
+    }
+}
+
+#[test]
+fn raid0_corruption_is_an_error_never_silent_data() {
+    let (a, _) = make(&params(Level::Raid0, 3, 4096), 4 << 20);
+    a.write(&[0x11u8; 65536], 0).unwrap();
+    let (slot, moff) = locate_logical(&a, 8192);
+    flip(&a, slot, moff);
+    let mut b = vec![0u8; 4096];
+    let e = a.read(&mut b, 8192).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Checksum, "{e}");
+    assert!(
+        e.to_string().contains(&format!("member offset {moff}")),
+        "{e}"
+    );
+    a.read(&mut b, 4096).unwrap();
+    let rep = scrub::run(
+        &a,
+        &[0..a.rows()],
+        Mode::Scrub { repair: true },
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(rep.unrepaired(), 1);
+    assert!(rep.problems[0].note.contains("RAID0"));
+}
+
+#[test]
+fn read_modify_write_does_not_spread_a_bad_block_into_parity() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(8), 40);
+    // Corrupt data block 1 of row 0, then write block 0 of the same row (a partial-row write
+    // whose parity update reads block 1 or the parity).
+    let (slot, moff) = locate_logical(&a, 4096);
+    flip(&a, slot, moff);
+    a.write(&[0x42u8; 4096], 0).unwrap();
+    model[..4096].fill(0x42);
+    assert_eq!(read_all(&a), model);
+    assert_consistent(&a);
 }
 
 /// The journal's write cost, measured: bytes written to members by 4 KiB random writes on a

@@ -134,7 +134,13 @@ impl Pass<'_> {
 
     fn make_durable(&mut self) -> Result<()> {
         for (slot, t) in &self.targets {
-            if let Err(e) = t.dev.member.flush() {
+            // The target's checksum records go to its log before the flush that makes the
+            // checkpoint durable.
+            if let Err(e) = self
+                .array
+                .csum_sync_dev(&t.dev)
+                .and_then(|()| t.dev.member.flush().map_err(Into::into))
+            {
                 self.array
                     .fail_target(*slot, &format!("flush failed: {e}"))?;
                 continue;
@@ -171,6 +177,7 @@ fn write_target(array: &Array, slot: usize, dev: &Dev, buf: &[u8], row: u64) -> 
     match dev.member.write_at(buf, off) {
         Ok(()) => {
             dev.count(WriteKind::Rebuild, buf.len() as u64);
+            array.csum_record(dev, off, buf);
             Ok(true)
         }
         Err(e) => {

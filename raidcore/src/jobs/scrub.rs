@@ -1,38 +1,56 @@
-//! Scrub and resync: read rows, check parity (RAID5/F1/6) and mirror copies (RAID1/10), report
-//! each problem with its row, slot and kind, and repair. Resync (after an unclean stop) trusts
-//! the data and rewrites parity or later copies, as md does; scrub with repair locates a single
-//! bad chunk of a RAID6 row from the syndromes, and takes the majority of three or more mirror
-//! copies, and otherwise reports that the good copy cannot be decided. Only what differs is
-//! written.
+//! Scrub and resync: read rows in batches (members in parallel), check every 4 KiB block against
+//! its checksum, parity (RAID5/F1/6) and mirror copies (RAID1/10), report each problem with its
+//! member, member offset, logical offset and kind, and repair from good redundancy. Checksums
+//! decide which copy is bad; without them RAID6 locates a single bad chunk from the syndromes,
+//! three or more mirror copies take the majority, RAID5 takes the data as right, and otherwise
+//! the scrub says the good copy cannot be decided. Resync (after an unclean stop) trusts the
+//! data, as md does, rewrites parity or later copies and recomputes the checksums of the rows.
+//! A full scrub keeps its checkpoint and result in the superblocks and resumes when interrupted.
 
 use std::ops::Range;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::RateLimit;
-use crate::array::{Array, WriteKind};
+use crate::array::csum::{self, Digest, Expect, BLOCK};
+use crate::array::health::ScrubRecord;
+use crate::array::{now_secs, Array, WriteKind};
+use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
 use crate::parity::gf;
 
+const B: usize = BLOCK as usize;
+/// How often a full scrub records its checkpoint.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
+
 /// What to do with inconsistencies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// After an unclean stop: data wins, parity and later copies are rewritten.
+    /// After an unclean stop: data wins, parity and later copies are rewritten, checksums
+    /// recomputed.
     Resync,
     /// Check; with `repair`, fix what can be decided.
     Scrub { repair: bool },
 }
 
-/// One inconsistency.
+/// One problem: a run of 4 KiB blocks of one member.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Problem {
     pub row: u64,
     pub slot: usize,
-    /// Logical byte offset of the chunk, for data chunks and mirror copies.
+    /// The member device (path), if present.
+    pub member: Option<String>,
+    /// Byte offset on the member.
+    pub member_offset: u64,
+    pub bytes: u64,
+    /// Logical byte offset in the array, for data blocks and mirror copies.
     pub logical_offset: Option<u64>,
-    /// "parity", "q-parity", "data" or "mirror".
+    /// "data checksum", "data", "parity", "q-parity", "mirror", "checksum" (the checksum
+    /// area itself) or "unreadable".
     pub kind: &'static str,
     pub repaired: bool,
     pub note: String,
@@ -42,18 +60,35 @@ pub struct Problem {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ScrubReport {
     pub rows_checked: u64,
-    /// Rows that could not be checked because a member is unavailable.
+    /// Rows that could not be fully checked because a member is unavailable.
     pub rows_skipped: u64,
     pub problems: Vec<Problem>,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// Row a resumed scrub started from.
+    pub resumed_from_row: Option<u64>,
+    /// The run was asked to stop before the end (its checkpoint is recorded).
+    pub stopped: bool,
 }
 
 impl ScrubReport {
     pub fn unrepaired(&self) -> usize {
         self.problems.iter().filter(|p| !p.repaired).count()
     }
+
+    pub fn repaired(&self) -> usize {
+        self.problems.iter().filter(|p| p.repaired).count()
+    }
+}
+
+/// Options of a scrub run.
+#[derive(Clone, Debug, Default)]
+pub struct ScrubOptions {
+    /// Bytes per second read, at most.
+    pub max_rate: Option<u64>,
+    /// When set, the run stops at the next batch (its checkpoint recorded).
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// Checks (and per `mode` repairs) every row in `ranges`. `progress(rows done, rows total)`.
@@ -64,111 +99,708 @@ pub fn run(
     max_rate: Option<u64>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ScrubReport> {
-    let start = Instant::now();
+    let opts = ScrubOptions {
+        max_rate,
+        stop: None,
+    };
     let mut rep = ScrubReport::default();
+    let start = Instant::now();
     let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
     let mut done = 0;
-    let mut rate = RateLimit::new(max_rate);
-    let layout = array.layout().clone();
-    for range in ranges {
-        for row in range.clone() {
-            let before = rep.bytes_read;
-            match layout.redundancy() {
-                Redundancy::Parity { parity } => parity_row(array, row, parity, mode, &mut rep)?,
-                Redundancy::Mirror { copies } if layout.level() != Level::Raid0 => {
-                    mirror_row(array, row, copies, mode, &mut rep)?
-                }
-                Redundancy::Mirror { .. } => rep.rows_checked += 1, // RAID0: nothing to compare
-            }
-            done += 1;
-            if done % 64 == 0 || done == total {
-                progress(done, total);
-            }
-            rate.account(rep.bytes_read - before);
+    for r in ranges {
+        run_rows(
+            array,
+            r.clone(),
+            mode,
+            &opts,
+            &mut rep,
+            &mut |row| progress(done + row - r.start, total),
+            &mut |_, _| Ok(()),
+        )?;
+        done += r.end - r.start;
+    }
+    progress(total, total);
+    rep.seconds = start.elapsed().as_secs_f64();
+    Ok(rep)
+}
+
+/// A full scrub with its record: resumes an interrupted run from its checkpoint, records the
+/// checkpoint every few seconds and the result at the end (on a writable array), and checks
+/// the checksum tables themselves.
+pub fn scrub_array(
+    array: &Array,
+    repair: bool,
+    opts: &ScrubOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ScrubReport> {
+    let start = Instant::now();
+    let rows = array.rows();
+    let prev = array.scrub_record();
+    let resume = prev.in_progress() && prev.next_row < rows;
+    let mut rec = if resume {
+        prev.clone()
+    } else {
+        ScrubRecord {
+            started: now_secs(),
+            ..Default::default()
         }
+    };
+    rec.repair = repair;
+    let mode = Mode::Scrub { repair };
+    let mut rep = ScrubReport {
+        resumed_from_row: resume.then_some(rec.next_row),
+        ..Default::default()
+    };
+    let base = (rec.rows_checked, rec.problems, rec.repaired, rec.unrepaired);
+    let save = |rep: &ScrubReport, next: u64, rec: &mut ScrubRecord| -> Result<()> {
+        rec.next_row = next;
+        rec.rows_checked = base.0 + rep.rows_checked;
+        rec.problems = base.1 + rep.problems.len() as u64;
+        rec.repaired = base.2 + rep.repaired() as u64;
+        rec.unrepaired = base.3 + rep.unrepaired() as u64;
+        array.set_scrub_record(rec.clone());
+        if array.is_writable() {
+            array.persist()?;
+        }
+        Ok(())
+    };
+    save(&rep, rec.next_row, &mut rec)?;
+    let bad_pages = check_tables(array)?;
+    let first = rec.next_row;
+    let mut last_save = Instant::now();
+    let mut next = first;
+    let r = run_rows(
+        array,
+        first..rows,
+        mode,
+        opts,
+        &mut rep,
+        &mut |row| progress(row, rows),
+        &mut |rep, row| {
+            next = row;
+            if last_save.elapsed() >= CHECKPOINT_EVERY {
+                last_save = Instant::now();
+                save(rep, row, &mut rec.clone())?;
+            }
+            Ok(())
+        },
+    );
+    if let Err(e) = r {
+        save(&rep, next, &mut rec)?;
+        return Err(e);
+    }
+    if rep.stopped {
+        save(&rep, next, &mut rec)?;
+        rep.seconds = start.elapsed().as_secs_f64();
+        return Ok(rep);
+    }
+    repair_tables(array, mode, &bad_pages, &mut rep)?;
+    progress(rows, rows);
+    rec.finished = Some(now_secs());
+    save(&rep, rows, &mut rec)?;
+    if array.is_writable() && rep.bytes_written > 0 {
+        array.flush()?;
     }
     rep.seconds = start.elapsed().as_secs_f64();
     Ok(rep)
 }
 
-fn parity_row(
+/// Reads every member's checksum table from the device; pages failing their own hash are
+/// treated as unknown for the rows that follow and repaired at the end.
+fn check_tables(array: &Array) -> Result<Vec<(usize, u64)>> {
+    let mut bad = Vec::new();
+    for slot in 0..array.layout().members() {
+        let Some(d) = array.source(slot, 0) else {
+            continue;
+        };
+        if let Some(s) = array.csum_of(&d) {
+            for p in s.verify_table(d.member.as_ref())? {
+                bad.push((slot, p));
+            }
+        }
+    }
+    Ok(bad)
+}
+
+fn repair_tables(
     array: &Array,
-    row: u64,
+    mode: Mode,
+    bad: &[(usize, u64)],
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let repair = mode == Mode::Scrub { repair: true };
+    for &(slot, page) in bad {
+        let Some(d) = array.source(slot, 0) else {
+            continue;
+        };
+        let Some(s) = array.csum_of(&d) else {
+            continue;
+        };
+        let geo = s.geo;
+        let first_block = page * csum::PER_PAGE;
+        if repair {
+            let n = s.repair_page(d.member.as_ref(), page)?;
+            d.count(WriteKind::Metadata, n);
+            rep.bytes_written += n;
+        }
+        rep.problems.push(Problem {
+            row: first_block * BLOCK / array.layout().chunk(),
+            slot,
+            member: Some(d.path.display().to_string()),
+            member_offset: geo.page_offset(page),
+            bytes: BLOCK,
+            logical_offset: None,
+            kind: "checksum",
+            repaired: repair,
+            note: format!(
+                "checksum table page {page} fails its own hash; {}",
+                if repair {
+                    "rewritten from the blocks it covers, which redundancy confirmed"
+                } else {
+                    "its blocks were checked against redundancy instead"
+                }
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// One member's part of a batch.
+struct Cells {
+    buf: AlignedBuf,
+    /// Per block: the digest of what was read, and what the table says (empty without checksums).
+    actual: Vec<Digest>,
+    expect: Vec<Expect>,
+}
+
+impl Cells {
+    fn block(&self, rel_row: u64, c: u64, b: usize) -> &[u8] {
+        let o = (rel_row * c) as usize + b * B;
+        &self.buf[o..o + B]
+    }
+
+    /// True when block `b` of relative row `rel_row` is known to differ from its checksum.
+    fn bad(&self, rel_row: u64, c: u64, b: usize) -> bool {
+        let i = (rel_row * c) as usize / B + b;
+        matches!(self.expect.get(i), Some(Expect::Known(d)) if *d != self.actual[i])
+    }
+
+    fn unknown(&self, rel_row: u64, c: u64, b: usize) -> bool {
+        let i = (rel_row * c) as usize / B + b;
+        !matches!(self.expect.get(i), Some(Expect::Known(_)))
+    }
+}
+
+/// Reads rows `rows` of every slot in parallel. None for a slot whose device is unavailable
+/// for the whole batch; Err for one that failed the read (it is failed by then).
+fn read_batch(array: &Array, rows: Range<u64>, verify: bool) -> Vec<Result<Option<Cells>>> {
+    let c = array.layout().chunk();
+    let n = array.layout().members();
+    let len = ((rows.end - rows.start) * c) as usize;
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..n)
+            .map(|slot| {
+                let rows = rows.clone();
+                sc.spawn(move || -> Result<Option<Cells>> {
+                    let (Some(a), Some(b)) = (
+                        array.source(slot, rows.start),
+                        array.source(slot, rows.end - 1),
+                    ) else {
+                        return Ok(None);
+                    };
+                    if !Arc::ptr_eq(&a, &b) {
+                        return Ok(None);
+                    }
+                    let mut buf = AlignedBuf::zeroed(len);
+                    array.member_read(slot, &mut buf, rows.start, 0)?;
+                    let (actual, expect) = match array.csum_of(&a).filter(|_| verify) {
+                        Some(s) => {
+                            let actual = csum::digests(&buf);
+                            let first = s.block_of(array.cell_offset(rows.start, 0));
+                            let expect = s.expected(a.member.as_ref(), first, actual.len());
+                            (actual, expect)
+                        }
+                        None => (Vec::new(), Vec::new()),
+                    };
+                    Ok(Some(Cells {
+                        buf,
+                        actual,
+                        expect,
+                    }))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("scrub reader panicked"))
+            .collect()
+    })
+}
+
+fn run_rows(
+    array: &Array,
+    rows: Range<u64>,
+    mode: Mode,
+    opts: &ScrubOptions,
+    rep: &mut ScrubReport,
+    progress: &mut dyn FnMut(u64),
+    checkpoint: &mut dyn FnMut(&ScrubReport, u64) -> Result<()>,
+) -> Result<()> {
+    let layout = array.layout().clone();
+    let c = layout.chunk();
+    // About 4 MiB per member per batch.
+    let per = ((4u64 << 20) / c).max(1);
+    let mut rate = RateLimit::new(opts.max_rate);
+    let mut row = rows.start;
+    while row < rows.end {
+        if opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+        {
+            rep.stopped = true;
+            return Ok(());
+        }
+        let end = (row + per).min(rows.end);
+        let before = rep.bytes_read;
+        match layout.redundancy() {
+            Redundancy::Parity { parity } => parity_batch(array, row..end, parity, mode, rep)?,
+            Redundancy::Mirror { copies } => {
+                if layout.level() == Level::Raid0 && !array.has_checksums() {
+                    rep.rows_checked += end - row; // nothing to compare
+                } else {
+                    mirror_batch(array, row..end, copies, mode, rep)?
+                }
+            }
+        }
+        row = end;
+        progress(row);
+        checkpoint(rep, row)?;
+        rate.account(rep.bytes_read - before);
+    }
+    Ok(())
+}
+
+/// Adds a problem, merging it into the previous one when it continues it.
+fn push(rep: &mut ScrubReport, p: Problem) {
+    if let Some(last) = rep.problems.last_mut() {
+        if last.slot == p.slot
+            && last.kind == p.kind
+            && last.repaired == p.repaired
+            && last.note == p.note
+            && last.member_offset + last.bytes == p.member_offset
+            && last.row == p.row
+        {
+            last.bytes += p.bytes;
+            return;
+        }
+    }
+    rep.problems.push(p);
+}
+
+fn member_path(array: &Array, slot: usize, row: u64) -> Option<String> {
+    array
+        .source(slot, row)
+        .map(|d| d.path.display().to_string())
+}
+
+fn unreadable(array: &Array, slot: usize, rows: &Range<u64>, e: &crate::Error) -> Problem {
+    Problem {
+        row: rows.start,
+        slot,
+        member: None,
+        member_offset: array.cell_offset(rows.start, 0),
+        bytes: (rows.end - rows.start) * array.layout().chunk(),
+        logical_offset: None,
+        kind: "unreadable",
+        repaired: false,
+        note: format!("{e}; the member is failed: replace or re-add it and rebuild"),
+    }
+}
+
+fn parity_batch(
+    array: &Array,
+    rows: Range<u64>,
     parity: usize,
     mode: Mode,
     rep: &mut ScrubReport,
 ) -> Result<()> {
-    let c = array.layout().chunk() as usize;
-    let _g = array.lock_row(row);
-    let slots = array.row_slots(row, parity);
-    let d = slots.len() - parity;
-    let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; c]; slots.len()];
-    for (i, &s) in slots.iter().enumerate() {
-        if array.source(s, row).is_none() || array.member_read(s, &mut bufs[i], row, 0).is_err() {
-            rep.rows_skipped += 1;
-            return Ok(());
-        }
-    }
-    rep.bytes_read += (c * slots.len()) as u64;
-    rep.rows_checked += 1;
-    let mut p = vec![0u8; c];
-    let mut q = vec![0u8; c];
+    let c = array.layout().chunk();
+    let mut held = array.held_locks();
+    let _idx = held.acquire(rows.clone());
+    let verify = matches!(mode, Mode::Scrub { .. });
+    let mut cells = Vec::new();
+    for (slot, r) in read_batch(array, rows.clone(), verify)
+        .into_iter()
+        .enumerate()
     {
-        let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &b[..]).collect();
-        (array.kernel().gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
-    }
-    let p_bad = p != bufs[d];
-    let q_bad = parity == 2 && q != bufs[d + 1];
-    if !p_bad && !q_bad {
-        return Ok(());
-    }
-    let repair = matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
-    // RAID6 scrub: the syndromes can name one bad chunk.
-    if parity == 2 && mode != Mode::Resync && p_bad && q_bad {
-        let pd: Vec<u8> = p.iter().zip(&bufs[d]).map(|(a, b)| a ^ b).collect();
-        let qd: Vec<u8> = q.iter().zip(&bufs[d + 1]).map(|(a, b)| a ^ b).collect();
-        if let Some(z) = locate(&pd, &qd).filter(|&z| z < d) {
-            let fixed: Vec<u8> = bufs[z].iter().zip(&pd).map(|(a, b)| a ^ b).collect();
-            if repair {
-                array.member_write(slots[z], &fixed, row, 0, WriteKind::Data)?;
-                rep.bytes_written += c as u64;
+        match r {
+            Ok(x) => cells.push(x),
+            Err(e) => {
+                rep.problems.push(unreadable(array, slot, &rows, &e));
+                cells.push(None);
             }
-            rep.problems.push(Problem {
+        }
+    }
+    rep.bytes_read += cells.iter().flatten().count() as u64 * (rows.end - rows.start) * c;
+    for row in rows.clone() {
+        let slots = array.row_slots(row, parity);
+        let rel = row - rows.start;
+        match mode {
+            Mode::Resync => resync_parity_row(array, row, rel, parity, &slots, &cells, rep)?,
+            Mode::Scrub { repair } => {
+                check_parity_row(array, row, rel, parity, &slots, &cells, repair, rep)?
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resync_parity_row(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    parity: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let c = array.layout().chunk();
+    let cu = c as usize;
+    let d = slots.len() - parity;
+    let row_cells: Option<Vec<&[u8]>> = slots
+        .iter()
+        .map(|&s| {
+            cells[s]
+                .as_ref()
+                .map(|x| &x.buf[(rel * c) as usize..((rel + 1) * c) as usize])
+        })
+        .collect();
+    let Some(row_cells) = row_cells else {
+        // Degraded: parity cannot be recomputed (the journal covers these rows), but the
+        // blocks present are taken as they are, so their checksums match them again.
+        for &s in slots {
+            if let (Some(cl), Some(dev)) = (cells[s].as_ref(), array.source(s, row)) {
+                let cell = &cl.buf[(rel * c) as usize..((rel + 1) * c) as usize];
+                array.csum_record(&dev, array.cell_offset(row, 0), cell);
+            }
+        }
+        rep.rows_skipped += 1;
+        return Ok(());
+    };
+    rep.rows_checked += 1;
+    let mut p = AlignedBuf::zeroed(cu);
+    let mut q = AlignedBuf::zeroed(if parity == 2 { cu } else { 0 });
+    (array.kernel().gen_pq)(&row_cells[..d], &mut p, (parity == 2).then_some(&mut q[..]));
+    for (i, fresh) in [(d, &p), (d + 1, &q)].into_iter().take(parity) {
+        if row_cells[i] != &fresh[..] {
+            array.member_write(slots[i], fresh, row, 0, WriteKind::Parity)?;
+            rep.bytes_written += c;
+            push(
+                rep,
+                Problem {
+                    row,
+                    slot: slots[i],
+                    member: member_path(array, slots[i], row),
+                    member_offset: array.cell_offset(row, 0),
+                    bytes: c,
+                    logical_offset: None,
+                    kind: if i == d { "parity" } else { "q-parity" },
+                    repaired: true,
+                    note: "parity recomputed from data after an unclean stop".into(),
+                },
+            );
+        } else if let Some(dev) = array.source(slots[i], row) {
+            array.csum_record(&dev, array.cell_offset(row, 0), row_cells[i]);
+        }
+    }
+    // The data may be newer than its checksums (or the other way round): data wins.
+    for i in 0..d {
+        if let Some(dev) = array.source(slots[i], row) {
+            array.csum_record(&dev, array.cell_offset(row, 0), row_cells[i]);
+        }
+    }
+    Ok(())
+}
+
+/// Kind of row index `i` of a parity row with `d` data chunks.
+fn cell_kind(i: usize, d: usize, by_checksum: bool) -> &'static str {
+    match (i.cmp(&d), by_checksum) {
+        (std::cmp::Ordering::Less, true) => "data checksum",
+        (std::cmp::Ordering::Less, false) => "data",
+        (std::cmp::Ordering::Equal, _) => "parity",
+        _ => "q-parity",
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_parity_row(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    parity: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    repair: bool,
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let c = array.layout().chunk();
+    let d = slots.len() - parity;
+    let total = slots.len();
+    let missing: Vec<usize> = (0..total).filter(|&i| cells[slots[i]].is_none()).collect();
+    if missing.is_empty() {
+        rep.rows_checked += 1;
+    } else {
+        rep.rows_skipped += 1;
+    }
+    let unverifiable = array.row_unverifiable(row);
+    let logical =
+        |i: usize, b: usize| (i < d).then(|| (row * d as u64 + i as u64) * c + (b * B) as u64);
+    let cell = |i: usize| cells[slots[i]].as_ref();
+    for b in 0..(c as usize / B) {
+        let avail: Vec<usize> = (0..total).filter(|i| !missing.contains(i)).collect();
+        let block = |i: usize| cell(i).expect("available").block(rel, c, b);
+        let bad: Vec<usize> = if unverifiable {
+            Vec::new()
+        } else {
+            avail
+                .iter()
+                .copied()
+                .filter(|&i| cell(i).expect("available").bad(rel, c, b))
+                .collect()
+        };
+        let unknown: Vec<usize> = avail
+            .iter()
+            .copied()
+            .filter(|&i| unverifiable || cell(i).expect("available").unknown(rel, c, b))
+            .collect();
+        // Parity recomputed from the data blocks (full rows only).
+        let (p_bad, q_bad, pd, qd) = if missing.is_empty() {
+            let data: Vec<&[u8]> = (0..d).map(block).collect();
+            let mut p = [0u8; B];
+            let mut q = [0u8; B];
+            (array.kernel().gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+            let pd: Vec<u8> = p.iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
+            let qd: Vec<u8> = if parity == 2 {
+                q.iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect()
+            } else {
+                Vec::new()
+            };
+            (
+                pd.iter().any(|&x| x != 0),
+                qd.iter().any(|&x| x != 0),
+                pd,
+                qd,
+            )
+        } else {
+            (false, false, Vec::new(), Vec::new())
+        };
+        let consistent = missing.is_empty() && !p_bad && !q_bad;
+        let problem = |i: usize, kind: &'static str, repaired: bool, note: String| Problem {
+            row,
+            slot: slots[i],
+            member: member_path(array, slots[i], row),
+            member_offset: array.cell_offset(row, (b * B) as u64),
+            bytes: BLOCK,
+            logical_offset: logical(i, b),
+            kind,
+            repaired,
+            note,
+        };
+        if consistent && bad.is_empty() {
+            continue;
+        }
+        // Suspects: blocks failing their checksums, or (when none does and the row is
+        // inconsistent) the blocks whose checksums are unknown.
+        let (suspects, by_checksum) = if !bad.is_empty() {
+            (bad.clone(), true)
+        } else if !missing.is_empty() {
+            continue; // nothing known bad, and parity cannot be checked
+        } else if !unknown.is_empty() && unknown.len() <= parity && unknown.len() < avail.len() {
+            (unknown.clone(), false)
+        } else {
+            // No checksum decides: the syndromes (RAID6) or the data (RAID5) do.
+            legacy_block(
+                array,
                 row,
-                slot: slots[z],
-                logical_offset: Some((row * d as u64 + z as u64) * c as u64),
-                kind: "data",
-                repaired: repair,
-                note: "located from the P and Q syndromes".into(),
-            });
+                parity,
+                slots,
+                b,
+                (&pd, &qd),
+                (p_bad, q_bad),
+                repair,
+                &|i| problem(i, "", false, String::new()),
+                rep,
+            )?;
+            continue;
+        };
+        let lost: Vec<usize> = missing.iter().chain(&suspects).copied().collect();
+        if lost.len() > parity {
+            for &i in &suspects {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, by_checksum),
+                        false,
+                        format!(
+                            "{} blocks of this row are bad or missing and parity covers {parity}: the data cannot be restored",
+                            lost.len()
+                        ),
+                    ),
+                );
+            }
+            continue;
+        }
+        // Reconstruct the suspects from the rest.
+        let mut blocks: Vec<Vec<u8>> = (0..total)
+            .map(|i| {
+                if lost.contains(&i) {
+                    vec![0u8; B]
+                } else {
+                    block(i).to_vec()
+                }
+            })
+            .collect();
+        {
+            let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+            array.kernel().recover(&mut refs, parity, &lost)?;
+        }
+        for &i in &suspects {
+            let fresh = &blocks[i];
+            let want = match cell(i)
+                .expect("available")
+                .expect
+                .get((rel * c) as usize / B + b)
+            {
+                Some(Expect::Known(w)) if !unverifiable => Some(*w),
+                _ => None,
+            };
+            let matches = want.is_none_or(|w| csum::digest(fresh) == w);
+            let same_as_disk = &fresh[..] == block(i);
+            if same_as_disk && by_checksum {
+                // Redundancy agrees with the block: its checksum entry is what is wrong.
+                if repair {
+                    if let Some(dev) = array.source(slots[i], row) {
+                        array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), fresh);
+                    }
+                }
+                push(
+                    rep,
+                    problem(
+                        i,
+                        "checksum",
+                        repair,
+                        "the block agrees with redundancy but not with its checksum entry".into(),
+                    ),
+                );
+            } else if matches {
+                if repair {
+                    let kind = if i < d {
+                        WriteKind::Data
+                    } else {
+                        WriteKind::Parity
+                    };
+                    array.member_write(slots[i], fresh, row, (b * B) as u64, kind)?;
+                    rep.bytes_written += BLOCK;
+                }
+                let note = if by_checksum {
+                    "fails its checksum; reconstructed from the other members".to_string()
+                } else {
+                    "differs from redundancy and its checksum page is damaged; reconstructed"
+                        .to_string()
+                };
+                push(rep, problem(i, cell_kind(i, d, by_checksum), repair, note));
+            } else {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, by_checksum),
+                        false,
+                        "fails its checksum and the reconstruction does not match it either".into(),
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A parity-inconsistent block with no checksum to decide: RAID6 locates a single bad data
+/// block from the syndromes; otherwise the data is taken as right (RAID5) or the parity that
+/// disagrees alone is rewritten (RAID6).
+#[allow(clippy::too_many_arguments)]
+fn legacy_block(
+    array: &Array,
+    row: u64,
+    parity: usize,
+    slots: &[usize],
+    b: usize,
+    (pd, qd): (&[u8], &[u8]),
+    (p_bad, q_bad): (bool, bool),
+    repair: bool,
+    base: &dyn Fn(usize) -> Problem,
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let d = slots.len() - parity;
+    let within = (b * B) as u64;
+    let read = |i: usize| -> Result<Vec<u8>> {
+        let mut x = AlignedBuf::zeroed(B);
+        array.member_read(slots[i], &mut x, row, within)?;
+        Ok(x.to_vec())
+    };
+    if parity == 2 && p_bad && q_bad {
+        if let Some(z) = locate(pd, qd).filter(|&z| z < d) {
+            let fixed: Vec<u8> = read(z)?.iter().zip(pd).map(|(a, b)| a ^ b).collect();
+            if repair {
+                array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
+                rep.bytes_written += BLOCK;
+            }
+            push(
+                rep,
+                Problem {
+                    kind: "data",
+                    repaired: repair,
+                    note: "located from the P and Q syndromes".into(),
+                    ..base(z)
+                },
+            );
             return Ok(());
         }
     }
-    let decidable = mode == Mode::Resync || parity == 2 && (p_bad != q_bad);
-    for (bad, idx, kind, fresh) in [(p_bad, d, "parity", &p), (q_bad, d + 1, "q-parity", &q)] {
+    let decidable = parity == 1 || p_bad != q_bad;
+    for (bad, idx, kind) in [(p_bad, d, "parity"), (q_bad, d + 1, "q-parity")] {
         if !bad {
             continue;
         }
-        let fix = repair && (decidable || parity == 1);
+        let fix = repair && decidable;
         if fix {
-            array.member_write(slots[idx], fresh, row, 0, WriteKind::Parity)?;
-            rep.bytes_written += c as u64;
+            let data: Vec<Vec<u8>> = (0..d).map(read).collect::<Result<_>>()?;
+            let refs: Vec<&[u8]> = data.iter().map(|x| &x[..]).collect();
+            let mut p = [0u8; B];
+            let mut q = [0u8; B];
+            (array.kernel().gen_pq)(&refs, &mut p, (parity == 2).then_some(&mut q[..]));
+            let fresh = if idx == d { &p } else { &q };
+            array.member_write(slots[idx], fresh, row, within, WriteKind::Parity)?;
+            rep.bytes_written += BLOCK;
         }
-        rep.problems.push(Problem {
-            row,
-            slot: slots[idx],
-            logical_offset: None,
-            kind,
-            repaired: fix,
-            note: if mode == Mode::Resync {
-                "parity recomputed from data after an unclean stop".into()
-            } else if parity == 1 {
-                "parity does not match the data; without checksums the data is taken as right"
-                    .into()
-            } else {
-                "the other parity agrees with the data".into()
+        push(
+            rep,
+            Problem {
+                kind,
+                repaired: fix,
+                note: if parity == 1 {
+                    "parity does not match the data and no checksum says which is wrong: the data is taken as right".into()
+                } else if decidable {
+                    "the other parity agrees with the data".into()
+                } else {
+                    "both parities disagree with the data and the syndromes name no single block"
+                        .into()
+                },
+                ..base(idx)
             },
-        });
+        );
     }
     Ok(())
 }
@@ -191,70 +823,204 @@ fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
     z
 }
 
-fn mirror_row(
+fn mirror_batch(
     array: &Array,
-    row: u64,
+    rows: Range<u64>,
     copies: usize,
     mode: Mode,
     rep: &mut ScrubReport,
 ) -> Result<()> {
     let l = array.layout().clone();
-    let c = l.chunk() as usize;
+    let c = l.chunk();
     let n = l.members() as u64;
     let k = copies as u64;
-    // Logical chunks whose first copy sits in this row (copy 0 of chunk c is at c*K).
-    let first = (row * n).div_ceil(k);
-    let last = ((row + 1) * n)
+    // Logical chunks whose first copy sits in these rows (copy 0 of chunk x is at x*K); their
+    // later copies may sit in the next row.
+    let first = (rows.start * n).div_ceil(k);
+    let last = (rows.end * n)
         .div_ceil(k)
         .min(l.logical_chunks(array.rows()));
-    rep.rows_checked += 1;
+    if first >= last {
+        rep.rows_checked += rows.end - rows.start;
+        return Ok(());
+    }
+    let read_rows = rows.start..(rows.end + 1).min(array.rows());
+    let mut held = array.held_locks();
+    let _idx = held.acquire(first..last);
+    let verify = matches!(mode, Mode::Scrub { .. });
+    let mut cells = Vec::new();
+    for (slot, r) in read_batch(array, read_rows.clone(), verify)
+        .into_iter()
+        .enumerate()
+    {
+        match r {
+            Ok(x) => cells.push(x),
+            Err(e) => {
+                rep.problems.push(unreadable(array, slot, &read_rows, &e));
+                cells.push(None);
+            }
+        }
+    }
+    rep.bytes_read += cells.iter().flatten().count() as u64 * (read_rows.end - read_rows.start) * c;
+    rep.rows_checked += rows.end - rows.start;
     for chunk in first..last {
-        let cells: Vec<(usize, u64)> = (0..copies).map(|i| l.mirror_cell(chunk, i)).collect();
-        let _g = array.lock_row(chunk);
-        let mut data = Vec::new();
-        for &(s, r) in &cells {
-            let mut b = vec![0u8; c];
-            if array.source(s, r).is_some() && array.member_read(s, &mut b, r, 0).is_ok() {
-                data.push((s, r, b));
-            }
-        }
-        rep.bytes_read += (c * data.len()) as u64;
-        if data.len() < 2 || data.iter().all(|x| x.2 == data[0].2) {
-            continue;
-        }
-        let good: Option<Vec<u8>> = match mode {
-            Mode::Resync => Some(data[0].2.clone()),
-            Mode::Scrub { .. } => {
-                // A strict majority decides; otherwise nobody can tell which copy is right.
-                data.iter()
-                    .map(|x| &x.2)
-                    .find(|cand| data.iter().filter(|y| &&y.2 == cand).count() * 2 > data.len())
-                    .cloned()
-            }
-        };
-        let repair = matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
-        for (s, r, b) in &data {
-            let differs = good.as_ref().map(|g| g != b).unwrap_or(true);
-            if !differs || good.is_none() && *s == data[0].0 {
+        let avail: Vec<(usize, u64)> = (0..copies)
+            .map(|i| l.mirror_cell(chunk, i))
+            .filter(|&(s, r)| r < read_rows.end && cells[s].is_some())
+            .collect();
+        let cell = |s: usize| cells[s].as_ref().expect("available");
+        for b in 0..(c as usize / B) {
+            let block = |(s, r): (usize, u64)| cell(s).block(r - read_rows.start, c, b);
+            let problem = |(s, r): (usize, u64), kind, repaired, note: String| Problem {
+                row: r,
+                slot: s,
+                member: member_path(array, s, r),
+                member_offset: array.cell_offset(r, (b * B) as u64),
+                bytes: BLOCK,
+                logical_offset: Some(chunk * c + (b * B) as u64),
+                kind,
+                repaired,
+                note,
+            };
+            if mode == Mode::Resync {
+                let Some(&src) = avail.first() else { continue };
+                let good = block(src).to_vec();
+                for &x in &avail {
+                    let off = array.cell_offset(x.1, (b * B) as u64);
+                    if block(x) != &good[..] {
+                        array.member_write(x.0, &good, x.1, (b * B) as u64, WriteKind::Data)?;
+                        rep.bytes_written += BLOCK;
+                        push(
+                            rep,
+                            problem(
+                                x,
+                                "mirror",
+                                true,
+                                "copied from the first copy after an unclean stop".into(),
+                            ),
+                        );
+                    } else if let Some(dev) = array.source(x.0, x.1) {
+                        array.csum_record(&dev, off, &good);
+                    }
+                }
                 continue;
             }
-            let fix = repair && good.is_some();
-            if fix {
-                array.member_write(*s, good.as_ref().expect("decided"), *r, 0, WriteKind::Data)?;
-                rep.bytes_written += c as u64;
+            let repair = mode == Mode::Scrub { repair: true };
+            let unverifiable = |x: (usize, u64)| array.row_unverifiable(x.1);
+            let bad: Vec<(usize, u64)> = avail
+                .iter()
+                .copied()
+                .filter(|&x| !unverifiable(x) && cell(x.0).bad(x.1 - read_rows.start, c, b))
+                .collect();
+            let good: Vec<(usize, u64)> = avail
+                .iter()
+                .copied()
+                .filter(|&x| {
+                    !bad.contains(&x)
+                        && !unverifiable(x)
+                        && !cell(x.0).unknown(x.1 - read_rows.start, c, b)
+                })
+                .collect();
+            if !bad.is_empty() {
+                if let Some(&g) = good.first() {
+                    let data = block(g).to_vec();
+                    for &x in &bad {
+                        if repair {
+                            array.member_write(x.0, &data, x.1, (b * B) as u64, WriteKind::Data)?;
+                            rep.bytes_written += BLOCK;
+                        }
+                        push(
+                            rep,
+                            problem(
+                                x,
+                                "data checksum",
+                                repair,
+                                "fails its checksum; rewritten from a copy that matches its own"
+                                    .into(),
+                            ),
+                        );
+                    }
+                } else if avail.len() >= 2
+                    && bad.len() == avail.len()
+                    && avail.iter().all(|&x| block(x) == block(avail[0]))
+                {
+                    for &x in &bad {
+                        if repair {
+                            if let Some(dev) = array.source(x.0, x.1) {
+                                array.csum_record(
+                                    &dev,
+                                    array.cell_offset(x.1, (b * B) as u64),
+                                    block(x),
+                                );
+                            }
+                        }
+                        push(
+                            rep,
+                            problem(
+                                x,
+                                "checksum",
+                                repair,
+                                "every copy agrees but not with its checksum entry".into(),
+                            ),
+                        );
+                    }
+                } else {
+                    for &x in &bad {
+                        push(
+                            rep,
+                            problem(
+                                x,
+                                "data checksum",
+                                false,
+                                if copies == 1 {
+                                    "fails its checksum; RAID0 keeps no redundancy to restore it"
+                                        .into()
+                                } else {
+                                    "fails its checksum and no copy matches its own".into()
+                                },
+                            ),
+                        );
+                    }
+                }
+                continue;
             }
-            rep.problems.push(Problem {
-                row: *r,
-                slot: *s,
-                logical_offset: Some(chunk * c as u64),
-                kind: "mirror",
-                repaired: fix,
-                note: match (&good, mode) {
-                    (_, Mode::Resync) => "copied from the first copy after an unclean stop".into(),
-                    (Some(_), _) => "differs from the majority of the copies".into(),
-                    (None, _) => "copies differ and no majority says which is right".into(),
-                },
-            });
+            if avail.len() < 2 || avail.iter().all(|&x| block(x) == block(avail[0])) {
+                continue;
+            }
+            // Copies differ and no checksum decides: a strict majority does, if there is one.
+            let majority = avail
+                .iter()
+                .map(|&x| block(x))
+                .find(|cand| avail.iter().filter(|&&y| block(y) == *cand).count() * 2 > avail.len())
+                .map(|x| x.to_vec());
+            for &x in &avail {
+                let differs = majority
+                    .as_ref()
+                    .map(|g| &g[..] != block(x))
+                    .unwrap_or(true);
+                if !differs || majority.is_none() && x == avail[0] {
+                    continue;
+                }
+                let fix = repair && majority.is_some();
+                if fix {
+                    let g = majority.as_ref().expect("decided");
+                    array.member_write(x.0, g, x.1, (b * B) as u64, WriteKind::Data)?;
+                    rep.bytes_written += BLOCK;
+                }
+                push(
+                    rep,
+                    problem(
+                        x,
+                        "mirror",
+                        fix,
+                        if majority.is_some() {
+                            "differs from the majority of the copies".into()
+                        } else {
+                            "copies differ and no checksum or majority says which is right".into()
+                        },
+                    ),
+                );
+            }
         }
     }
     Ok(())

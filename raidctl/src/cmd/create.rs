@@ -48,6 +48,10 @@ pub struct CreateArgs {
     /// Time between wear history samples (e.g. 1d, 12h, 3600)
     #[arg(long, default_value = "1d", value_parser = crate::units::parse_duration, value_name = "DURATION")]
     pub history_interval: u64,
+    /// Do not keep per-block checksums (reads and scrub then rely on parity and copies alone,
+    /// and RAID0 corruption goes undetected)
+    #[arg(long)]
+    pub no_checksums: bool,
     /// Overwrite members that hold a file system or another array (never a mounted or busy one)
     #[arg(long, short = 'f')]
     pub force: bool,
@@ -222,6 +226,7 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
         overprovision_pct: a.overprovision,
         endurance_bytes,
         history_interval: a.history_interval,
+        checksums: !a.no_checksums,
     };
     warn_about_devices(&a.members);
     // Progress on a terminal only: --json here means the final report, not progress lines.

@@ -1,0 +1,739 @@
+//! Per-block checksums: a 128-bit blake3 digest of every 4 KiB block of every member's data
+//! area (data, parity and mirror copies alike), kept in that member's metadata area as a table
+//! of self-checking pages plus an append-only log. Writes only append 24-byte records to the log
+//! (written at flush); the table pages are rewritten when the log fills and at clean close
+//! ("fold"), so a page absorbs many updates per write. An incompatible feature of format v1:
+//! superblock extension [`CSUM_TAG`] (offset, table pages, log pages).
+//!
+//! Area layout (4 KiB pages from `offset`): header copies A and B (magic, log generation,
+//! hash), the table (255 entries of 16 bytes and a 16-byte page hash per page), the log (pages
+//! of up to 168 records: block u64 LE, entry 16 bytes). An entry is `blake3(block)[..16]` XOR
+//! the same for a zero block, so a zeroed table says "every block is zero", which is what
+//! create and trim leave behind.
+//!
+//! Crash safety: a log page carries the generation and its index; replay at open applies the
+//! pages of the current generation in order up to the first invalid one. A fold writes the
+//! table pages, flushes, then writes the next generation to the header copy that is not the
+//! newest and flushes again; replaying the old generation over a folded table is idempotent.
+//! Records lost in a crash belong to regions the write-intent bitmap marks dirty, whose
+//! checksums are recomputed by the resync.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
+
+use std::sync::atomic::Ordering;
+
+use super::{Array, Dev, WriteKind};
+use crate::buf::AlignedBuf;
+use crate::device::Member;
+use crate::error::Result;
+use crate::format::{Extension, Superblock, METADATA_OFFSET};
+
+/// Extension record tag of the checksum area geometry.
+pub const CSUM_TAG: u32 = 3;
+/// Incompatible feature bit: members carry per-block checksums (an older raidctl would write
+/// without updating them, so it must refuse the array).
+pub const FEATURE_CSUM: u64 = 1;
+/// Bytes covered by one checksum.
+pub const BLOCK: u64 = 4096;
+/// Entries per table page.
+pub const PER_PAGE: u64 = 255;
+const PAGE: usize = 4096;
+const ENTRY: usize = 16;
+const LOG_HEADER: usize = 48;
+const RECORD: usize = 24;
+/// Records per log page.
+pub const LOG_RECORDS: usize = (PAGE - LOG_HEADER) / RECORD;
+const HDR_MAGIC: &[u8; 8] = b"RCSUMHDR";
+const LOG_MAGIC: &[u8; 8] = b"RCSUMLOG";
+/// Table pages kept in memory per member.
+const CACHE_PAGES: usize = 1024;
+/// Pending records that trigger writing whole log pages before a flush asks for them.
+const PENDING_HIGH: usize = LOG_RECORDS * 16;
+
+/// A checksum entry.
+pub type Digest = [u8; ENTRY];
+
+fn zero_digest() -> &'static Digest {
+    static Z: OnceLock<Digest> = OnceLock::new();
+    Z.get_or_init(|| {
+        let h = blake3::hash(&[0u8; BLOCK as usize]);
+        h.as_bytes()[..ENTRY].try_into().expect("16 bytes")
+    })
+}
+
+/// The table entry of one 4 KiB block.
+pub fn digest(block: &[u8]) -> Digest {
+    let h = blake3::hash(block);
+    let z = zero_digest();
+    let mut d = [0u8; ENTRY];
+    for (i, x) in d.iter_mut().enumerate() {
+        *x = h.as_bytes()[i] ^ z[i];
+    }
+    d
+}
+
+/// Entries of every 4 KiB block of `buf`.
+pub fn digests(buf: &[u8]) -> Vec<Digest> {
+    buf.chunks(BLOCK as usize).map(digest).collect()
+}
+
+fn short_hash(parts: &[&[u8]]) -> [u8; 16] {
+    let mut h = blake3::Hasher::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize().as_bytes()[..16].try_into().expect("16 bytes")
+}
+
+/// Where the checksum area lives on every member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CsumGeometry {
+    pub offset: u64,
+    pub table_pages: u64,
+    pub log_pages: u64,
+}
+
+impl CsumGeometry {
+    /// Pages for `data_rows` rows of `chunk` bytes, placed at `after` (rounded up to 4 KiB).
+    pub fn for_rows(after: u64, data_rows: u64, chunk: u64) -> CsumGeometry {
+        let blocks = data_rows * chunk / BLOCK;
+        let table_pages = blocks.div_ceil(PER_PAGE);
+        CsumGeometry {
+            offset: after.div_ceil(4096) * 4096,
+            table_pages,
+            log_pages: (table_pages / 4).clamp(64, 1024),
+        }
+    }
+
+    /// Total bytes of the area.
+    pub fn bytes(&self) -> u64 {
+        (2 + self.table_pages + self.log_pages) * PAGE as u64
+    }
+
+    pub fn end(&self) -> u64 {
+        self.offset + self.bytes()
+    }
+
+    /// Member offset of the table.
+    pub fn table_offset(&self) -> u64 {
+        self.offset + 2 * PAGE as u64
+    }
+
+    /// Member offset of the log.
+    pub fn log_offset(&self) -> u64 {
+        self.table_offset() + self.table_pages * PAGE as u64
+    }
+
+    /// Member offset of the table page holding `block`'s entry.
+    pub fn page_offset(&self, page: u64) -> u64 {
+        self.table_offset() + page * PAGE as u64
+    }
+
+    pub fn to_extension(self) -> Extension {
+        let mut data = Vec::with_capacity(24);
+        for v in [self.offset, self.table_pages, self.log_pages] {
+            data.extend_from_slice(&v.to_le_bytes());
+        }
+        Extension {
+            tag: CSUM_TAG,
+            data,
+        }
+    }
+
+    /// The geometry recorded in a superblock, if the feature is on and the record is sound.
+    pub fn from_superblock(sb: &Superblock) -> Option<CsumGeometry> {
+        if sb.incompat_features & FEATURE_CSUM == 0 {
+            return None;
+        }
+        let e = sb
+            .extensions
+            .iter()
+            .find(|e| e.tag == CSUM_TAG && e.data.len() == 24)?;
+        let u =
+            |i: usize| u64::from_le_bytes(e.data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let g = CsumGeometry {
+            offset: u(0),
+            table_pages: u(1),
+            log_pages: u(2),
+        };
+        let blocks = sb.data_rows * sb.layout.chunk_bytes / BLOCK;
+        let fits = g.offset % 4096 == 0
+            && g.offset >= METADATA_OFFSET
+            && g.table_pages == blocks.div_ceil(PER_PAGE)
+            && g.log_pages >= 1
+            && g.end() <= sb.data_offset;
+        fits.then_some(g)
+    }
+}
+
+/// What the table says about one block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Known(Digest),
+    /// Its table page fails its own hash (or could not be read): the block cannot be checked.
+    Unknown,
+}
+
+struct State {
+    gen: u64,
+    /// Header copy holding the newest generation.
+    header_copy: u32,
+    /// Entries newer than the table: recorded since the last fold.
+    overlay: HashMap<u64, Digest>,
+    /// Records not yet in the log.
+    pending: Vec<(u64, Digest)>,
+    /// Next free log page.
+    log_next: u64,
+    cache: HashMap<u64, Box<[u8; PAGE]>>,
+    /// Table pages found failing their hash.
+    bad: HashSet<u64>,
+}
+
+/// One member's checksums at run time.
+pub struct CsumStore {
+    pub(crate) geo: CsumGeometry,
+    blocks: u64,
+    data_offset: u64,
+    st: Mutex<State>,
+}
+
+fn page_valid(page: &[u8], index: u64) -> bool {
+    if page.iter().all(|&b| b == 0) {
+        return true;
+    }
+    let body = &page[..PER_PAGE as usize * ENTRY];
+    short_hash(&[&index.to_le_bytes(), body]) == page[PAGE - 16..]
+}
+
+fn seal_page(page: &mut [u8], index: u64) {
+    let h = short_hash(&[&index.to_le_bytes(), &page[..PER_PAGE as usize * ENTRY]]);
+    page[PAGE - 16..].copy_from_slice(&h);
+}
+
+fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<Vec<(u64, Digest)>> {
+    if &page[..8] != LOG_MAGIC {
+        return None;
+    }
+    let g = u64::from_le_bytes(page[8..16].try_into().expect("8"));
+    let i = u64::from_le_bytes(page[16..24].try_into().expect("8"));
+    let n = u32::from_le_bytes(page[24..28].try_into().expect("4")) as usize;
+    if g != gen || i != index || n > LOG_RECORDS {
+        return None;
+    }
+    let end = LOG_HEADER + n * RECORD;
+    if short_hash(&[&page[..32], &page[LOG_HEADER..end]]) != page[32..48] {
+        return None;
+    }
+    Some(
+        page[LOG_HEADER..end]
+            .chunks(RECORD)
+            .map(|r| {
+                (
+                    u64::from_le_bytes(r[..8].try_into().expect("8")),
+                    r[8..].try_into().expect("16"),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn encode_log(gen: u64, index: u64, recs: &[(u64, Digest)]) -> AlignedBuf {
+    let mut p = AlignedBuf::zeroed(PAGE);
+    p[..8].copy_from_slice(LOG_MAGIC);
+    p[8..16].copy_from_slice(&gen.to_le_bytes());
+    p[16..24].copy_from_slice(&index.to_le_bytes());
+    p[24..28].copy_from_slice(&(recs.len() as u32).to_le_bytes());
+    for (k, (b, d)) in recs.iter().enumerate() {
+        let o = LOG_HEADER + k * RECORD;
+        p[o..o + 8].copy_from_slice(&b.to_le_bytes());
+        p[o + 8..o + RECORD].copy_from_slice(d);
+    }
+    let end = LOG_HEADER + recs.len() * RECORD;
+    let h = short_hash(&[&p[..32], &p[LOG_HEADER..end]]);
+    p[32..48].copy_from_slice(&h);
+    p
+}
+
+fn decode_header(page: &[u8]) -> Option<u64> {
+    (&page[..8] == HDR_MAGIC && short_hash(&[&page[..16]]) == page[16..32])
+        .then(|| u64::from_le_bytes(page[8..16].try_into().expect("8")))
+}
+
+impl CsumStore {
+    /// Opens a member's checksums: reads the header and replays the current log generation.
+    /// Read errors leave an empty state (the blocks concerned then read as mismatches, which
+    /// scrub sorts out from redundancy).
+    pub(crate) fn open(m: &dyn Member, geo: CsumGeometry, data_offset: u64) -> CsumStore {
+        let blocks = geo.table_pages * PER_PAGE;
+        let mut page = AlignedBuf::zeroed(PAGE);
+        let mut best: Option<(u64, u32)> = None;
+        for copy in 0..2u32 {
+            if m.read_at(&mut page, geo.offset + copy as u64 * PAGE as u64)
+                .is_ok()
+            {
+                if let Some(g) = decode_header(&page) {
+                    if best.is_none_or(|(bg, _)| g > bg) {
+                        best = Some((g, copy));
+                    }
+                }
+            }
+        }
+        let (gen, header_copy) = best.unwrap_or((0, 1));
+        let mut overlay = HashMap::new();
+        let mut log_next = 0;
+        while log_next < geo.log_pages {
+            if m.read_at(&mut page, geo.log_offset() + log_next * PAGE as u64)
+                .is_err()
+            {
+                break;
+            }
+            let Some(recs) = decode_log(&page, gen, log_next) else {
+                break;
+            };
+            for (b, d) in recs {
+                if b < blocks {
+                    overlay.insert(b, d);
+                }
+            }
+            log_next += 1;
+        }
+        CsumStore {
+            geo,
+            blocks,
+            data_offset,
+            st: Mutex::new(State {
+                gen,
+                header_copy,
+                overlay,
+                pending: Vec::new(),
+                log_next,
+                cache: HashMap::new(),
+                bad: HashSet::new(),
+            }),
+        }
+    }
+
+    /// Member block index of member byte offset `off` in the data area.
+    pub fn block_of(&self, off: u64) -> u64 {
+        (off - self.data_offset) / BLOCK
+    }
+
+    /// Records the entries of `buf`, just written at member offset `off` (4 KiB aligned).
+    /// Returns true when enough records wait that whole log pages should be written.
+    pub(crate) fn record(&self, off: u64, buf: &[u8]) -> bool {
+        let first = self.block_of(off);
+        let ds = digests(buf);
+        self.record_digests(first, &ds)
+    }
+
+    pub(crate) fn record_digests(&self, first: u64, ds: &[Digest]) -> bool {
+        let mut st = self.st.lock().expect("csum lock");
+        for (i, d) in ds.iter().enumerate() {
+            let b = first + i as u64;
+            if b < self.blocks {
+                st.overlay.insert(b, *d);
+                st.pending.push((b, *d));
+            }
+        }
+        st.pending.len() >= PENDING_HIGH
+    }
+
+    /// Records `len` bytes at member offset `off` as zero blocks (trimmed).
+    pub(crate) fn record_zero(&self, off: u64, len: u64) -> bool {
+        let n = (len / BLOCK) as usize;
+        self.record_digests(self.block_of(off), &vec![[0u8; ENTRY]; n])
+    }
+
+    fn load_page<'a>(
+        &self,
+        st: &'a mut State,
+        m: &dyn Member,
+        page: u64,
+    ) -> Option<&'a mut [u8; PAGE]> {
+        if st.bad.contains(&page) {
+            return None;
+        }
+        if !st.cache.contains_key(&page) {
+            let mut buf = AlignedBuf::zeroed(PAGE);
+            if m.read_at(&mut buf, self.geo.page_offset(page)).is_err() {
+                return None;
+            }
+            if !page_valid(&buf, page) {
+                st.bad.insert(page);
+                return None;
+            }
+            if st.cache.len() >= CACHE_PAGES {
+                if let Some(k) = st.cache.keys().next().copied() {
+                    st.cache.remove(&k);
+                }
+            }
+            let mut b = Box::new([0u8; PAGE]);
+            b.copy_from_slice(&buf);
+            st.cache.insert(page, b);
+        }
+        st.cache.get_mut(&page).map(|b| &mut **b)
+    }
+
+    /// What the checksums say about `n` blocks from member block `first`.
+    pub(crate) fn expected(&self, m: &dyn Member, first: u64, n: usize) -> Vec<Expect> {
+        let mut st = self.st.lock().expect("csum lock");
+        (first..first + n as u64)
+            .map(|b| {
+                if let Some(d) = st.overlay.get(&b) {
+                    return Expect::Known(*d);
+                }
+                let (page, slot) = (b / PER_PAGE, (b % PER_PAGE) as usize);
+                match self.load_page(&mut st, m, page) {
+                    Some(p) => Expect::Known(
+                        p[slot * ENTRY..(slot + 1) * ENTRY]
+                            .try_into()
+                            .expect("16 bytes"),
+                    ),
+                    None => Expect::Unknown,
+                }
+            })
+            .collect()
+    }
+
+    /// Writes pending records to the log: whole pages only unless `all`. When the log has no
+    /// room, folds instead. Returns the bytes written.
+    pub(crate) fn sync(&self, m: &dyn Member, all: bool) -> Result<u64> {
+        let mut st = self.st.lock().expect("csum lock");
+        let n = if all {
+            st.pending.len()
+        } else {
+            st.pending.len() / LOG_RECORDS * LOG_RECORDS
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        let pages = n.div_ceil(LOG_RECORDS) as u64;
+        if st.log_next + pages > self.geo.log_pages {
+            return self.fold_locked(&mut st, m);
+        }
+        let mut written = 0;
+        let recs: Vec<(u64, Digest)> = st.pending.drain(..n).collect();
+        for chunk in recs.chunks(LOG_RECORDS) {
+            let p = encode_log(st.gen, st.log_next, chunk);
+            m.write_at(&p, self.geo.log_offset() + st.log_next * PAGE as u64)?;
+            st.log_next += 1;
+            written += PAGE as u64;
+        }
+        Ok(written)
+    }
+
+    /// Folds the log into the table (if anything was recorded since the last fold).
+    pub(crate) fn fold(&self, m: &dyn Member) -> Result<u64> {
+        let mut st = self.st.lock().expect("csum lock");
+        if st.overlay.is_empty() && st.log_next == 0 {
+            return Ok(0);
+        }
+        self.fold_locked(&mut st, m)
+    }
+
+    fn fold_locked(&self, st: &mut State, m: &dyn Member) -> Result<u64> {
+        let mut by_page: BTreeMap<u64, Vec<(usize, Digest)>> = BTreeMap::new();
+        for (&b, d) in &st.overlay {
+            by_page
+                .entry(b / PER_PAGE)
+                .or_default()
+                .push(((b % PER_PAGE) as usize, *d));
+        }
+        let mut written = 0;
+        let mut buf = AlignedBuf::zeroed(PAGE);
+        for (page, entries) in by_page {
+            match self.load_page(st, m, page) {
+                Some(p) => buf.copy_from_slice(&p[..]),
+                None => buf.copy_from_slice(&self.page_from_data(m, page)?),
+            }
+            for (slot, d) in entries {
+                buf[slot * ENTRY..(slot + 1) * ENTRY].copy_from_slice(&d);
+            }
+            seal_page(&mut buf, page);
+            m.write_at(&buf, self.geo.page_offset(page))?;
+            written += PAGE as u64;
+            st.bad.remove(&page);
+            let mut b = Box::new([0u8; PAGE]);
+            b.copy_from_slice(&buf);
+            st.cache.insert(page, b);
+        }
+        m.flush()?;
+        // The next generation goes to the header copy that does not hold the newest.
+        let copy = 1 - st.header_copy;
+        let gen = st.gen + 1;
+        let mut h = AlignedBuf::zeroed(PAGE);
+        h[..8].copy_from_slice(HDR_MAGIC);
+        h[8..16].copy_from_slice(&gen.to_le_bytes());
+        let hh = short_hash(&[&h[..16]]);
+        h[16..32].copy_from_slice(&hh);
+        m.write_at(&h, self.geo.offset + copy as u64 * PAGE as u64)?;
+        m.flush()?;
+        written += PAGE as u64;
+        st.gen = gen;
+        st.header_copy = copy;
+        st.overlay.clear();
+        st.pending.clear();
+        st.log_next = 0;
+        Ok(written)
+    }
+
+    /// A table page computed from the blocks as they are on the member now.
+    fn page_from_data(&self, m: &dyn Member, page: u64) -> Result<Vec<u8>> {
+        let first = page * PER_PAGE;
+        let n = PER_PAGE.min(self.blocks - first);
+        let mut data = AlignedBuf::zeroed((n * BLOCK) as usize);
+        m.read_at(&mut data, self.data_offset + first * BLOCK)?;
+        let mut out = vec![0u8; PAGE];
+        for (i, d) in digests(&data).into_iter().enumerate() {
+            out[i * ENTRY..(i + 1) * ENTRY].copy_from_slice(&d);
+        }
+        Ok(out)
+    }
+
+    /// Reads every table page from the member (not the cache) and returns those failing their
+    /// hash; they are then treated as unknown until repaired.
+    pub(crate) fn verify_table(&self, m: &dyn Member) -> Result<Vec<u64>> {
+        let mut bad = Vec::new();
+        let step = 256u64;
+        let mut buf = AlignedBuf::zeroed(step as usize * PAGE);
+        let mut p = 0;
+        while p < self.geo.table_pages {
+            let n = step.min(self.geo.table_pages - p);
+            let b = &mut buf[..n as usize * PAGE];
+            m.read_at(b, self.geo.page_offset(p))?;
+            for i in 0..n {
+                let pg = &b[i as usize * PAGE..(i as usize + 1) * PAGE];
+                if !page_valid(pg, p + i) {
+                    bad.push(p + i);
+                }
+            }
+            p += n;
+        }
+        let mut st = self.st.lock().expect("csum lock");
+        for &pg in &bad {
+            st.cache.remove(&pg);
+            st.bad.insert(pg);
+        }
+        Ok(bad)
+    }
+
+    /// Rewrites a bad table page from the blocks on the member (with newer entries on top).
+    /// The caller has checked those blocks against redundancy.
+    pub(crate) fn repair_page(&self, m: &dyn Member, page: u64) -> Result<u64> {
+        let mut st = self.st.lock().expect("csum lock");
+        let mut buf = AlignedBuf::zeroed(PAGE);
+        buf.copy_from_slice(&self.page_from_data(m, page)?);
+        for slot in 0..PER_PAGE {
+            if let Some(d) = st.overlay.get(&(page * PER_PAGE + slot)) {
+                let s = slot as usize;
+                buf[s * ENTRY..(s + 1) * ENTRY].copy_from_slice(d);
+            }
+        }
+        seal_page(&mut buf, page);
+        m.write_at(&buf, self.geo.page_offset(page))?;
+        st.bad.remove(&page);
+        let mut b = Box::new([0u8; PAGE]);
+        b.copy_from_slice(&buf);
+        st.cache.insert(page, b);
+        Ok(PAGE as u64)
+    }
+}
+
+impl Array {
+    /// True when the members carry per-block checksums.
+    pub fn has_checksums(&self) -> bool {
+        self.csum_geo.is_some()
+    }
+
+    /// The checksum area geometry, if any.
+    pub fn checksum_geometry(&self) -> Option<CsumGeometry> {
+        self.csum_geo
+    }
+
+    /// A device's checksum store (opened and replayed on first use).
+    pub(crate) fn csum_of<'a>(&self, d: &'a Dev) -> Option<&'a CsumStore> {
+        let g = self.csum_geo?;
+        Some(
+            d.csum
+                .get_or_init(|| CsumStore::open(d.member.as_ref(), g, self.data_offset)),
+        )
+    }
+
+    /// Records the checksums of `buf`, just written to `d` at member offset `off`. A range
+    /// not on 4 KiB boundaries is widened to whole blocks read back from the device.
+    pub(crate) fn csum_record(&self, d: &Dev, off: u64, buf: &[u8]) {
+        let Some(s) = self.csum_of(d) else {
+            return;
+        };
+        let full = if off % BLOCK == 0 && buf.len() as u64 % BLOCK == 0 {
+            s.record(off, buf)
+        } else {
+            let lo = off / BLOCK * BLOCK;
+            let hi = (off + buf.len() as u64).div_ceil(BLOCK) * BLOCK;
+            let mut whole = AlignedBuf::zeroed((hi - lo) as usize);
+            match d.member.read_at(&mut whole, lo) {
+                Ok(()) => s.record(lo, &whole),
+                // Unreadable now: leave the old entries; reads will find and repair the blocks.
+                Err(_) => false,
+            }
+        };
+        if full {
+            // Enough records wait for whole log pages; errors surface at the next flush.
+            if let Ok(n) = s.sync(d.member.as_ref(), false) {
+                d.count(WriteKind::Metadata, n);
+            }
+        }
+    }
+
+    /// Records that `len` bytes at member offset `off` of `d` now read as zeros.
+    pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64) {
+        if let Some(s) = self.csum_of(d) {
+            if s.record_zero(off, len) {
+                if let Ok(n) = s.sync(d.member.as_ref(), false) {
+                    d.count(WriteKind::Metadata, n);
+                }
+            }
+        }
+    }
+
+    /// Indices of the 4 KiB blocks of `buf` (read from `d` at member offset `off`, in `row`)
+    /// that differ from their checksums. Blocks whose table page is damaged, and rows an
+    /// unclean stop may have left behind on a read-only open, are not judged.
+    pub(crate) fn csum_mismatches(&self, d: &Dev, row: u64, off: u64, buf: &[u8]) -> Vec<usize> {
+        let Some(s) = self.csum_of(d) else {
+            return Vec::new();
+        };
+        if off % BLOCK != 0 || buf.len() as u64 % BLOCK != 0 || self.row_unverifiable(row) {
+            return Vec::new();
+        }
+        let got = digests(buf);
+        let want = s.expected(d.member.as_ref(), s.block_of(off), got.len());
+        got.iter()
+            .zip(&want)
+            .enumerate()
+            .filter(|(_, (g, w))| matches!(w, Expect::Known(k) if k != *g))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    pub(crate) fn row_unverifiable(&self, row: u64) -> bool {
+        self.unverified_dirty
+            && match &self.bitmap {
+                None => true,
+                Some(bm) => bm.row_dirty(row),
+            }
+    }
+
+    /// Writes every device's waiting checksum records to its log (`fold`: folds the log into
+    /// the table, as at clean close). A device that fails is failed.
+    pub(crate) fn csum_sync_all(&self, fold: bool) -> Result<()> {
+        if self.csum_geo.is_none() {
+            return Ok(());
+        }
+        for d in self.live_devs() {
+            let Some(s) = d.csum.get() else {
+                continue; // never used since open: nothing recorded
+            };
+            let r = if fold {
+                s.sync(d.member.as_ref(), true)
+                    .and_then(|a| Ok(a + s.fold(d.member.as_ref())?))
+            } else {
+                s.sync(d.member.as_ref(), true)
+            };
+            match r {
+                Ok(n) => d.count(WriteKind::Metadata, n),
+                Err(e) => {
+                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_dev(&d, &format!("checksum log write failed: {e}"))?;
+                }
+            }
+        }
+        self.check_alive()
+    }
+
+    /// Writes one device's waiting checksum records (a rebuild target before its checkpoint
+    /// is recorded).
+    pub(crate) fn csum_sync_dev(&self, d: &Dev) -> Result<()> {
+        if let Some(s) = d.csum.get() {
+            let n = s.sync(d.member.as_ref(), true)?;
+            d.count(WriteKind::Metadata, n);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemMember;
+
+    fn setup() -> (MemMember, CsumGeometry) {
+        let geo = CsumGeometry::for_rows(METADATA_OFFSET, 64, 64 << 10);
+        let m = MemMember::new(8 << 20);
+        (m, geo)
+    }
+
+    #[test]
+    fn zero_blocks_have_zero_entries_and_zero_pages_are_valid() {
+        assert_eq!(digest(&[0u8; 4096]), [0u8; 16]);
+        assert!(page_valid(&[0u8; 4096], 7));
+        let mut p = vec![1u8; 4096];
+        seal_page(&mut p, 7);
+        assert!(page_valid(&p, 7));
+        assert!(
+            !page_valid(&p, 8),
+            "a page written at the wrong index is caught"
+        );
+        p[100] ^= 1;
+        assert!(!page_valid(&p, 7));
+    }
+
+    #[test]
+    fn records_survive_reopen_through_the_log_and_through_a_fold() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset);
+        let block = vec![0xabu8; 8192];
+        s.record(data_offset + 3 * BLOCK, &block);
+        s.sync(&m, true).unwrap();
+        let want = Expect::Known(digest(&block[..4096]));
+        // Replayed from the log.
+        let s2 = CsumStore::open(&m, geo, data_offset);
+        assert_eq!(s2.expected(&m, 3, 2), vec![want, want]);
+        assert_eq!(s2.expected(&m, 5, 1), vec![Expect::Known([0; 16])]);
+        // Folded into the table: the log generation moves on and the table holds the entry.
+        s2.fold(&m).unwrap();
+        let s3 = CsumStore::open(&m, geo, data_offset);
+        assert!(s3.st.lock().unwrap().overlay.is_empty());
+        assert_eq!(s3.expected(&m, 4, 1), vec![want]);
+    }
+
+    #[test]
+    fn a_full_log_folds_and_a_corrupt_page_is_reported_and_rebuilt_from_data() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset);
+        let block = vec![7u8; 4096];
+        m.write_at(&block, data_offset + 300 * BLOCK).unwrap();
+        for round in 0..(geo.log_pages + 2) {
+            for i in 0..LOG_RECORDS as u64 {
+                s.record(data_offset + ((round * 7 + i) % 64) * BLOCK, &[0u8; 4096]);
+            }
+            s.sync(&m, true).unwrap();
+        }
+        s.record(data_offset + 300 * BLOCK, &block);
+        s.fold(&m).unwrap();
+        // Corrupt the page holding block 300 (page 1).
+        let mut b = AlignedBuf::zeroed(4096);
+        m.read_at(&mut b, geo.page_offset(1)).unwrap();
+        b[5] ^= 0x40;
+        m.write_at(&b, geo.page_offset(1)).unwrap();
+        let s = CsumStore::open(&m, geo, data_offset);
+        assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
+        assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
+        s.repair_page(&m, 1).unwrap();
+        assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
+        assert!(s.verify_table(&m).unwrap().is_empty());
+    }
+}
