@@ -254,7 +254,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__create)
-            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --history-interval --force --json --help --version"
+            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --history-interval --no-checksums --force --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -41,7 +41,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "wear" -d 'Per-membe
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
-complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check parity and mirror copies of every row (exit 1 when unrepaired problems remain)'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark the parity kernels (single core)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
@@ -56,6 +56,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l size -d 'Crea
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l overprovision -d 'Percent of each member left unused at the tail and discarded (SSD overprovisioning)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l endurance -d 'Rated endurance in terabytes written, one value for all members or one per member' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l history-interval -d 'Time between wear history samples (e.g. 1d, 12h, 3600)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l no-checksums -d 'Do not keep per-block checksums (reads and scrub then rely on parity and copies alone, and RAID0 corruption goes undetected)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s f -l force -d 'Overwrite members that hold a file system or another array (never a mounted or busy one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l json -d 'Print the new array\'s status as JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s h -l help -d 'Print help'
@@ -213,7 +214,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "scrub" -d 'Check parity and mirror copies of every row (exit 1 when unrepaired problems remain)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "bench" -d 'Benchmark the parity kernels (single core)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'

@@ -173,6 +173,49 @@ fn nbd_clients_read_and_write_the_array() {
     );
 }
 
+#[test]
+fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", 4, "24M");
+    let data = pattern("heal", 1 << 20);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    // RAID5 row 0: parity on slot 3, data chunk 0 (logical offset 0) on slot 0.
+    let ex = raidctl(["examine", "--json", &ms[0]]).ok().json();
+    let data_off = ex["areas"]["data"]["offset"].as_u64().unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&ms[0])
+            .unwrap();
+        f.write_all_at(&[0xeeu8; 100], data_off + 4096 + 10)
+            .unwrap();
+    }
+    let srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let out = dir.path().join("out.img");
+    cmd("nbdcopy", &[&srv.uri(), &out.display().to_string()]);
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got[..data.len()] == data[..],
+        "the corrupted block read back wrong"
+    );
+    let st = raidctl(["status", "--json", &ms[1]]).ok().json();
+    assert!(
+        st["members"][0]["checksum_errors"].as_u64().unwrap() >= 1,
+        "slot 0 counts the checksum error: {st}"
+    );
+    assert_eq!(st["members"][1]["checksum_errors"], 0);
+    drop(srv);
+    // Healed on read: a scrub finds nothing, and the counter survived the restart.
+    let r = raidctl(["scrub", "--json", &ms[0]]).ok().json();
+    assert!(r["problems"].as_array().unwrap().is_empty(), "{r}");
+    let st = raidctl(["status", "--json", &ms[1]]).ok().json();
+    assert!(
+        st["members"][0]["checksum_errors"].as_u64().unwrap() >= 1,
+        "{st}"
+    );
+}
+
 /// Raw NBD client pieces for malformed-input tests.
 fn hello(sock: &Path) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();

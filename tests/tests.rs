@@ -10,5 +10,6 @@ mod golden;
 mod levels;
 mod lifecycle;
 mod loopdev;
+mod scrub;
 mod serve;
 mod wear;

@@ -139,7 +139,7 @@ impl Pass<'_> {
             if let Err(e) = self
                 .array
                 .csum_sync_dev(&t.dev)
-                .and_then(|()| t.dev.member.flush().map_err(Into::into))
+                .and_then(|()| t.dev.member.flush())
             {
                 self.array
                     .fail_target(*slot, &format!("flush failed: {e}"))?;

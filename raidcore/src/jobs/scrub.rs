@@ -238,6 +238,7 @@ fn repair_tables(
         };
         let geo = s.geo;
         let first_block = page * csum::PER_PAGE;
+        d.csum_errors.fetch_add(1, Ordering::Relaxed);
         if repair {
             let n = s.repair_page(d.member.as_ref(), page)?;
             d.count(WriteKind::Metadata, n);
@@ -396,6 +397,13 @@ fn push(rep: &mut ScrubReport, p: Problem) {
         }
     }
     rep.problems.push(p);
+}
+
+/// A block found failing its checksum counts in its device's checksum errors, as on reads.
+fn count_checksum_error(array: &Array, slot: usize, row: u64) {
+    if let Some(d) = array.source(slot, row) {
+        d.csum_errors.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn member_path(array: &Array, slot: usize, row: u64) -> Option<String> {
@@ -634,6 +642,11 @@ fn check_parity_row(
             )?;
             continue;
         };
+        if by_checksum {
+            for &i in &suspects {
+                count_checksum_error(array, slots[i], row);
+            }
+        }
         let lost: Vec<usize> = missing.iter().chain(&suspects).copied().collect();
         if lost.len() > parity {
             for &i in &suspects {
@@ -921,8 +934,32 @@ fn mirror_batch(
                         && !cell(x.0).unknown(x.1 - read_rows.start, c, b)
                 })
                 .collect();
+            for &x in &bad {
+                count_checksum_error(array, x.0, x.1);
+            }
             if !bad.is_empty() {
-                if let Some(&g) = good.first() {
+                // A good copy: one matching its own checksum, or (its own entry unknown) one
+                // matching the entry of a bad copy.
+                let wanted: Vec<Digest> = bad
+                    .iter()
+                    .filter_map(|x| {
+                        match cell(x.0)
+                            .expect
+                            .get(((x.1 - read_rows.start) * c) as usize / B + b)
+                        {
+                            Some(Expect::Known(w)) => Some(*w),
+                            _ => None,
+                        }
+                    })
+                    .collect();
+                let source = good.first().copied().or_else(|| {
+                    avail
+                        .iter()
+                        .copied()
+                        .filter(|x| !bad.contains(x))
+                        .find(|&x| wanted.contains(&csum::digest(block(x))))
+                });
+                if let Some(g) = source {
                     let data = block(g).to_vec();
                     for &x in &bad {
                         if repair {

@@ -52,6 +52,13 @@ fn sb_json(sb: &Superblock) -> Value {
             "rebuild_checkpoint_row": match s.state { format::SlotState::Rebuilding { checkpoint_row } => Some(checkpoint_row), _ => None },
             "path_hint": s.path_hint,
         })).collect::<Vec<_>>(),
+        "compat_features": sb.compat_features,
+        "incompat_features": sb.incompat_features,
+        "areas": areas_json(sb),
+        "scrub": raidcore::array::health::scrub_of(sb),
+        "error_counters": raidcore::array::health::counters_of(sb).iter().map(|c| json!({
+            "member_uuid": uuid(&c.uuid), "read": c.read, "write": c.write, "checksum": c.checksum,
+        })).collect::<Vec<_>>(),
         "wear": {
             "data_bytes": sb.wear.data_bytes,
             "parity_bytes": sb.wear.parity_bytes,
@@ -61,6 +68,36 @@ fn sb_json(sb: &Superblock) -> Value {
             "history_samples": sb.wear.history.len(),
         },
     })
+}
+
+/// Where the metadata structures sit on the member (what tests and repair tools need).
+fn areas_json(sb: &Superblock) -> Value {
+    use raidcore::array::{bitmap::BitmapGeometry, csum::CsumGeometry, journal::JournalGeometry};
+    let mut v = json!({
+        "superblock_a": {"offset": format::SB_A_OFFSET, "bytes": SB_SIZE},
+        "superblock_b": {"offset": format::SB_B_OFFSET, "bytes": SB_SIZE},
+        "data": {"offset": sb.data_offset, "bytes": sb.data_rows * sb.layout.chunk_bytes},
+    });
+    if let Some(g) = BitmapGeometry::from_superblock(sb) {
+        v["bitmap"] =
+            json!({"offset": g.offset, "bytes": g.bytes, "rows_per_region": g.region_rows});
+    }
+    if let Some(g) = JournalGeometry::from_superblock(sb) {
+        v["journal"] = json!({"offset": g.offset, "bytes": g.bytes});
+    }
+    if let Some(g) = CsumGeometry::from_superblock(sb) {
+        v["checksums"] = json!({
+            "offset": g.offset,
+            "bytes": g.bytes(),
+            "table_offset": g.table_offset(),
+            "table_bytes": g.table_pages * 4096,
+            "log_offset": g.log_offset(),
+            "log_bytes": g.log_pages * 4096,
+            "block_bytes": raidcore::array::csum::BLOCK,
+            "entries_per_page": raidcore::array::csum::PER_PAGE,
+        });
+    }
+    v
 }
 
 pub fn run(a: ExamineArgs) -> Result<ExitCode> {

@@ -1,17 +1,18 @@
-//! `raidctl scrub`: check every row's parity and mirror copies, name each problem by row, slot,
-//! offset and kind, and repair with --repair.
+//! `raidctl scrub`: check every block's checksum, every row's parity and mirror copies, name
+//! each problem by member, member offset, logical offset and kind, and repair with --repair.
+//! An interrupted scrub resumes from its checkpoint.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use raidcore::jobs::scrub::{self, Mode};
+use raidcore::jobs::scrub;
 use raidcore::{Array, Result};
 use serde_json::{json, Value};
 
 use crate::cli::ArrayArgs;
 use crate::units::parse_size;
 
-/// Check parity and mirror copies of every row (exit 1 when unrepaired problems remain)
+/// Check every block's checksum, parity and mirror copies (exit 1 when unrepaired problems remain)
 #[derive(Args, Debug)]
 pub struct ScrubArgs {
     #[command(flatten)]
@@ -27,25 +28,32 @@ pub struct ScrubArgs {
     pub json: bool,
 }
 
-/// Runs a scrub over the whole array and returns its report as JSON.
+/// Runs a full scrub (resuming an interrupted one) and returns its report as JSON.
 pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<Value> {
-    let json_out = false;
-    let mut bar = crate::progress::Progress::new("scrub", json_out);
-    let rep = scrub::run(
+    let mut bar = crate::progress::Progress::new("scrub", false);
+    // Progress in bytes read from the members, so the rate is the scrub's read rate.
+    let per_row = array.layout().chunk() * array.layout().members() as u64;
+    let rep = scrub::scrub_array(
         array,
-        std::slice::from_ref(&(0..array.rows())),
-        Mode::Scrub { repair },
-        max_rate,
-        &mut |d, t| bar.update(d, t, None),
+        repair,
+        &scrub::ScrubOptions {
+            max_rate,
+            stop: None,
+        },
+        &mut |d, t| bar.update(d * per_row, t * per_row, None),
     )?;
     bar.finish();
     Ok(json!({
         "rows_checked": rep.rows_checked,
         "rows_skipped": rep.rows_skipped,
+        "resumed_from_row": rep.resumed_from_row,
         "bytes_read": rep.bytes_read,
         "bytes_written": rep.bytes_written,
         "seconds": rep.seconds,
+        "read_bytes_per_second": if rep.seconds > 0.0 { (rep.bytes_read as f64 / rep.seconds) as u64 } else { 0 },
+        "checksums": array.has_checksums(),
         "problems": rep.problems,
+        "repaired": rep.repaired(),
         "unrepaired": rep.unrepaired(),
     }))
 }
@@ -66,28 +74,35 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
     if a.json {
         crate::output::print_json(&r);
     } else {
+        if let Some(row) = r["resumed_from_row"].as_u64() {
+            println!("scrub: resumed an interrupted scrub at row {row}");
+        }
         println!(
-            "scrub: {} rows checked, {} skipped (members unavailable), {} problems, {} unrepaired",
+            "scrub: {} rows checked, {} skipped (members unavailable), {} problems, {} repaired, {} unrepaired{}",
             r["rows_checked"],
             r["rows_skipped"],
             r["problems"].as_array().map(|p| p.len()).unwrap_or(0),
-            r["unrepaired"]
+            r["repaired"],
+            r["unrepaired"],
+            if r["checksums"] == false { " (no checksums: parity and copies only)" } else { "" }
         );
         for p in r["problems"].as_array().into_iter().flatten() {
             println!(
-                "  row {} slot {} {}{}: {}{}",
-                p["row"],
-                p["slot"],
+                "  {}: slot {} {} member offset {} ({} bytes){}: {}{}",
                 p["kind"].as_str().unwrap_or(""),
+                p["slot"],
+                p["member"].as_str().unwrap_or("(unavailable)"),
+                p["member_offset"],
+                p["bytes"],
                 p["logical_offset"]
                     .as_u64()
-                    .map(|o| format!(" (array offset {o})"))
+                    .map(|o| format!(", array offset {o}"))
                     .unwrap_or_default(),
                 p["note"].as_str().unwrap_or(""),
                 if p["repaired"] == true {
                     " [repaired]"
                 } else {
-                    ""
+                    " [not repaired]"
                 }
             );
         }

@@ -45,6 +45,7 @@ pub fn report(a: &Array) -> Value {
                 "progress": m.progress,
                 "read_errors": m.read_errors,
                 "write_errors": m.write_errors,
+                "checksum_errors": m.checksum_errors,
             })
         })
         .collect();
@@ -63,6 +64,8 @@ pub fn report(a: &Array) -> Value {
         "created": time(sb.created),
         "updated": time(sb.updated),
         "members": members,
+        "checksums": a.has_checksums(),
+        "scrub": scrub_json(&a.scrub_record(), a.rows()),
     });
     if l.parity_count() == 1 {
         v["parity_weights"] = json!(l.weights());
@@ -74,6 +77,25 @@ pub fn report(a: &Array) -> Value {
         v["copies"] = json!(l.copies());
     }
     v
+}
+
+/// The last scrub's time and result, or the unfinished one's checkpoint.
+fn scrub_json(r: &raidcore::array::health::ScrubRecord, rows: u64) -> Value {
+    if r.started == 0 {
+        return json!({"state": "never"});
+    }
+    json!({
+        "state": if r.in_progress() { "interrupted" } else { "finished" },
+        "started": time(r.started),
+        "finished": r.finished.map(time),
+        "repair": r.repair,
+        "next_row": r.in_progress().then_some(r.next_row),
+        "rows": rows,
+        "rows_checked": r.rows_checked,
+        "problems": r.problems,
+        "repaired": r.repaired,
+        "unrepaired": r.unrepaired,
+    })
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
@@ -128,10 +150,35 @@ fn print_human(r: &Value) {
     };
     println!("state    {}{dirty}, events {}", s(&r["state"]), r["events"]);
     println!("created  {}", s(&r["created"]));
+    let sc = &r["scrub"];
+    match sc["state"].as_str() {
+        Some("finished") => println!(
+            "scrub    {} {}: {} problems, {} repaired, {} unrepaired",
+            if sc["repair"] == true {
+                "repair"
+            } else {
+                "check"
+            },
+            s(&sc["finished"]),
+            n(&sc["problems"]),
+            n(&sc["repaired"]),
+            n(&sc["unrepaired"])
+        ),
+        Some("interrupted") => println!(
+            "scrub    interrupted at row {} of {} (started {}); `raidctl scrub` resumes it",
+            n(&sc["next_row"]),
+            n(&sc["rows"]),
+            s(&sc["started"])
+        ),
+        _ => println!("scrub    never run"),
+    }
+    if r["checksums"] == false {
+        println!("checksums off (created with --no-checksums)");
+    }
     println!();
     println!(
-        "{:>4}  {:<15} {:>10} {:>10} {:>10}  path",
-        "slot", "state", "written", "data", "parity"
+        "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5}  path",
+        "slot", "state", "written", "data", "parity", "read", "write", "cksum"
     );
     for m in r["members"].as_array().into_iter().flatten() {
         let state = match m["progress"].as_f64() {
@@ -139,7 +186,7 @@ fn print_human(r: &Value) {
             None => s(&m["state"]),
         };
         println!(
-            "{:>4}  {:<15} {:>10} {:>10} {:>10}  {}{}",
+            "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5}  {}{}",
             m["slot"]
                 .as_u64()
                 .map(|x| x.to_string())
@@ -148,6 +195,9 @@ fn print_human(r: &Value) {
             human(n(&m["bytes_written"])),
             human(n(&m["bytes_written_by_kind"]["data"])),
             human(n(&m["bytes_written_by_kind"]["parity"])),
+            n(&m["read_errors"]),
+            n(&m["write_errors"]),
+            n(&m["checksum_errors"]),
             m["path"].as_str().unwrap_or("-"),
             m["reason"]
                 .as_str()
