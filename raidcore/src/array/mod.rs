@@ -711,6 +711,15 @@ impl Array {
         self.check_alive()
     }
 
+    /// For every slot with a usable member: whether its aligned I/O bypasses the page cache.
+    pub fn direct_io(&self) -> Vec<(usize, bool)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.usable().map(|d| (i, d.member.direct_io())))
+            .collect()
+    }
+
     /// "slot N (path)" of the device serving a slot now, for messages.
     pub(crate) fn slot_name(&self, slot: usize) -> String {
         let path = self.slots[slot]

@@ -289,4 +289,8 @@ impl Member for FileMember {
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
+
+    fn direct_io(&self) -> bool {
+        self.has_direct_io()
+    }
 }

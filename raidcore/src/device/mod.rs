@@ -56,4 +56,8 @@ pub trait Member: Send + Sync {
     }
     /// The path or a name for messages.
     fn describe(&self) -> String;
+    /// True when aligned I/O bypasses the page cache (O_DIRECT).
+    fn direct_io(&self) -> bool {
+        false
+    }
 }

@@ -1,6 +1,7 @@
-//! `raidctl bench --parity`: single-core throughput of every parity kernel this CPU can run,
-//! like `snapraid -T`: xor (P), pq-gen (P+Q), rec1 (one lost data chunk from P), rec2 (two
-//! lost data chunks from P and Q), in GB/s of data processed, on several chunk sizes.
+//! `raidctl bench`: with `--parity`, single-core throughput of every parity kernel this CPU can
+//! run, like `snapraid -T`: xor (P), pq-gen (P+Q), rec1 (one lost data chunk from P), rec2 (two
+//! lost data chunks from P and Q), in GB/s of data processed, on several chunk sizes; with an
+//! array, the CrystalDiskMark profiles through the engine (see `bench_array`).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -11,12 +12,34 @@ use raidcore::parity::Kernel;
 use raidcore::{Error, ErrorKind, Result};
 use serde_json::json;
 
-/// Benchmark the parity kernels (single core)
+/// Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Parity kernel throughput (the only benchmark so far)
+    /// Path of any member of the array to benchmark
+    #[arg(value_name = "ARRAY", conflicts_with = "parity")]
+    pub array: Option<std::path::PathBuf>,
+    /// Parity kernel throughput, single core, no array needed
     #[arg(long)]
     pub parity: bool,
+    /// Benchmark profile: cdm (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1; read and write)
+    #[arg(long, default_value = "cdm", value_parser = ["cdm"])]
+    pub profile: String,
+    /// Only these tests of the profile, comma-separated (e.g. rnd4k-q32t1-write)
+    #[arg(long, value_delimiter = ',', value_name = "TEST")]
+    pub tests: Vec<String>,
+    /// Size of the test region at the start of the array
+    #[arg(long, default_value = "1G", value_parser = crate::units::parse_size)]
+    pub size: u64,
+    /// Time per test
+    #[arg(long, default_value = "5", value_parser = crate::units::parse_duration, value_name = "DURATION")]
+    pub duration: u64,
+    /// Pace each test to at most this many requests per second (to see the write
+    /// amplification of a lightly loaded array)
+    #[arg(long, value_name = "IOPS")]
+    pub iops_limit: Option<u64>,
+    /// The test region may be overwritten: do not save and restore it
+    #[arg(long)]
+    pub destructive: bool,
     /// Data chunks per row
     #[arg(long, default_value_t = 8)]
     pub data: usize,
@@ -39,11 +62,76 @@ fn rate(min: Duration, mut f: impl FnMut()) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+fn run_array(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode> {
+    use super::bench_array::{self, CDM};
+    let tests: Vec<bench_array::Test> = if a.tests.is_empty() {
+        CDM.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for name in &a.tests {
+            match CDM.iter().find(|t| bench_array::short_name(t) == *name) {
+                Some(t) => v.push(*t),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidInput,
+                        format!(
+                            "unknown test {name:?}; the cdm profile has {}",
+                            CDM.iter()
+                                .map(bench_array::short_name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        v
+    };
+    if a.duration == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "--duration must be at least 1 second",
+        ));
+    }
+    if crate::control::daemon_for(path).is_some() {
+        return Err(Error::new(
+            ErrorKind::Busy,
+            "the array is being served; stop `raidctl serve` to benchmark it",
+        ));
+    }
+    let args = crate::cli::ArrayArgs {
+        array: path.to_path_buf(),
+        scan: Vec::new(),
+    };
+    let array = super::assemble(&args, true)?;
+    let v = bench_array::bench(
+        &array,
+        &bench_array::Options {
+            size: a.size,
+            iops_limit: a.iops_limit.filter(|&x| x > 0),
+            duration: Duration::from_secs(a.duration),
+            destructive: a.destructive,
+            tests,
+        },
+        a.json,
+    )?;
+    array.close()?;
+    if a.json {
+        crate::output::print_json(&v);
+    } else {
+        bench_array::print_human(&v);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
+    if let Some(path) = &a.array {
+        return run_array(&a, path);
+    }
     if !a.parity {
         return Err(Error::new(
             ErrorKind::InvalidInput,
-            "say what to benchmark: --parity",
+            "say what to benchmark: an array (raidctl bench ARRAY) or --parity",
         ));
     }
     if !(2..=64).contains(&a.data) {

@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod bench;
+pub mod bench_array;
 pub mod create;
 pub mod examine;
 pub mod fail;
