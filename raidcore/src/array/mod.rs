@@ -11,6 +11,7 @@ mod io;
 pub mod journal;
 mod lifecycle;
 mod locks;
+pub(crate) use locks::HeldLocks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

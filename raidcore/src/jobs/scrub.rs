@@ -294,50 +294,81 @@ impl Cells {
 
 /// Reads rows `rows` of every slot in parallel. None for a slot whose device is unavailable
 /// for the whole batch; Err for one that failed the read (it is failed by then).
-fn read_batch(array: &Array, rows: Range<u64>, verify: bool) -> Vec<Result<Option<Cells>>> {
-    let c = array.layout().chunk();
-    let n = array.layout().members();
-    let len = ((rows.end - rows.start) * c) as usize;
-    std::thread::scope(|sc| {
-        let handles: Vec<_> = (0..n)
-            .map(|slot| {
-                let rows = rows.clone();
-                sc.spawn(move || -> Result<Option<Cells>> {
-                    let (Some(a), Some(b)) = (
-                        array.source(slot, rows.start),
-                        array.source(slot, rows.end - 1),
-                    ) else {
-                        return Ok(None);
-                    };
-                    if !Arc::ptr_eq(&a, &b) {
-                        return Ok(None);
-                    }
-                    let mut buf = AlignedBuf::zeroed(len);
-                    array.member_read(slot, &mut buf, rows.start, 0)?;
-                    let (actual, expect) = match array.csum_of(&a).filter(|_| verify) {
-                        Some(s) => {
-                            let actual = csum::digests(&buf);
-                            let first = s.block_of(array.cell_offset(rows.start, 0));
-                            let expect = s.expected(a.member.as_ref(), first, actual.len());
-                            (actual, expect)
-                        }
-                        None => (Vec::new(), Vec::new()),
-                    };
-                    Ok(Some(Cells {
-                        buf,
-                        actual,
-                        expect,
-                    }))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("scrub reader panicked"))
-            .collect()
-    })
+/// Batch buffers reused from one batch to the next (fresh ones cost page faults).
+type Pool = std::sync::Mutex<Vec<AlignedBuf>>;
+
+/// Reads member rows `rows` of one slot. None when its device is unavailable for the whole
+/// batch; Err when the read failed (the member is failed by then).
+fn read_one(array: &Array, slot: usize, rows: Range<u64>, pool: &Pool) -> Result<Option<Cells>> {
+    let len = ((rows.end - rows.start) * array.layout().chunk()) as usize;
+    let (Some(a), Some(b)) = (
+        array.source(slot, rows.start),
+        array.source(slot, rows.end - 1),
+    ) else {
+        return Ok(None);
+    };
+    if !Arc::ptr_eq(&a, &b) {
+        return Ok(None);
+    }
+    let mut buf = pool
+        .lock()
+        .expect("pool lock")
+        .pop()
+        .filter(|b| b.len() >= len)
+        .unwrap_or_else(|| AlignedBuf::zeroed(len));
+    if let Err(e) = array.member_read(slot, &mut buf[..len], rows.start, 0) {
+        pool.lock().expect("pool lock").push(buf);
+        return Err(e);
+    }
+    Ok(Some(Cells {
+        buf,
+        actual: Vec::new(),
+        expect: Vec::new(),
+    }))
 }
 
+/// What one batch covers: the rows it checks, the member rows it reads, and the lock units
+/// (rows for parity levels, logical chunks for mirror levels) held while it is checked.
+#[derive(Clone)]
+struct Plan {
+    rows: Range<u64>,
+    read_rows: Range<u64>,
+    lock: Range<u64>,
+}
+
+fn plan(array: &Array, rows: Range<u64>) -> Plan {
+    let l = array.layout();
+    match l.redundancy() {
+        Redundancy::Parity { .. } => Plan {
+            read_rows: rows.clone(),
+            lock: rows.clone(),
+            rows,
+        },
+        Redundancy::Mirror { copies } => {
+            let (n, k) = (l.members() as u64, copies as u64);
+            // Logical chunks whose first copy sits in these rows (copy 0 of chunk x is at
+            // x*K); their later copies may sit in the next row.
+            let first = (rows.start * n).div_ceil(k);
+            let last = (rows.end * n)
+                .div_ceil(k)
+                .min(l.logical_chunks(array.rows()));
+            Plan {
+                read_rows: rows.start..(rows.end + 1).min(array.rows()),
+                lock: first..last.max(first),
+                rows,
+            }
+        }
+    }
+}
+
+type BatchCells = Vec<Result<Option<Cells>>>;
+
+/// Batches read ahead of the one being checked.
+const READ_AHEAD: usize = 3;
+
+/// Checks `rows` batch by batch. A reader thread per member streams its rows a few batches
+/// ahead (those batches' rows locked) while the current batch is hashed and checked, so every
+/// member keeps reading.
 fn run_rows(
     array: &Array,
     rows: Range<u64>,
@@ -347,39 +378,98 @@ fn run_rows(
     progress: &mut dyn FnMut(u64),
     checkpoint: &mut dyn FnMut(&ScrubReport, u64) -> Result<()>,
 ) -> Result<()> {
+    use std::collections::VecDeque;
+    use std::sync::mpsc;
     let layout = array.layout().clone();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    if layout.level() == Level::Raid0 && !array.has_checksums() {
+        rep.rows_checked += rows.end - rows.start; // nothing to compare
+        progress(rows.end);
+        return checkpoint(rep, rows.end);
+    }
     let c = layout.chunk();
-    // About 4 MiB per member per batch.
-    let per = ((4u64 << 20) / c).max(1);
+    let batch: u64 = std::env::var("RAIDCTL_SCRUB_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 20);
+    let per = (batch / c).max(1);
     let mut rate = RateLimit::new(opts.max_rate);
-    let mut row = rows.start;
-    while row < rows.end {
-        if opts
-            .stop
+    let pool = Pool::default();
+    let stop = || {
+        opts.stop
             .as_ref()
             .is_some_and(|s| s.load(Ordering::Acquire))
-        {
-            rep.stopped = true;
-            return Ok(());
-        }
-        let end = (row + per).min(rows.end);
-        let before = rep.bytes_read;
-        match layout.redundancy() {
-            Redundancy::Parity { parity } => parity_batch(array, row..end, parity, mode, rep)?,
-            Redundancy::Mirror { copies } => {
-                if layout.level() == Level::Raid0 && !array.has_checksums() {
-                    rep.rows_checked += end - row; // nothing to compare
-                } else {
-                    mirror_batch(array, row..end, copies, mode, rep)?
+    };
+    std::thread::scope(|sc| -> Result<()> {
+        let pool = &pool;
+        let mut cmd = Vec::new();
+        let mut results = Vec::new();
+        for slot in 0..layout.members() {
+            let (ctx, crx) = mpsc::channel::<Range<u64>>();
+            let (rtx, rrx) = mpsc::channel::<Result<Option<Cells>>>();
+            sc.spawn(move || {
+                for rr in crx {
+                    if rtx.send(read_one(array, slot, rr, pool)).is_err() {
+                        break;
+                    }
                 }
+            });
+            cmd.push(ctx);
+            results.push(rrx);
+        }
+        let mut held = array.held_locks();
+        let mut inflight: VecDeque<(Plan, Vec<usize>)> = VecDeque::new();
+        let mut next_row = rows.start;
+        let issue = |held: &mut crate::array::HeldLocks<'_>,
+                     inflight: &mut VecDeque<(Plan, Vec<usize>)>,
+                     next_row: &mut u64| {
+            let p = plan(array, *next_row..(*next_row + per).min(rows.end));
+            *next_row = p.rows.end;
+            let idx = held.acquire(p.lock.clone());
+            for tx in &cmd {
+                let _ = tx.send(p.read_rows.clone());
+            }
+            inflight.push_back((p, idx));
+        };
+        for _ in 0..READ_AHEAD {
+            if next_row < rows.end {
+                issue(&mut held, &mut inflight, &mut next_row);
             }
         }
-        row = end;
-        progress(row);
-        checkpoint(rep, row)?;
-        rate.account(rep.bytes_read - before);
-    }
-    Ok(())
+        while let Some((cur, cur_idx)) = inflight.pop_front() {
+            let raw: BatchCells = results
+                .iter()
+                .map(|rx| rx.recv().expect("scrub reader gone"))
+                .collect();
+            if next_row < rows.end && !stop() {
+                issue(&mut held, &mut inflight, &mut next_row);
+            }
+            let before = rep.bytes_read;
+            let r = match layout.redundancy() {
+                Redundancy::Parity { parity } => {
+                    parity_batch(array, &cur, parity, mode, rep, pool, raw)
+                }
+                Redundancy::Mirror { copies } => {
+                    mirror_batch(array, &cur, copies, mode, rep, pool, raw)
+                }
+            };
+            let mut keep: Vec<usize> = inflight.iter().flat_map(|x| x.1.iter().copied()).collect();
+            keep.sort_unstable();
+            keep.dedup();
+            held.release(&cur_idx, &keep);
+            r?;
+            progress(cur.rows.end);
+            checkpoint(rep, cur.rows.end)?;
+            rate.account(rep.bytes_read - before);
+            if inflight.is_empty() && cur.rows.end < rows.end {
+                rep.stopped = true;
+            }
+        }
+        drop(cmd);
+        Ok(())
+    })
 }
 
 /// Adds a problem, merging it into the previous one when it continues it.
@@ -428,27 +518,18 @@ fn unreadable(array: &Array, slot: usize, rows: &Range<u64>, e: &crate::Error) -
 
 fn parity_batch(
     array: &Array,
-    rows: Range<u64>,
+    plan: &Plan,
     parity: usize,
     mode: Mode,
     rep: &mut ScrubReport,
+    pool: &Pool,
+    raw: BatchCells,
 ) -> Result<()> {
     let c = array.layout().chunk();
-    let mut held = array.held_locks();
-    let _idx = held.acquire(rows.clone());
-    let verify = matches!(mode, Mode::Scrub { .. });
-    let mut cells = Vec::new();
-    for (slot, r) in read_batch(array, rows.clone(), verify)
-        .into_iter()
-        .enumerate()
-    {
-        match r {
-            Ok(x) => cells.push(x),
-            Err(e) => {
-                rep.problems.push(unreadable(array, slot, &rows, &e));
-                cells.push(None);
-            }
-        }
+    let rows = plan.rows.clone();
+    let mut cells = collect_cells(array, plan, raw, rep);
+    if mode != Mode::Resync {
+        hash_cells(array, plan, &mut cells);
     }
     rep.bytes_read += cells.iter().flatten().count() as u64 * (rows.end - rows.start) * c;
     for row in rows.clone() {
@@ -461,7 +542,95 @@ fn parity_batch(
             }
         }
     }
+    give_back(pool, cells);
     Ok(())
+}
+
+/// A batch's cells by slot; members that failed the read are reported and left out.
+fn collect_cells(
+    array: &Array,
+    plan: &Plan,
+    raw: BatchCells,
+    rep: &mut ScrubReport,
+) -> Vec<Option<Cells>> {
+    raw.into_iter()
+        .enumerate()
+        .map(|(slot, r)| match r {
+            Ok(x) => x,
+            Err(e) => {
+                rep.problems
+                    .push(unreadable(array, slot, &plan.read_rows, &e));
+                None
+            }
+        })
+        .collect()
+}
+
+/// Digests of every block read and what the tables say, member by member in parallel (while
+/// the next batch is being read).
+fn hash_cells(array: &Array, plan: &Plan, cells: &mut [Option<Cells>]) {
+    let len = ((plan.read_rows.end - plan.read_rows.start) * array.layout().chunk()) as usize;
+    std::thread::scope(|sc| {
+        for (slot, cell) in cells.iter_mut().enumerate() {
+            let Some(cl) = cell.as_mut() else { continue };
+            let Some(dev) = array.source(slot, plan.read_rows.start) else {
+                continue;
+            };
+            sc.spawn(move || {
+                if let Some(s) = array.csum_of(&dev) {
+                    cl.actual = csum::digests(&cl.buf[..len]);
+                    let first = s.block_of(array.cell_offset(plan.read_rows.start, 0));
+                    cl.expect = s.expected(dev.member.as_ref(), first, cl.actual.len());
+                }
+            });
+        }
+    });
+}
+
+fn give_back(pool: &Pool, cells: Vec<Option<Cells>>) {
+    let mut p = pool.lock().expect("pool lock");
+    p.extend(cells.into_iter().flatten().map(|c| c.buf));
+}
+
+/// True when a full row has no block failing its checksum and its parity matches its data:
+/// the common case, checked a chunk at a time.
+fn row_is_clean(
+    array: &Array,
+    rel: u64,
+    parity: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+) -> bool {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<(AlignedBuf, AlignedBuf)> =
+            std::cell::RefCell::new((AlignedBuf::zeroed(0), AlignedBuf::zeroed(0)));
+    }
+    let c = array.layout().chunk();
+    let cu = c as usize;
+    let d = slots.len() - parity;
+    let Some(row): Option<Vec<&Cells>> = slots.iter().map(|&s| cells[s].as_ref()).collect() else {
+        return false;
+    };
+    let (first, n) = ((rel * c) as usize / B, cu / B);
+    let no_bad = row.iter().all(|cl| {
+        cl.expect.is_empty()
+            || (first..first + n)
+                .all(|k| !matches!(cl.expect[k], Expect::Known(w) if w != cl.actual[k]))
+    });
+    if !no_bad {
+        return false;
+    }
+    let chunk = |i: usize| &row[i].buf[(rel * c) as usize..((rel + 1) * c) as usize];
+    SCRATCH.with(|s| {
+        let (p, q) = &mut *s.borrow_mut();
+        if p.len() != cu {
+            *p = AlignedBuf::zeroed(cu);
+            *q = AlignedBuf::zeroed(cu);
+        }
+        let data: Vec<&[u8]> = (0..d).map(chunk).collect();
+        (array.kernel().gen_pq)(&data, p, (parity == 2).then_some(&mut q[..]));
+        p[..] == *chunk(d) && (parity == 1 || q[..] == *chunk(d + 1))
+    })
 }
 
 fn resync_parity_row(
@@ -562,6 +731,9 @@ fn check_parity_row(
         rep.rows_skipped += 1;
     }
     let unverifiable = array.row_unverifiable(row);
+    if missing.is_empty() && !unverifiable && row_is_clean(array, rel, parity, slots, cells) {
+        return Ok(());
+    }
     let logical =
         |i: usize, b: usize| (i < d).then(|| (row * d as u64 + i as u64) * c + (b * B) as u64);
     let cell = |i: usize| cells[slots[i]].as_ref();
@@ -838,41 +1010,21 @@ fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
 
 fn mirror_batch(
     array: &Array,
-    rows: Range<u64>,
+    plan: &Plan,
     copies: usize,
     mode: Mode,
     rep: &mut ScrubReport,
+    pool: &Pool,
+    raw: BatchCells,
 ) -> Result<()> {
     let l = array.layout().clone();
     let c = l.chunk();
-    let n = l.members() as u64;
-    let k = copies as u64;
-    // Logical chunks whose first copy sits in these rows (copy 0 of chunk x is at x*K); their
-    // later copies may sit in the next row.
-    let first = (rows.start * n).div_ceil(k);
-    let last = (rows.end * n)
-        .div_ceil(k)
-        .min(l.logical_chunks(array.rows()));
-    if first >= last {
-        rep.rows_checked += rows.end - rows.start;
-        return Ok(());
-    }
-    let read_rows = rows.start..(rows.end + 1).min(array.rows());
-    let mut held = array.held_locks();
-    let _idx = held.acquire(first..last);
-    let verify = matches!(mode, Mode::Scrub { .. });
-    let mut cells = Vec::new();
-    for (slot, r) in read_batch(array, read_rows.clone(), verify)
-        .into_iter()
-        .enumerate()
-    {
-        match r {
-            Ok(x) => cells.push(x),
-            Err(e) => {
-                rep.problems.push(unreadable(array, slot, &read_rows, &e));
-                cells.push(None);
-            }
-        }
+    let rows = plan.rows.clone();
+    let read_rows = plan.read_rows.clone();
+    let (first, last) = (plan.lock.start, plan.lock.end);
+    let mut cells = collect_cells(array, plan, raw, rep);
+    if mode != Mode::Resync {
+        hash_cells(array, plan, &mut cells);
     }
     rep.bytes_read += cells.iter().flatten().count() as u64 * (read_rows.end - read_rows.start) * c;
     rep.rows_checked += rows.end - rows.start;
@@ -1060,6 +1212,7 @@ fn mirror_batch(
             }
         }
     }
+    give_back(pool, cells);
     Ok(())
 }
 

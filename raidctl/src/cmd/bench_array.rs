@@ -27,14 +27,62 @@ pub struct Test {
 
 /// The CrystalDiskMark default set, reads first as CDM shows them.
 pub const CDM: [Test; 8] = [
-    Test { name: "SEQ1M Q8T1 read", block: 1 << 20, queue: 8, sequential: true, write: false },
-    Test { name: "SEQ1M Q1T1 read", block: 1 << 20, queue: 1, sequential: true, write: false },
-    Test { name: "RND4K Q32T1 read", block: 4096, queue: 32, sequential: false, write: false },
-    Test { name: "RND4K Q1T1 read", block: 4096, queue: 1, sequential: false, write: false },
-    Test { name: "SEQ1M Q8T1 write", block: 1 << 20, queue: 8, sequential: true, write: true },
-    Test { name: "SEQ1M Q1T1 write", block: 1 << 20, queue: 1, sequential: true, write: true },
-    Test { name: "RND4K Q32T1 write", block: 4096, queue: 32, sequential: false, write: true },
-    Test { name: "RND4K Q1T1 write", block: 4096, queue: 1, sequential: false, write: true },
+    Test {
+        name: "SEQ1M Q8T1 read",
+        block: 1 << 20,
+        queue: 8,
+        sequential: true,
+        write: false,
+    },
+    Test {
+        name: "SEQ1M Q1T1 read",
+        block: 1 << 20,
+        queue: 1,
+        sequential: true,
+        write: false,
+    },
+    Test {
+        name: "RND4K Q32T1 read",
+        block: 4096,
+        queue: 32,
+        sequential: false,
+        write: false,
+    },
+    Test {
+        name: "RND4K Q1T1 read",
+        block: 4096,
+        queue: 1,
+        sequential: false,
+        write: false,
+    },
+    Test {
+        name: "SEQ1M Q8T1 write",
+        block: 1 << 20,
+        queue: 8,
+        sequential: true,
+        write: true,
+    },
+    Test {
+        name: "SEQ1M Q1T1 write",
+        block: 1 << 20,
+        queue: 1,
+        sequential: true,
+        write: true,
+    },
+    Test {
+        name: "RND4K Q32T1 write",
+        block: 4096,
+        queue: 32,
+        sequential: false,
+        write: true,
+    },
+    Test {
+        name: "RND4K Q1T1 write",
+        block: 4096,
+        queue: 1,
+        sequential: false,
+        write: true,
+    },
 ];
 
 /// A test's short name for `--tests`: "seq1m-q8t1-read" and so on.
