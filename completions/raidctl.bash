@@ -222,12 +222,32 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__bench)
-            opts="-h -V --parity --data --json --help --version"
+            opts="-h -V --parity --profile --tests --size --duration --iops-limit --destructive --data --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --profile)
+                    COMPREPLY=($(compgen -W "cdm" -- "${cur}"))
+                    return 0
+                    ;;
+                --tests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --iops-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --data)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

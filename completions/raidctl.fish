@@ -42,7 +42,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simul
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
-complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark the parity kernels (single core)'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -188,8 +188,14 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l repair -d 'Rew
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l profile -d 'Benchmark profile: cdm (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1; read and write)' -r -f -a "cdm\t''"
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l tests -d 'Only these tests of the profile, comma-separated (e.g. rnd4k-q32t1-write)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l size -d 'Size of the test region at the start of the array' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l duration -d 'Time per test' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l iops-limit -d 'Pace each test to at most this many requests per second (to see the write amplification of a lightly loaded array)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l data -d 'Data chunks per row' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l parity -d 'Parity kernel throughput (the only benchmark so far)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l parity -d 'Parity kernel throughput, single core, no array needed'
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l destructive -d 'The test region may be overwritten: do not save and restore it'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -s V -l version -d 'Print version'
@@ -215,7 +221,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "bench" -d 'Benchmark the parity kernels (single core)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
