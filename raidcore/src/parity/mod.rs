@@ -8,6 +8,8 @@ mod avx2;
 pub mod gf;
 mod portable;
 mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod ssse3;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -49,7 +51,24 @@ static AVX2: Kernel = Kernel {
     mul_xor: avx2::mul_xor,
 };
 
+#[cfg(target_arch = "x86_64")]
+static SSSE3: Kernel = Kernel {
+    name: "ssse3",
+    xor_into: ssse3::xor_into,
+    gen_pq: ssse3::gen_pq,
+    mul_xor: ssse3::mul_xor,
+};
+
 impl Kernel {
+    /// The SSSE3 kernel, when this CPU has SSSE3.
+    pub fn ssse3() -> Option<&'static Kernel> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("ssse3") {
+            return Some(&SSSE3);
+        }
+        None
+    }
+
     /// The AVX2 kernel, when this CPU has AVX2.
     pub fn avx2() -> Option<&'static Kernel> {
         #[cfg(target_arch = "x86_64")]
@@ -62,14 +81,15 @@ impl Kernel {
     /// Every kernel usable on this CPU, reference first.
     pub fn all() -> Vec<&'static Kernel> {
         let mut v = vec![&SCALAR, &PORTABLE];
+        v.extend(Kernel::ssse3());
         v.extend(Kernel::avx2());
         v
     }
 
-    /// The fastest kernel usable on this CPU, in this order: avx2 (when the CPU has it), then
-    /// portable.
+    /// The fastest kernel usable on this CPU, in this order: avx2, ssse3 (when the CPU has
+    /// them), then portable.
     pub fn best() -> &'static Kernel {
-        Kernel::avx2().unwrap_or(&PORTABLE)
+        Kernel::avx2().or_else(Kernel::ssse3).unwrap_or(&PORTABLE)
     }
 
     /// Multiplies `src` by `c` into `dst` (dst = c * src).
@@ -252,6 +272,18 @@ mod tests {
 
     #[test]
     fn kernels_match_reference_generation() {
+        #[cfg(target_arch = "x86_64")]
+        for (feature, name) in [
+            (std::is_x86_feature_detected!("ssse3"), "ssse3"),
+            (std::is_x86_feature_detected!("avx2"), "avx2"),
+        ] {
+            // The SIMD kernels this CPU can run are really among those checked.
+            assert_eq!(
+                Kernel::all().iter().any(|k| k.name == name),
+                feature,
+                "{name}"
+            );
+        }
         for k in Kernel::all() {
             for d in 1..15 {
                 for len in [1usize, 7, 8, 64, 4096 + 3] {
