@@ -50,20 +50,25 @@ run_level() { # level members -> "write read"
     "$raidctl" create --level "$level" --size "$per" "${m[@]}" 2>/dev/null
     "$raidctl" serve --foreground --socket "$dir/r$level.sock" "${m[0]}" >/dev/null 2>&1 & pids+=($!)
     wait_sock "$dir/r$level.sock"
-    measure "nbd+unix:///raid?socket=$dir/r$level.sock"
+    local wr
+    wr=$(measure "nbd+unix:///raid?socket=$dir/r$level.sock")
+    # Peak resident memory of the serve process over the copies (goal: under 100 MiB).
+    echo "$wr $(awk '/VmHWM/ {print $2}' "/proc/${pids[-1]}/status")"
     kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
     rm -f "${m[@]}"
 }
-read -r r0w r0r <<<"$(run_level 0 4)"
-read -r r5w r5r <<<"$(run_level 5 4)"
+read -r r0w r0r r0m <<<"$(run_level 0 4)"
+read -r r5w r5r r5m <<<"$(run_level 5 4)"
 
-python3 - "$kw" "$kr" "$qw" "$qr" "$r0w" "$r0r" "$r5w" "$r5r" "$size" <<'PY'
+python3 - "$kw" "$kr" "$qw" "$qr" "$r0w" "$r0r" "$r5w" "$r5r" "$size" "$r0m" "$r5m" <<'PY'
 import sys
 kw, kr, qw, qr, r0w, r0r, r5w, r5r = map(float, sys.argv[1:9])
+r0m, r5m = (int(x) / 1024 for x in sys.argv[10:12])
 pw, pr = max(kw, qw), max(kr, qr)
 print(f"serve bench ({sys.argv[9]}, /dev/shm, nbdcopy): MB/s write / read")
 print(f"  nbdkit file      {kw:7.0f} / {kr:7.0f}")
 print(f"  qemu-nbd         {qw:7.0f} / {qr:7.0f}")
 print(f"  raidctl raid0 x4 {r0w:7.0f} / {r0r:7.0f}   = {r0w/pw:.2f}x / {r0r/pr:.2f}x the faster peer")
 print(f"  raidctl raid5 x4 {r5w:7.0f} / {r5r:7.0f}   = {r5w/pw:.2f}x / {r5r/pr:.2f}x the faster peer")
+print(f"  serve peak resident memory: raid0 {r0m:.0f} MiB, raid5 {r5m:.0f} MiB (goal: under 100 MiB)")
 PY

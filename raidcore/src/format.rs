@@ -352,7 +352,7 @@ impl Superblock {
         }
         if self.metadata_offset != METADATA_OFFSET
             || self.metadata_offset + self.metadata_bytes != self.data_offset
-            || self.data_offset % DATA_ALIGN != 0
+            || !self.data_offset.is_multiple_of(DATA_ALIGN)
         {
             return corrupt(format!(
                 "metadata area {}+{} does not end at the data offset {}",

@@ -99,7 +99,7 @@ fn case(seed: u64, dir: &std::path::Path) {
             .for_each(|b| *b = true);
     }
     // Power cut.
-    let mode = if seed % 2 == 0 {
+    let mode = if seed.is_multiple_of(2) {
         CrashMode::DropUnflushed
     } else {
         CrashMode::KeepSome(seed)

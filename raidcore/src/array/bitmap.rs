@@ -75,7 +75,7 @@ impl BitmapGeometry {
             region_rows: u(2),
         };
         let fits = g.offset >= METADATA_OFFSET
-            && g.bytes % 4096 == 0
+            && g.bytes.is_multiple_of(4096)
             && g.offset + g.bytes <= sb.data_offset
             && g.region_rows > 0
             && sb.data_rows.div_ceil(g.region_rows) <= g.bytes * 8;

@@ -158,7 +158,7 @@ impl CsumGeometry {
             log_pages: u(2),
         };
         let blocks = sb.data_rows * sb.layout.chunk_bytes / BLOCK;
-        let fits = g.offset % 4096 == 0
+        let fits = g.offset.is_multiple_of(4096)
             && g.offset >= METADATA_OFFSET
             && g.table_pages == blocks.div_ceil(PER_PAGE)
             && g.log_pages >= 1
@@ -566,7 +566,7 @@ impl Array {
         let Some(s) = self.csum_of(d) else {
             return;
         };
-        let full = if off % BLOCK == 0 && buf.len() as u64 % BLOCK == 0 {
+        let full = if off.is_multiple_of(BLOCK) && (buf.len() as u64).is_multiple_of(BLOCK) {
             s.record(off, buf)
         } else {
             let lo = off / BLOCK * BLOCK;
@@ -604,7 +604,10 @@ impl Array {
         let Some(s) = self.csum_of(d) else {
             return Vec::new();
         };
-        if off % BLOCK != 0 || buf.len() as u64 % BLOCK != 0 || self.row_unverifiable(row) {
+        if !off.is_multiple_of(BLOCK)
+            || !(buf.len() as u64).is_multiple_of(BLOCK)
+            || self.row_unverifiable(row)
+        {
             return Vec::new();
         }
         let got = digests(buf);

@@ -214,7 +214,9 @@ impl Array {
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_bounds("read", offset, buf.len())?;
         self.check_alive()?;
-        if self.csum_geo.is_some() && (offset % BLOCK != 0 || buf.len() as u64 % BLOCK != 0) {
+        if self.csum_geo.is_some()
+            && (!offset.is_multiple_of(BLOCK) || !(buf.len() as u64).is_multiple_of(BLOCK))
+        {
             // Checksums cover whole 4 KiB blocks: read those and copy out the part asked for.
             let lo = offset / BLOCK * BLOCK;
             let hi = (offset + buf.len() as u64).div_ceil(BLOCK) * BLOCK;
@@ -531,7 +533,9 @@ impl Array {
         range: &Range<u64>,
         read: impl FnOnce(&mut [u8], &Range<u64>) -> Result<()>,
     ) -> Result<Option<(AlignedBuf, Range<u64>)>> {
-        if self.csum_geo.is_none() || (range.start % BLOCK == 0 && range.end % BLOCK == 0) {
+        if self.csum_geo.is_none()
+            || (range.start.is_multiple_of(BLOCK) && range.end.is_multiple_of(BLOCK))
+        {
             return Ok(None);
         }
         let w = range.start / BLOCK * BLOCK..range.end.div_ceil(BLOCK) * BLOCK;

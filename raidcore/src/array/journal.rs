@@ -55,7 +55,7 @@ impl JournalGeometry {
             offset: u64::from_le_bytes(e.data[..8].try_into().expect("8 bytes")),
             bytes: u64::from_le_bytes(e.data[8..].try_into().expect("8 bytes")),
         };
-        let fits = g.offset % 4096 == 0
+        let fits = g.offset.is_multiple_of(4096)
             && g.offset >= crate::format::METADATA_OFFSET
             && g.offset + g.bytes <= sb.data_offset
             && g.bytes

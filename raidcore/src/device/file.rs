@@ -166,9 +166,9 @@ impl FileMember {
     fn pick(&self, ptr: *const u8, len: usize, offset: u64) -> &File {
         match &self.direct {
             Some(d)
-                if (ptr as usize) % ALIGN == 0
-                    && len % ALIGN == 0
-                    && offset % ALIGN as u64 == 0 =>
+                if (ptr as usize).is_multiple_of(ALIGN)
+                    && len.is_multiple_of(ALIGN)
+                    && offset.is_multiple_of(ALIGN as u64) =>
             {
                 d
             }

@@ -49,22 +49,52 @@ unsafe fn gen_pq_avx2(data: &[&[u8]], p: &mut [u8], mut q: Option<&mut [u8]>) {
     let last = data.len() - 1;
     let poly = _mm256_set1_epi8(0x1d);
     let mut i = 0;
-    while i + 32 <= len {
-        // SAFETY: i + 32 <= len, and every data slice and q hold at least len bytes.
-        unsafe {
-            let mut pv = _mm256_loadu_si256(data[last].as_ptr().add(i) as *const __m256i);
-            let mut qv = pv;
-            for d in data[..last].iter().rev() {
-                let v = _mm256_loadu_si256(d.as_ptr().add(i) as *const __m256i);
-                pv = _mm256_xor_si256(pv, v);
-                qv = _mm256_xor_si256(mul2(qv, poly), v);
-            }
-            _mm256_storeu_si256(p.as_mut_ptr().add(i) as *mut __m256i, pv);
-            if let Some(q) = q.as_deref_mut() {
-                _mm256_storeu_si256(q.as_mut_ptr().add(i) as *mut __m256i, qv);
+    // Two vectors per step: independent dependency chains keep both load ports busy.
+    match q.as_deref_mut() {
+        None => {
+            while i + 64 <= len {
+                // SAFETY: i + 64 <= len, and every data slice holds at least len bytes.
+                unsafe {
+                    let at = |s: &[u8], k: usize| {
+                        _mm256_loadu_si256(s.as_ptr().add(i + k) as *const __m256i)
+                    };
+                    let mut p0 = at(data[last], 0);
+                    let mut p1 = at(data[last], 32);
+                    for d in &data[..last] {
+                        p0 = _mm256_xor_si256(p0, at(d, 0));
+                        p1 = _mm256_xor_si256(p1, at(d, 32));
+                    }
+                    _mm256_storeu_si256(p.as_mut_ptr().add(i) as *mut __m256i, p0);
+                    _mm256_storeu_si256(p.as_mut_ptr().add(i + 32) as *mut __m256i, p1);
+                }
+                i += 64;
             }
         }
-        i += 32;
+        Some(q) => {
+            while i + 64 <= len {
+                // SAFETY: i + 64 <= len, and every data slice and q hold at least len bytes.
+                unsafe {
+                    let at = |s: &[u8], k: usize| {
+                        _mm256_loadu_si256(s.as_ptr().add(i + k) as *const __m256i)
+                    };
+                    let mut p0 = at(data[last], 0);
+                    let mut p1 = at(data[last], 32);
+                    let (mut q0, mut q1) = (p0, p1);
+                    for d in data[..last].iter().rev() {
+                        let (v0, v1) = (at(d, 0), at(d, 32));
+                        p0 = _mm256_xor_si256(p0, v0);
+                        p1 = _mm256_xor_si256(p1, v1);
+                        q0 = _mm256_xor_si256(mul2(q0, poly), v0);
+                        q1 = _mm256_xor_si256(mul2(q1, poly), v1);
+                    }
+                    _mm256_storeu_si256(p.as_mut_ptr().add(i) as *mut __m256i, p0);
+                    _mm256_storeu_si256(p.as_mut_ptr().add(i + 32) as *mut __m256i, p1);
+                    _mm256_storeu_si256(q.as_mut_ptr().add(i) as *mut __m256i, q0);
+                    _mm256_storeu_si256(q.as_mut_ptr().add(i + 32) as *mut __m256i, q1);
+                }
+                i += 64;
+            }
+        }
     }
     for j in i..len {
         let mut pv = data[last][j];

@@ -5,7 +5,11 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod gf;
+#[cfg(target_arch = "x86_64")]
+mod gfni;
 mod portable;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -59,7 +63,44 @@ static SSSE3: Kernel = Kernel {
     mul_xor: ssse3::mul_xor,
 };
 
+#[cfg(target_arch = "x86_64")]
+static AVX512: Kernel = Kernel {
+    name: "avx512",
+    xor_into: avx512::xor_into,
+    gen_pq: avx512::gen_pq,
+    mul_xor: avx512::mul_xor,
+};
+
+#[cfg(target_arch = "x86_64")]
+static GFNI: Kernel = Kernel {
+    name: "avx512-gfni",
+    xor_into: gfni::xor_into,
+    gen_pq: gfni::gen_pq,
+    mul_xor: gfni::mul_xor,
+};
+
 impl Kernel {
+    /// The AVX-512 + GFNI kernel, when this CPU has AVX512F, AVX512BW and GFNI.
+    pub fn gfni() -> Option<&'static Kernel> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("gfni")
+        {
+            return Some(&GFNI);
+        }
+        None
+    }
+
+    /// The AVX-512 kernel, when this CPU has AVX512F and AVX512BW.
+    pub fn avx512() -> Option<&'static Kernel> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            return Some(&AVX512);
+        }
+        None
+    }
+
     /// The SSSE3 kernel, when this CPU has SSSE3.
     pub fn ssse3() -> Option<&'static Kernel> {
         #[cfg(target_arch = "x86_64")]
@@ -83,13 +124,19 @@ impl Kernel {
         let mut v = vec![&SCALAR, &PORTABLE];
         v.extend(Kernel::ssse3());
         v.extend(Kernel::avx2());
+        v.extend(Kernel::avx512());
+        v.extend(Kernel::gfni());
         v
     }
 
-    /// The fastest kernel usable on this CPU, in this order: avx2, ssse3 (when the CPU has
-    /// them), then portable.
+    /// The fastest kernel usable on this CPU, in this order: avx512-gfni, avx512, avx2, ssse3 (when the CPU
+    /// has them), then portable.
     pub fn best() -> &'static Kernel {
-        Kernel::avx2().or_else(Kernel::ssse3).unwrap_or(&PORTABLE)
+        Kernel::gfni()
+            .or_else(Kernel::avx512)
+            .or_else(Kernel::avx2)
+            .or_else(Kernel::ssse3)
+            .unwrap_or(&PORTABLE)
     }
 
     /// Multiplies `src` by `c` into `dst` (dst = c * src).
@@ -276,6 +323,17 @@ mod tests {
         for (feature, name) in [
             (std::is_x86_feature_detected!("ssse3"), "ssse3"),
             (std::is_x86_feature_detected!("avx2"), "avx2"),
+            (
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw"),
+                "avx512",
+            ),
+            (
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+                    && std::is_x86_feature_detected!("gfni"),
+                "avx512-gfni",
+            ),
         ] {
             // The SIMD kernels this CPU can run are really among those checked.
             assert_eq!(

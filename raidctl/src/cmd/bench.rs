@@ -185,12 +185,12 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
             Kernel::best().name
         );
         println!(
-            "{:<10} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "{:<12} {:>8} {:>8} {:>8} {:>8} {:>8}",
             "kernel", "chunk", "xor", "pq-gen", "rec1", "rec2"
         );
         for r in &rows {
             println!(
-                "{:<10} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                "{:<12} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
                 r["kernel"].as_str().unwrap_or(""),
                 crate::units::human(r["chunk_bytes"].as_u64().unwrap_or(0)),
                 r["xor_gbps"].as_f64().unwrap_or(0.0),
