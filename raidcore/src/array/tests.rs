@@ -919,3 +919,53 @@ fn journal_write_cost_on_a_degraded_array() {
     eprintln!("degraded RAID5, 500 random 4 KiB writes: {} bytes without the journal, {} with it ({ratio:.2}x)", totals[0], totals[1]);
     assert!(ratio > 1.0 && ratio < 12.0);
 }
+
+/// Latent corruption on a survivor during a rebuild: RAID6 still has a parity to spare, so the
+/// target gets the right data and the survivor is repaired; RAID5 has none, so the target's
+/// block reads as a checksum error, never as wrong data.
+#[test]
+fn rebuild_checks_survivors_against_their_checksums() {
+    for (level, n) in [(Level::Raid6, 5), (Level::Raid5, 4), (Level::Raid1, 3)] {
+        let (a, _) = make(&params(level, n, 4096), 3 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        random_ops(&a, &mut model, &mut Rng(77), 80);
+        a.flush().unwrap();
+        // A logical block whose member is a survivor (not slot 0, which fails and is rebuilt).
+        let (logical, bad_slot, moff) = (4u64..64)
+            .map(|b| (b * 4096, locate_logical(&a, b * 4096)))
+            .map(|(l, (s, o))| (l, s, o))
+            .find(|&(_, s, _)| s != 0)
+            .unwrap();
+        assert_ne!(bad_slot, 0);
+        flip(&a, bad_slot, moff);
+        if level == Level::Raid1 {
+            // Every other copy is bad too, so no good copy is left for slot 0.
+            for s in 1..n {
+                if s != bad_slot {
+                    flip(&a, s, moff);
+                }
+            }
+        }
+        a.fail(&MemberRef::Slot(0)).unwrap();
+        a.add(mem(3 << 20, "new"), std::path::Path::new("new"), None, true)
+            .unwrap();
+        let reports = rebuild_all(&a);
+        let mut got = vec![0u8; 4096];
+        match level {
+            Level::Raid6 => {
+                assert_eq!(reports[0].checksum_repaired, 1, "{level:?}");
+                assert_eq!(reports[0].unrecoverable_blocks, 0);
+                assert_eq!(read_all(&a), model, "{level:?}");
+                assert_consistent(&a);
+            }
+            _ => {
+                assert!(
+                    reports[0].unrecoverable_blocks >= 1,
+                    "{level:?}: {reports:?}"
+                );
+                let e = a.read(&mut got, logical).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Checksum, "{level:?}: {e}");
+            }
+        }
+    }
+}

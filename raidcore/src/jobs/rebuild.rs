@@ -54,6 +54,11 @@ pub struct PassReport {
     pub rows: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// Survivor blocks that failed their checksums and were repaired from the others.
+    pub checksum_repaired: u64,
+    /// Blocks of the targets that could not be rebuilt because survivors' blocks failed their
+    /// checksums beyond what parity covers: they read as errors, never as wrong data.
+    pub unrecoverable_blocks: u64,
 }
 
 /// Progress: (bytes done, bytes total) of the current pass, and its slots. It is called while
@@ -265,7 +270,7 @@ fn rebuild_pass(
     // Pipelined: the target write of one batch overlaps the reads and reconstruction of the
     // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
     std::thread::scope(|scope| -> Result<()> {
-        let mut inflight: Option<(Writer<'_>, u64, Vec<usize>)> = None;
+        let mut inflight: Option<(Writer<'_>, u64, u64, Vec<usize>, Damage)> = None;
         while r0 < rows {
             if !pass.targets_alive() {
                 crate::bail!(Io, "a rebuild target failed; see status");
@@ -280,7 +285,7 @@ fn rebuild_pass(
             let r1 = (r0 + step).min(rows);
             let b = (r1 - r0) as usize;
             let idx = locks.acquire(r0..r1);
-            fill_batch(
+            let damage = fill_batch(
                 array,
                 &pass.targets,
                 r0,
@@ -289,9 +294,12 @@ fn rebuild_pass(
                 &mut scratch,
                 &mut outs,
             )?;
-            if let Some((h, prev_r1, prev_idx)) = inflight.take() {
+            pass.report.checksum_repaired += damage.repaired;
+            pass.report.unrecoverable_blocks += damage.poisoned.len() as u64;
+            if let Some((h, prev_r0, prev_r1, prev_idx, prev_damage)) = inflight.take() {
                 let (bufs, written) = h.join().expect("writer thread");
                 spare_outs = Some(bufs);
+                poison(array, &pass.targets, prev_r0, &prev_damage);
                 pass.advance(prev_r1, written?, progress)?;
                 locks.release(&prev_idx, &idx);
             }
@@ -308,11 +316,12 @@ fn rebuild_pass(
                 }
                 (mine, Ok(written))
             });
-            inflight = Some((writer, r1, idx));
+            inflight = Some((writer, r0, r1, idx, damage));
             r0 = r1;
         }
-        if let Some((h, prev_r1, prev_idx)) = inflight.take() {
+        if let Some((h, prev_r0, prev_r1, prev_idx, prev_damage)) = inflight.take() {
             let (_, written) = h.join().expect("writer thread");
+            poison(array, &pass.targets, prev_r0, &prev_damage);
             pass.advance(prev_r1, written?, progress)?;
             locks.release(&prev_idx, &[]);
         }
@@ -331,7 +340,19 @@ fn rebuild_pass(
 /// A target write in flight: gives back its buffers and the bytes written.
 type Writer<'s> = std::thread::ScopedJoinHandle<'s, (Vec<AlignedBuf>, Result<u64>)>;
 
+/// What a batch found wrong on the survivors.
+#[derive(Default)]
+struct Damage {
+    /// Survivor blocks repaired.
+    repaired: u64,
+    /// (target index, byte offset in the batch) of target blocks that could not be rebuilt.
+    poisoned: Vec<(usize, usize)>,
+}
+
 /// Fills `outs` (one buffer per target) with the target slots' contents for rows [r0, r1).
+/// Survivors' blocks are checked against their checksums: a bad one is treated as missing
+/// (and repaired) when parity covers it, and otherwise the target block is marked so that it
+/// reads as an error.
 #[allow(clippy::too_many_arguments)]
 fn fill_batch(
     array: &Array,
@@ -341,7 +362,8 @@ fn fill_batch(
     ins: &mut [AlignedBuf],
     scratch: &mut [AlignedBuf],
     outs: &mut [AlignedBuf],
-) -> Result<()> {
+) -> Result<Damage> {
+    let mut damage = Damage::default();
     let layout = array.layout();
     let n = layout.members();
     let c = layout.chunk() as usize;
@@ -352,7 +374,7 @@ fn fill_batch(
     match layout.redundancy() {
         Redundancy::Parity { parity } => {
             // One sequential read per survivor for the whole batch, all survivors at once.
-            let ok: Vec<bool> = std::thread::scope(|scope| {
+            let read: Vec<Option<Vec<usize>>> = std::thread::scope(|scope| {
                 let handles: Vec<_> = ins
                     .iter_mut()
                     .zip(&lost)
@@ -361,16 +383,31 @@ fn fill_batch(
                         (!gone).then(|| {
                             // A member failing now is recovered below if tolerated.
                             scope.spawn(move || {
-                                array.member_read(slot, &mut buf[..b * c], r0, 0).is_ok()
+                                if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
+                                    return None;
+                                }
+                                let bad = array
+                                    .source(slot, r0)
+                                    .map(|d| {
+                                        array.csum_mismatches(
+                                            &d,
+                                            r0,
+                                            array.cell_offset(r0, 0),
+                                            &buf[..b * c],
+                                        )
+                                    })
+                                    .unwrap_or_default();
+                                Some(bad)
                             })
                         })
                     })
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.is_some_and(|h| h.join().expect("reader thread")))
+                    .map(|h| h.and_then(|h| h.join().expect("reader thread")))
                     .collect()
             });
+            let ok: Vec<bool> = read.iter().map(|x| x.is_some()).collect();
             if ok.iter().filter(|&&x| !x).count() > parity {
                 array.check_alive()?;
                 crate::bail!(
@@ -417,6 +454,24 @@ fn fill_batch(
                     .collect();
                 array.kernel().recover(&mut refs, parity, &missing)?;
             }
+            let bad: Vec<(usize, usize)> = read
+                .iter()
+                .enumerate()
+                .flat_map(|(slot, x)| x.iter().flatten().map(move |&blk| (slot, blk)))
+                .collect();
+            if !bad.is_empty() {
+                fix_bad_blocks(
+                    array,
+                    r0,
+                    parity,
+                    &ok,
+                    &target_of,
+                    &bad,
+                    ins,
+                    outs,
+                    &mut damage,
+                )?;
+            }
         }
         Redundancy::Mirror { copies } => {
             for (ti, (slot, _)) in targets.iter().enumerate() {
@@ -426,19 +481,41 @@ fn fill_batch(
                         outs[ti][k * c..(k + 1) * c].fill(0); // a cell no chunk uses
                         continue;
                     };
+                    // A copy whose blocks fail their checksums is passed over for the next;
+                    // when every copy has bad blocks, the last one read is used and its bad
+                    // blocks are poisoned on the target.
                     let mut done = false;
+                    let mut bad_in_last: Vec<usize> = Vec::new();
                     for other in (0..copies).filter(|&o| o != copy) {
                         let (s2, row2) = layout.mirror_cell(chunk, other);
                         if lost[s2] {
                             continue;
                         }
-                        if array
-                            .member_read(s2, &mut outs[ti][k * c..(k + 1) * c], row2, 0)
-                            .is_ok()
-                        {
+                        let out = &mut outs[ti][k * c..(k + 1) * c];
+                        if array.member_read(s2, out, row2, 0).is_ok() {
                             done = true;
-                            break;
+                            bad_in_last = array
+                                .source(s2, row2)
+                                .map(|d| {
+                                    let bad = array.csum_mismatches(
+                                        &d,
+                                        row2,
+                                        array.cell_offset(row2, 0),
+                                        out,
+                                    );
+                                    d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
+                                    bad
+                                })
+                                .unwrap_or_default();
+                            if bad_in_last.is_empty() {
+                                break;
+                            }
                         }
+                    }
+                    for blk in &bad_in_last {
+                        damage
+                            .poisoned
+                            .push((ti, k * c + blk * crate::array::csum::BLOCK as usize));
                     }
                     if !done {
                         array.check_alive()?;
@@ -451,7 +528,94 @@ fn fill_batch(
             }
         }
     }
+    Ok(damage)
+}
+
+/// Rebuilds the block columns where survivors' blocks failed their checksums: the bad blocks
+/// count as missing too; when parity covers them the targets get the right data and the
+/// survivors are repaired, otherwise the targets' blocks are poisoned.
+#[allow(clippy::too_many_arguments)]
+fn fix_bad_blocks(
+    array: &Array,
+    r0: u64,
+    parity: usize,
+    ok: &[bool],
+    target_of: &[Option<usize>],
+    bad: &[(usize, usize)],
+    ins: &[AlignedBuf],
+    outs: &mut [AlignedBuf],
+    damage: &mut Damage,
+) -> Result<()> {
+    const B: usize = crate::array::csum::BLOCK as usize;
+    let c = array.layout().chunk() as usize;
+    let per_row = c / B;
+    let mut cols: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for &(slot, blk) in bad {
+        cols.entry(blk).or_default().push(slot);
+        if let Some(d) = array.source(slot, r0 + (blk / per_row) as u64) {
+            d.csum_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    for (blk, bad_slots) in cols {
+        let (k, j) = (blk / per_row, blk % per_row);
+        let r = r0 + k as u64;
+        let at = k * c + j * B;
+        let order = array.row_slots(r, parity);
+        let lost: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !ok[**s] || bad_slots.contains(s))
+            .map(|(pos, _)| pos)
+            .collect();
+        if lost.len() > parity {
+            for ti in target_of.iter().flatten() {
+                damage.poisoned.push((*ti, at));
+            }
+            continue;
+        }
+        let mut blocks: Vec<Vec<u8>> = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &s)| {
+                if lost.contains(&pos) {
+                    vec![0u8; B]
+                } else {
+                    ins[s][at..at + B].to_vec()
+                }
+            })
+            .collect();
+        {
+            let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+            array.kernel().recover(&mut refs, parity, &lost)?;
+        }
+        let d_count = order.len() - parity;
+        for (pos, &s) in order.iter().enumerate() {
+            if let Some(ti) = target_of[s] {
+                outs[ti][at..at + B].copy_from_slice(&blocks[pos]);
+            } else if bad_slots.contains(&s) {
+                let kind = if pos < d_count {
+                    WriteKind::Data
+                } else {
+                    WriteKind::Parity
+                };
+                array.member_write(s, &blocks[pos], r, (j * B) as u64, kind)?;
+                damage.repaired += 1;
+            }
+        }
+    }
     Ok(())
+}
+
+/// Marks target blocks that could not be rebuilt so they read as checksum errors (their
+/// entries can never match any content), after the target's own entries were recorded.
+fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) {
+    for &(ti, at) in &damage.poisoned {
+        let dev = &targets[ti].1.dev;
+        if let Some(s) = array.csum_of(dev) {
+            let block = s.block_of(array.cell_offset(r0, at as u64));
+            s.record_digests(block, &[[0xff; 16]]);
+        }
+    }
 }
 
 /// Copies slot `slot`'s live member onto its replace target.

@@ -84,7 +84,8 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
             println!(
                 "{}",
                 json!({"done": r.kind, "slots": r.slots, "resumed_from_row": r.resumed_from_row, "rows": r.rows,
-                       "bytes_written": r.bytes_written, "seconds": r.seconds, "rate_bytes_per_sec": rate as u64})
+                       "bytes_written": r.bytes_written, "seconds": r.seconds, "rate_bytes_per_sec": rate as u64,
+                       "checksum_repaired": r.checksum_repaired, "unrecoverable_blocks": r.unrecoverable_blocks})
             );
         } else {
             eprintln!(
@@ -100,6 +101,18 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
                     String::new()
                 }
             );
+            if r.checksum_repaired > 0 {
+                eprintln!(
+                    "raidctl: {} survivor blocks failed their checksums and were repaired from parity",
+                    r.checksum_repaired
+                );
+            }
+            if r.unrecoverable_blocks > 0 {
+                eprintln!(
+                    "raidctl: warning: {} rebuilt blocks could not be restored (survivor blocks failed their checksums beyond what redundancy covers); they read as errors: run `raidctl scrub` to list them",
+                    r.unrecoverable_blocks
+                );
+            }
         }
     }
     if reports.is_empty() && !f.json && !quiet_if_idle {
