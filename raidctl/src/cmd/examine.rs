@@ -209,6 +209,17 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
         sb.data_rows,
         sb.data_rows * sb.layout.chunk_bytes
     );
+    let areas = areas_json(&sb);
+    for (name, label) in [
+        ("bitmap", "bitmap      "),
+        ("journal", "journal     "),
+        ("checksums", "checksums   "),
+    ] {
+        let a = &areas[name];
+        if a.is_object() {
+            println!("{label} offset {} bytes {}", a["offset"], a["bytes"]);
+        }
+    }
     println!("array size   {} bytes", sb.array_bytes);
     println!(
         "created      {}   updated {}",
