@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::csum::BLOCK;
 use super::{Array, Dev, TargetKind, WriteKind};
@@ -15,6 +15,48 @@ use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
+
+/// Bytes of member I/O in one row from which its members are driven on parallel threads.
+const PARALLEL_FROM: usize = 128 << 10;
+
+/// Counts a request in flight for as long as it lives.
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(c: &'a std::sync::atomic::AtomicUsize) -> InFlight<'a> {
+        c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(c)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A member I/O item: its size decides whether threads are worth it.
+trait MemberIo {
+    fn len(&self) -> usize;
+}
+
+impl MemberIo for (usize, &[u8], u64, WriteKind) {
+    fn len(&self) -> usize {
+        self.1.len()
+    }
+}
+
+impl MemberIo for (usize, u64, &[u8]) {
+    fn len(&self) -> usize {
+        self.2.len()
+    }
+}
+
+impl MemberIo for (usize, &mut [u8], u64) {
+    fn len(&self) -> usize {
+        self.1.len()
+    }
+}
 
 /// The part of one row (or chunk) a request touches.
 struct Piece {
@@ -212,6 +254,7 @@ impl Array {
 
     /// Reads `buf.len()` bytes at logical `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let _req = InFlight::new(&self.requests);
         self.check_bounds("read", offset, buf.len())?;
         self.check_alive()?;
         if self.csum_geo.is_some()
@@ -313,27 +356,42 @@ impl Array {
     ) -> Result<()> {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
-        let mut need: Vec<usize> = Vec::new();
-        let mut bad: Vec<usize> = Vec::new();
+        // Each touched data chunk's part of `out`, in order (they are consecutive).
+        let mut reads: Vec<(usize, &mut [u8], u64)> = Vec::new();
+        let mut rest = &mut out[..];
         for d in 0..d_count {
             let Some(cr) = chunk_range(range, d, chunk) else {
                 continue;
             };
+            let (dst, tail) = rest.split_at_mut((cr.end - cr.start) as usize);
+            rest = tail;
+            reads.push((d, dst, cr.start));
+        }
+        // (d, read and matched its checksum; false also when it was unavailable or failed)
+        let outcome = Mutex::new(Vec::new());
+        self.on_members(reads, |(d, dst, within)| {
             let slot = self.layout.data_slot(row, d);
-            let o = (d as u64 * chunk + cr.start - range.start) as usize;
-            let dst = &mut out[o..o + (cr.end - cr.start) as usize];
-            match self.source(slot, row) {
+            let r = match self.source(slot, row) {
+                None => None,
+                Some(_) => self.member_read_verified(slot, dst, row, within).ok(),
+            };
+            outcome.lock().expect("outcome lock").push((d, r));
+            Ok(())
+        })?;
+        let mut need: Vec<usize> = Vec::new();
+        let mut bad: Vec<usize> = Vec::new();
+        for (d, r) in outcome.into_inner().expect("outcome lock") {
+            match r {
+                Some(true) => {}
+                Some(false) => {
+                    need.push(d);
+                    bad.push(d);
+                }
                 None => need.push(d),
-                Some(_) => match self.member_read_verified(slot, dst, row, cr.start) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        need.push(d);
-                        bad.push(d);
-                    }
-                    Err(_) => need.push(d),
-                },
             }
         }
+        need.sort_unstable();
+        bad.sort_unstable();
         if need.is_empty() {
             return Ok(());
         }
@@ -463,6 +521,7 @@ impl Array {
 
     /// Writes `data` at logical `offset`.
     pub fn write(&self, data: &[u8], offset: u64) -> Result<()> {
+        let _req = InFlight::new(&self.requests);
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
         }
@@ -486,10 +545,15 @@ impl Array {
                         Some((b, r)) => (&b[..], r.clone()),
                         None => (src, p.range.clone()),
                     };
-                    for k in 0..copies {
-                        let (slot, row) = self.layout.mirror_cell(p.unit, k);
-                        self.member_write(slot, src, row, range.start, WriteKind::Data)?;
-                    }
+                    let cells: Vec<(usize, u64, &[u8])> = (0..copies)
+                        .map(|k| {
+                            let (slot, row) = self.layout.mirror_cell(p.unit, k);
+                            (slot, row, src)
+                        })
+                        .collect();
+                    self.on_members(cells, |(slot, row, src)| {
+                        self.member_write(slot, src, row, range.start, WriteKind::Data)
+                    })?;
                     self.count_row_write(1, p.range.end - p.range.start == chunk);
                     self.check_alive().map_err(|e| {
                         e.context(format!(
@@ -522,6 +586,36 @@ impl Array {
             }
         }
         self.maybe_persist()
+    }
+
+    /// Runs `f` for every member I/O of one row: on threads, one per member, when there are
+    /// several and they are large enough to be worth it (members are separate devices, so
+    /// their I/O overlaps); in order otherwise. The first error is returned after all finish.
+    fn on_members<T: MemberIo + Send>(
+        &self,
+        items: Vec<T>,
+        f: impl Fn(T) -> Result<()> + Sync,
+    ) -> Result<()> {
+        let bytes: usize = items.iter().map(|x| x.len()).sum();
+        // With several requests in flight the members are kept busy by the requests already.
+        if items.len() < 2
+            || bytes < PARALLEL_FROM
+            || self.requests.load(std::sync::atomic::Ordering::Relaxed) > 2
+        {
+            return items.into_iter().try_for_each(f);
+        }
+        std::thread::scope(|sc| {
+            let f = &f;
+            let hs: Vec<_> = items.into_iter().map(|x| sc.spawn(move || f(x))).collect();
+            let mut first = Ok(());
+            for h in hs {
+                let r = h.join().expect("member I/O thread");
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })
     }
 
     /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads
@@ -684,14 +778,14 @@ impl Array {
                 let (p, q) = pq.split_at_mut(1);
                 (self.kernel.gen_pq)(&data, &mut p[0], q.first_mut().map(|b| &mut b[..]));
                 // Close the write hole: log the final cells before touching any of them.
-                let cells: Vec<(usize, Vec<u8>)> = touched
-                    .iter()
-                    .map(|(d, _)| *d)
-                    .chain(d_count..d_count + parity)
-                    .filter(|&i| self.source(slots[i], row).is_some())
-                    .map(|i| (slots[i], bufs[i].to_vec()))
-                    .collect();
                 if degraded {
+                    let cells: Vec<(usize, Vec<u8>)> = touched
+                        .iter()
+                        .map(|(d, _)| *d)
+                        .chain(d_count..d_count + parity)
+                        .filter(|&i| self.source(slots[i], row).is_some())
+                        .map(|i| (slots[i], bufs[i].to_vec()))
+                        .collect();
                     journal_guard = Some(self.journal_lock.lock().expect("journal lock"));
                     journaled = self.journal_write(row, span.start, cells)?;
                 }
@@ -721,25 +815,29 @@ impl Array {
                     }
                 }
             };
-            // Write data, then parity. A member failing here is failed and recorded; the row stays
-            // consistent for the survivors because parity was computed from the new data.
-            for (d, r) in &touched {
-                self.member_write(slots[*d], new_of(*d, r), row, r.start, WriteKind::Data)?;
-            }
+            // Data and parity go to their members at once (one thread per member for large
+            // cells). A member failing here is failed and recorded; the row stays consistent
+            // for the survivors because parity was computed from the new data.
             let (p_within, p_len) = if full_row && !degraded && !verify_all {
                 (0, chunk as usize)
             } else {
                 (span.start, span_len)
             };
+            let mut writes: Vec<(usize, &[u8], u64, WriteKind)> = touched
+                .iter()
+                .map(|(d, r)| (slots[*d], new_of(*d, r), r.start, WriteKind::Data))
+                .collect();
             for (i, buf) in par.iter().enumerate() {
-                self.member_write(
+                writes.push((
                     slots[d_count + i],
                     &buf[..p_len],
-                    row,
                     p_within,
                     WriteKind::Parity,
-                )?;
+                ));
             }
+            self.on_members(writes, |(slot, buf, within, kind)| {
+                self.member_write(slot, buf, row, within, kind)
+            })?;
             if journaled {
                 self.journal_clear()?;
             }

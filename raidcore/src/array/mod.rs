@@ -254,6 +254,9 @@ pub struct Array {
     pub(crate) unverified_dirty: bool,
     /// The last scrub, or an unfinished one (persisted with every superblock write).
     pub(crate) scrub_record: Mutex<health::ScrubRecord>,
+    /// Reads and writes in progress (member I/O of one request runs in parallel only when
+    /// few are).
+    pub(crate) requests: std::sync::atomic::AtomicUsize,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -332,6 +335,7 @@ impl Array {
             csum_geo,
             unverified_dirty,
             scrub_record: Mutex::new(scrub_record),
+            requests: Default::default(),
         };
         array.load_counters(&counters_sb);
         // Replay every member's checksum log now, so the first write does no metadata reads.
