@@ -13,6 +13,8 @@ mod gfni;
 mod portable;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
+mod simd;
+#[cfg(target_arch = "x86_64")]
 mod ssse3;
 
 use crate::error::{Error, ErrorKind, Result};
