@@ -500,20 +500,26 @@ impl CsumStore {
         let mut p = 0;
         while p < self.geo.table_pages {
             let n = step.min(self.geo.table_pages - p);
+            // Under the lock, so no fold rewrites these pages between the read and the cache.
+            let mut st = self.st.lock().expect("csum lock");
             let b = &mut buf[..n as usize * PAGE];
             m.read_at(b, self.geo.page_offset(p))?;
             for i in 0..n {
                 let pg = &b[i as usize * PAGE..(i as usize + 1) * PAGE];
                 if !page_valid(pg, p + i) {
                     bad.push(p + i);
+                    st.cache.remove(&(p + i));
+                    st.bad.insert(p + i);
+                } else if st.cache.len() < CACHE_PAGES && !st.bad.contains(&(p + i)) {
+                    // Warm the cache for the rows that follow (a scrub reads them all).
+                    st.cache.entry(p + i).or_insert_with(|| {
+                        let mut x = Box::new([0u8; PAGE]);
+                        x.copy_from_slice(pg);
+                        x
+                    });
                 }
             }
             p += n;
-        }
-        let mut st = self.st.lock().expect("csum lock");
-        for &pg in &bad {
-            st.cache.remove(&pg);
-            st.bad.insert(pg);
         }
         Ok(bad)
     }
