@@ -264,8 +264,13 @@ impl CsumStore {
     /// Opens a member's checksums: reads the header and replays the current log generation.
     /// Read errors leave an empty state (the blocks concerned then read as mismatches, which
     /// scrub sorts out from redundancy).
-    pub(crate) fn open(m: &dyn Member, geo: CsumGeometry, data_offset: u64) -> CsumStore {
-        let blocks = geo.table_pages * PER_PAGE;
+    pub(crate) fn open(
+        m: &dyn Member,
+        geo: CsumGeometry,
+        data_offset: u64,
+        blocks: u64,
+    ) -> CsumStore {
+        let blocks = blocks.min(geo.table_pages * PER_PAGE);
         let mut page = AlignedBuf::zeroed(PAGE);
         let mut best: Option<(u64, u32)> = None;
         for copy in 0..2u32 {
@@ -560,10 +565,10 @@ impl Array {
     /// A device's checksum store (opened and replayed on first use).
     pub(crate) fn csum_of<'a>(&self, d: &'a Dev) -> Option<&'a CsumStore> {
         let g = self.csum_geo?;
-        Some(
-            d.csum
-                .get_or_init(|| CsumStore::open(d.member.as_ref(), g, self.data_offset)),
-        )
+        Some(d.csum.get_or_init(|| {
+            let blocks = self.data_rows * self.layout.chunk() / BLOCK;
+            CsumStore::open(d.member.as_ref(), g, self.data_offset, blocks)
+        }))
     }
 
     /// Records the checksums of `buf`, just written to `d` at member offset `off`. A range
@@ -702,18 +707,18 @@ mod tests {
     fn records_survive_reopen_through_the_log_and_through_a_fold() {
         let (m, geo) = setup();
         let data_offset = 4 << 20;
-        let s = CsumStore::open(&m, geo, data_offset);
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         let block = vec![0xabu8; 8192];
         s.record(data_offset + 3 * BLOCK, &block);
         s.sync(&m, true).unwrap();
         let want = Expect::Known(digest(&block[..4096]));
         // Replayed from the log.
-        let s2 = CsumStore::open(&m, geo, data_offset);
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert_eq!(s2.expected(&m, 3, 2), vec![want, want]);
         assert_eq!(s2.expected(&m, 5, 1), vec![Expect::Known([0; 16])]);
         // Folded into the table: the log generation moves on and the table holds the entry.
         s2.fold(&m).unwrap();
-        let s3 = CsumStore::open(&m, geo, data_offset);
+        let s3 = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert!(s3.st.lock().unwrap().overlay.is_empty());
         assert_eq!(s3.expected(&m, 4, 1), vec![want]);
     }
@@ -722,7 +727,7 @@ mod tests {
     fn a_full_log_folds_and_a_corrupt_page_is_reported_and_rebuilt_from_data() {
         let (m, geo) = setup();
         let data_offset = 4 << 20;
-        let s = CsumStore::open(&m, geo, data_offset);
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         let block = vec![7u8; 4096];
         m.write_at(&block, data_offset + 300 * BLOCK).unwrap();
         for round in 0..(geo.log_pages + 2) {
@@ -738,7 +743,7 @@ mod tests {
         m.read_at(&mut b, geo.page_offset(1)).unwrap();
         b[5] ^= 0x40;
         m.write_at(&b, geo.page_offset(1)).unwrap();
-        let s = CsumStore::open(&m, geo, data_offset);
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
         s.repair_page(&m, 1).unwrap();

@@ -5,7 +5,7 @@
 //! member stays reconstructable.
 
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::sync::{Arc, Mutex};
 
@@ -20,18 +20,18 @@ use crate::parity::gf;
 const PARALLEL_FROM: usize = 128 << 10;
 
 /// Counts a request in flight for as long as it lives.
-struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+struct InFlight<'a>(&'a AtomicUsize);
 
 impl<'a> InFlight<'a> {
-    fn new(c: &'a std::sync::atomic::AtomicUsize) -> InFlight<'a> {
-        c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn new(c: &'a AtomicUsize) -> InFlight<'a> {
+        c.fetch_add(1, Ordering::Relaxed);
         InFlight(c)
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -598,10 +598,7 @@ impl Array {
     ) -> Result<()> {
         let bytes: usize = items.iter().map(|x| x.len()).sum();
         // With several requests in flight the members are kept busy by the requests already.
-        if items.len() < 2
-            || bytes < PARALLEL_FROM
-            || self.requests.load(std::sync::atomic::Ordering::Relaxed) > 2
-        {
+        if items.len() < 2 || bytes < PARALLEL_FROM || self.requests.load(Ordering::Relaxed) > 2 {
             return items.into_iter().try_for_each(f);
         }
         std::thread::scope(|sc| {

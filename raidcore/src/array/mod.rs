@@ -14,7 +14,7 @@ mod locks;
 pub(crate) use locks::HeldLocks;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -256,7 +256,7 @@ pub struct Array {
     pub(crate) scrub_record: Mutex<health::ScrubRecord>,
     /// Reads and writes in progress (member I/O of one request runs in parallel only when
     /// few are).
-    pub(crate) requests: std::sync::atomic::AtomicUsize,
+    pub(crate) requests: AtomicUsize,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
