@@ -724,6 +724,20 @@ mod tests {
     }
 
     #[test]
+    fn the_last_table_page_is_rebuilt_from_the_blocks_it_covers_only() {
+        // 1024 blocks: 5 table pages, the last covering blocks 1020..1024. The member ends
+        // where the data area ends, so reading 255 blocks from 1020 would run past it.
+        let geo = CsumGeometry::for_rows(METADATA_OFFSET, 64, 64 << 10);
+        let data_offset = 4 << 20;
+        let m = MemMember::new(data_offset + 1024 * BLOCK);
+        let s = CsumStore::open(&m, geo, data_offset, 1024);
+        let block = vec![9u8; 4096];
+        m.write_at(&block, data_offset + 1023 * BLOCK).unwrap();
+        s.repair_page(&m, 4).unwrap();
+        assert_eq!(s.expected(&m, 1023, 1), vec![Expect::Known(digest(&block))]);
+    }
+
+    #[test]
     fn a_full_log_folds_and_a_corrupt_page_is_reported_and_rebuilt_from_data() {
         let (m, geo) = setup();
         let data_offset = 4 << 20;
