@@ -86,6 +86,19 @@ fn put(sb: &mut Superblock, tag: u32, feature: u64, data: Vec<u8>) {
     }
 }
 
+/// Drops the counters, then the scrub record, from `sb` while its body would be too large to
+/// write (they are kept in memory; a superblock that cannot be written would fail the member).
+pub(crate) fn fit_health(sb: &mut Superblock) {
+    for (tag, feature) in [(COUNTERS_TAG, FEATURE_COUNTERS), (SCRUB_TAG, FEATURE_SCRUB)] {
+        let size = postcard::to_stdvec(&*sb).map(|b| b.len()).unwrap_or(0);
+        if size <= crate::format::MAX_BODY {
+            break;
+        }
+        sb.extensions.retain(|e| e.tag != tag);
+        sb.compat_features &= !feature;
+    }
+}
+
 impl Array {
     /// Seeds the devices' error counters from the superblock (at assembly).
     pub(crate) fn load_counters(&self, sb: &Superblock) {
@@ -99,7 +112,9 @@ impl Array {
         }
     }
 
-    /// Puts the current counters and scrub record into the superblock about to be written.
+    /// Puts the current counters (of devices that have any) and the scrub record into the
+    /// superblock about to be written. They never make a superblock too large to write: if the
+    /// body would pass the limit, the counters, then the scrub record, stay in memory only.
     pub(crate) fn store_health(&self, sb: &mut Superblock) {
         let counters: Vec<ErrorCounters> = self
             .live_devs()
@@ -110,10 +125,9 @@ impl Array {
                 write: d.write_errors.load(Ordering::Relaxed),
                 checksum: d.csum_errors.load(Ordering::Relaxed),
             })
+            .filter(|c| c.read + c.write + c.checksum > 0)
             .collect();
-        if counters.iter().any(|c| c.read + c.write + c.checksum > 0)
-            || sb.compat_features & FEATURE_COUNTERS != 0
-        {
+        if !counters.is_empty() || sb.compat_features & FEATURE_COUNTERS != 0 {
             let data = postcard::to_stdvec(&counters).expect("counters encode");
             put(sb, COUNTERS_TAG, FEATURE_COUNTERS, data);
         }
@@ -122,6 +136,7 @@ impl Array {
             let data = postcard::to_stdvec(&rec).expect("scrub record encodes");
             put(sb, SCRUB_TAG, FEATURE_SCRUB, data);
         }
+        fit_health(sb);
     }
 
     /// The last scrub, or the unfinished one.

@@ -969,3 +969,48 @@ fn rebuild_checks_survivors_against_their_checksums() {
         }
     }
 }
+
+/// Error counters of many members must never make a superblock too large to write (that would
+/// fail every member): they stay in memory instead.
+#[test]
+fn error_counters_never_overflow_the_superblock() {
+    let n = 48;
+    let members: Vec<(PathBuf, Arc<dyn Member>)> = (0..n)
+        .map(|i| {
+            (
+                PathBuf::from(format!("/srv/raid/a-rather-long-member-path-name-{i:04}")),
+                Arc::new(MemMember::new(4 << 20)) as Arc<dyn Member>,
+            )
+        })
+        .collect();
+    let spec = CreateSpec {
+        name: "wide".into(),
+        layout: params(Level::Raid0, n, 4096),
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: false,
+    };
+    let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    for d in a.live_devs() {
+        d.csum_errors.store(123_456_789, Ordering::Relaxed);
+        d.read_errors.store(987_654_321, Ordering::Relaxed);
+    }
+    a.persist().unwrap();
+    assert_eq!(a.state(), ArrayState::Clean);
+    assert!(
+        crate::array::health::counters_of(&a.superblock()).is_empty(),
+        "the counters did not fit and were left out"
+    );
+    assert_eq!(
+        a.live_devs()[0].csum_errors.load(Ordering::Relaxed),
+        123_456_789
+    );
+    // With a few members the counters are kept.
+    let (b, _) = make(&params(Level::Raid5, 4, 4096), 3 << 20);
+    b.live_devs()[1].csum_errors.store(7, Ordering::Relaxed);
+    b.persist().unwrap();
+    let saved = crate::array::health::counters_of(&b.superblock());
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].checksum, 7);
+}
