@@ -30,5 +30,11 @@ mv "$dir/m3" "$dir/m3.removed"
 "$raidctl" read "$dir/m0" --offset 12345 --length $((20 << 20)) | cmp - "$dir/data" && echo "degraded read identical"
 mv "$dir/m3.removed" "$dir/m3"
 
+echo "== silent corruption: flip 16 bytes in member m1's data area, let scrub find and repair it"
+data_offset=$("$raidctl" examine --json "$dir/m1" | tr -d ' \n' | sed -n 's/.*"data":{"bytes":[0-9]*,"offset":\([0-9]*\)}.*/\1/p')
+printf 'corrupted-bytes!' | dd of="$dir/m1" bs=1 seek=$((data_offset + 70000)) conv=notrunc status=none
+"$raidctl" scrub --repair "$dir/m0" || true
+"$raidctl" read "$dir/m0" --offset 12345 --length $((20 << 20)) | cmp - "$dir/data" && echo "read back identical after repair"
+
 echo "== status"
 "$raidctl" status "$dir/m0"
