@@ -12,18 +12,11 @@
 #   RAID5 RND4K Q32T1 write IOPS               [>= 0.9 x fio random-write IOPS / 4]
 # Needs fio and python3.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-raidctl=${RAIDCTL:-$here/target/release/raidctl}
 dir=${1:-/dev/shm/raidctl-bench}
 size=${2:-1G}
 secs=${3:-5}
-command -v fio >/dev/null || { echo "bench/array.sh needs fio (apt install fio)" >&2; exit 2; }
-[ -x "$raidctl" ] || (cd "$here" && cargo build --release -q)
-rm -rf "$dir"; mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT
-direct=1
-dd if=/dev/zero of="$dir/.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null || direct=0
-rm -f "$dir/.probe"
+. "$(dirname "$0")/common.sh"
+bench_start "$dir" fio
 # Written once first, so fio's writes overwrite allocated blocks as the array's do.
 for i in 0 1 2 3; do head -c "$size" /dev/zero > "$dir/m$i"; done
 jobs=(); for i in 0 1 2 3; do jobs+=(--name="m$i" --filename="$dir/m$i"); done

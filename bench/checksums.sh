@@ -9,14 +9,11 @@
 # and 100 writes per second) over the whole array and prints, per test, the bytes written to
 # the members per byte written with and without checksums and the difference. Needs python3.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-raidctl=${RAIDCTL:-$here/target/release/raidctl}
 dir=${1:-/var/tmp/raidctl-bench}
 size=${2:-1G}
 secs=${3:-5}
-[ -x "$raidctl" ] || (cd "$here" && cargo build --release -q)
-rm -rf "$dir"; mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/common.sh"
+bench_start "$dir"
 run() { # label, create flags...
     local label=$1; shift
     rm -f "$dir"/m*

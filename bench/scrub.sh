@@ -11,18 +11,11 @@
 #           and checked against its checksum, every row's parity checked)
 # and prints each round's ratio and the median. Needs fio and python3.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-raidctl=${RAIDCTL:-$here/target/release/raidctl}
 dir=${1:-/var/tmp/raidctl-bench}
 size=${2:-1G}
 rounds=${3:-3}
-command -v fio >/dev/null || { echo "bench/scrub.sh needs fio (apt install fio)" >&2; exit 2; }
-[ -x "$raidctl" ] || (cd "$here" && cargo build --release -q)
-rm -rf "$dir"; mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT
-direct=1
-dd if=/dev/zero of="$dir/.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null || direct=0
-rm -f "$dir/.probe"
+. "$(dirname "$0")/common.sh"
+bench_start "$dir" fio
 
 "$raidctl" create --level 5 --size "$size" "$dir"/m{0,1,2,3} 2>/dev/null
 bytes=$("$raidctl" status --json "$dir/m0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size_bytes"])')
