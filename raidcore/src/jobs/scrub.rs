@@ -364,9 +364,9 @@ fn plan(array: &Array, rows: Range<u64>) -> Plan {
 type BatchCells = Vec<Result<Option<Cells>>>;
 
 /// Batches read ahead of the one being checked.
-const READ_AHEAD: usize = 3;
+const READ_AHEAD: usize = 2;
 
-/// Checks `rows` batch by batch. A reader thread per member streams its rows a few batches
+/// Checks `rows` batch by batch. A reader thread per member streams its rows two batches
 /// ahead (those batches' rows locked) while the current batch is hashed and checked, so every
 /// member keeps reading.
 fn run_rows(
@@ -390,9 +390,9 @@ fn run_rows(
         return checkpoint(rep, rows.end);
     }
     let c = layout.chunk();
-    // 1 MiB per member per batch: measured faster than 2, 4 or 8 MiB on the development
-    // machine's virtual disk (docs/NOTES.md).
-    let per = ((1u64 << 20) / c).max(1);
+    // 2 MiB per member per batch, two batches ahead: the best of the sizes and depths measured
+    // on the development machine's virtual disk (docs/NOTES.md).
+    let per = ((2u64 << 20) / c).max(1);
     let mut rate = RateLimit::new(opts.max_rate);
     let pool = Pool::default();
     let verify = matches!(mode, Mode::Scrub { .. });
