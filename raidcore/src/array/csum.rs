@@ -551,6 +551,14 @@ impl CsumStore {
     }
 }
 
+/// Writes the whole log pages waiting on `d` (enough records piled up between flushes); an
+/// error surfaces at the next flush, which writes the rest.
+fn write_full_log_pages(d: &Dev, s: &CsumStore) {
+    if let Ok(n) = s.sync(d.member.as_ref(), false) {
+        d.count(WriteKind::Metadata, n);
+    }
+}
+
 impl Array {
     /// True when the members carry per-block checksums.
     pub fn has_checksums(&self) -> bool {
@@ -590,10 +598,7 @@ impl Array {
             }
         };
         if full {
-            // Enough records wait for whole log pages; errors surface at the next flush.
-            if let Ok(n) = s.sync(d.member.as_ref(), false) {
-                d.count(WriteKind::Metadata, n);
-            }
+            write_full_log_pages(d, s);
         }
     }
 
@@ -601,9 +606,7 @@ impl Array {
     pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64) {
         if let Some(s) = self.csum_of(d) {
             if s.record_zero(off, len) {
-                if let Ok(n) = s.sync(d.member.as_ref(), false) {
-                    d.count(WriteKind::Metadata, n);
-                }
+                write_full_log_pages(d, s);
             }
         }
     }

@@ -280,20 +280,26 @@ impl Cells {
         &self.buf[o..o + B]
     }
 
+    /// What the table says block `b` of relative row `rel_row` should hash to, when known.
+    fn wanted(&self, rel_row: u64, c: u64, b: usize) -> Option<Digest> {
+        match self.expect.get((rel_row * c) as usize / B + b) {
+            Some(Expect::Known(d)) => Some(*d),
+            _ => None,
+        }
+    }
+
     /// True when block `b` of relative row `rel_row` is known to differ from its checksum.
     fn bad(&self, rel_row: u64, c: u64, b: usize) -> bool {
         let i = (rel_row * c) as usize / B + b;
-        matches!(self.expect.get(i), Some(Expect::Known(d)) if *d != self.actual[i])
+        self.wanted(rel_row, c, b)
+            .is_some_and(|d| d != self.actual[i])
     }
 
     fn unknown(&self, rel_row: u64, c: u64, b: usize) -> bool {
-        let i = (rel_row * c) as usize / B + b;
-        !matches!(self.expect.get(i), Some(Expect::Known(_)))
+        self.wanted(rel_row, c, b).is_none()
     }
 }
 
-/// Reads rows `rows` of every slot in parallel. None for a slot whose device is unavailable
-/// for the whole batch; Err for one that failed the read (it is failed by then).
 /// Batch buffers reused from one batch to the next (fresh ones cost page faults).
 type Pool = std::sync::Mutex<Vec<AlignedBuf>>;
 
@@ -857,14 +863,10 @@ fn check_parity_row(
         }
         for &i in &suspects {
             let fresh = &blocks[i];
-            let want = match cell(i)
+            let want = cell(i)
                 .expect("available")
-                .expect
-                .get((rel * c) as usize / B + b)
-            {
-                Some(Expect::Known(w)) if !unverifiable => Some(*w),
-                _ => None,
-            };
+                .wanted(rel, c, b)
+                .filter(|_| !unverifiable);
             let matches = want.is_none_or(|w| csum::digest(fresh) == w);
             let same_as_disk = &fresh[..] == block(i);
             if same_as_disk && by_checksum {
@@ -1095,15 +1097,7 @@ fn mirror_batch(
                 // matching the entry of a bad copy.
                 let wanted: Vec<Digest> = bad
                     .iter()
-                    .filter_map(|x| {
-                        match cell(x.0)
-                            .expect
-                            .get(((x.1 - read_rows.start) * c) as usize / B + b)
-                        {
-                            Some(Expect::Known(w)) => Some(*w),
-                            _ => None,
-                        }
-                    })
+                    .filter_map(|x| cell(x.0).wanted(x.1 - read_rows.start, c, b))
                     .collect();
                 let source = good.first().copied().or_else(|| {
                     avail
