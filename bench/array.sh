@@ -10,6 +10,8 @@
 #   RAID0 SEQ1M Q8T1 read and write           [>= 0.9x fio]
 #   RAID5 SEQ1M Q8T1 write                    [>= 0.9 x (N-1)/N x fio write]
 #   RAID5 RND4K Q32T1 write IOPS               [>= 0.9 x fio random-write IOPS / 4]
+# and, without checksums, RAID5 SEQ1M Q8T1 and SEQ1M Q1T1 write with the stripe cache off
+# (--stripe-cache 0): what holding partial rows until they are whole gains, same run.
 # Needs fio and python3.
 set -euo pipefail
 dir=${1:-/dev/shm/raidctl-bench}
@@ -28,16 +30,17 @@ fio_run() { # rw bs engine depth field
 fio_write=$(fio_run write 1M psync 1 write bw_bytes)
 fio_read=$(fio_run read 1M psync 1 read bw_bytes)
 fio_iops=$(fio_run randwrite 4k libaio 8 write iops)
-bench() { # level tests [create flags]
+bench() { # level tests [create flags] [bench flags]
     rm -f "$dir"/m*
     "$raidctl" create --level "$1" --size "$size" ${3:-} "$dir"/m{0,1,2,3} 2>/dev/null
-    "$raidctl" bench "$dir/m0" --destructive --size 1T --duration "$secs" --tests "$2" --json
+    "$raidctl" bench "$dir/m0" --destructive --size 1T --duration "$secs" --tests "$2" --json ${4:-}
 }
 for cs in on off; do
     flags=""; [ "$cs" = off ] && flags=--no-checksums
     bench 0 seq1m-q8t1-read,seq1m-q8t1-write "$flags" > "$dir/r0-$cs.json"
-    bench 5 seq1m-q8t1-write,rnd4k-q32t1-write "$flags" > "$dir/r5-$cs.json"
+    bench 5 seq1m-q8t1-write,rnd4k-q32t1-write,seq1m-q1t1-write "$flags" > "$dir/r5-$cs.json"
 done
+bench 5 seq1m-q8t1-write,seq1m-q1t1-write --no-checksums "--stripe-cache 0" > "$dir/r5-nocache.json"
 for cs in on off; do
 python3 - "$dir" "$fio_read" "$fio_write" "$fio_iops" "$direct" "$cs" <<'PY'
 import json, sys
@@ -64,5 +67,11 @@ rows = [
 for name, v, unit, ratio, base in rows:
     mark = "" if ratio >= 0.9 else "  (below goal)"
     print(f"  {name:<24} {v:>10.0f} {unit:<4} = {ratio:.2f} x {base} (goal 0.90){mark}")
+if cs == "off":
+    off = {r["name"]: r for r in json.load(open(f"{d}/r5-nocache.json"))["results"]}
+    print("stripe cache (RAID5, checksums off): on / off")
+    for t in ("seq1m-q8t1-write", "seq1m-q1t1-write"):
+        on_v, off_v = res[("r5", t)]["mb_per_s"], off[t]["mb_per_s"]
+        print(f"  {t:<24} {on_v:>7.0f} / {off_v:.0f} MB/s = {on_v / off_v:.2f}x")
 PY
 done

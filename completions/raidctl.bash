@@ -222,7 +222,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__bench)
-            opts="-h -V --parity --profile --tests --size --duration --iops-limit --destructive --data --json --help --version"
+            opts="-h -V --parity --profile --tests --size --duration --iops-limit --destructive --stripe-cache --data --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -245,6 +245,10 @@ _raidctl() {
                     return 0
                     ;;
                 --iops-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stripe-cache)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -992,7 +996,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --socket --listen --export --readonly --foreground --max-rate --keep-roles --help --version"
+            opts="-h -V --scan --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1015,6 +1019,10 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stripe-cache)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

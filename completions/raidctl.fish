@@ -177,6 +177,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l socket -d 'Uni
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l listen -d 'Also listen on TCP (only where you name it, e.g. 127.0.0.1:10809)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l export -d 'Export name' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l max-rate -d 'Background rebuilds write at most this many bytes per second, leaving room for clients' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l readonly -d 'Export read-only'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l foreground -d 'Stay in the foreground (the default when stdout is not a terminal, as under systemd)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role when members are replaced'
@@ -193,6 +194,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l tests -d 'Only
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l size -d 'Size of the test region at the start of the array' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l duration -d 'Time per test' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l iops-limit -d 'Pace each test to at most this many requests per second (to see the write amplification of a lightly loaded array)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l data -d 'Data chunks per row' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l parity -d 'Parity kernel throughput, single core, no array needed'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l destructive -d 'The test region may be overwritten: do not save and restore it'

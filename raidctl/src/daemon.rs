@@ -46,6 +46,9 @@ pub fn control_path(uuid: &str) -> PathBuf {
     run_dir().join(format!("{uuid}.ctl"))
 }
 
+/// Held partial-row writes older than this are written out by the serving daemon.
+const WRITE_BACK_AGE: Duration = Duration::from_secs(1);
+
 /// What the daemon was asked to do.
 pub struct ServeConfig {
     pub socket: Option<PathBuf>,
@@ -304,6 +307,19 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         let d = daemon.clone();
         std::thread::spawn(move || d.supervise())
     };
+    // Partial-row writes the stripe cache holds reach the members within about a second even
+    // when no client flushes.
+    let writer = {
+        let a = array.clone();
+        std::thread::spawn(move || {
+            while !STOP.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(250));
+                if let Err(e) = a.write_back(Some(WRITE_BACK_AGE)) {
+                    eprintln!("raidctl serve: writing held blocks: {e}");
+                }
+            }
+        })
+    };
     while !STOP.load(Ordering::Acquire) {
         let mut idle = true;
         if let Some(l) = &unix {
@@ -350,6 +366,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         shut();
     }
     let _ = supervisor.join();
+    let _ = writer.join();
     // Client threads hold the export until their in-flight work is answered.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while Arc::strong_count(&daemon.export) > 1 {

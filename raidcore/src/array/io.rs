@@ -36,7 +36,7 @@ impl Drop for InFlight<'_> {
 }
 
 /// A member I/O item: its size decides whether threads are worth it.
-trait MemberIo {
+pub(super) trait MemberIo {
     fn len(&self) -> usize;
 }
 
@@ -291,13 +291,12 @@ impl Array {
                     let _g = self.locks.read(p.unit);
                     let out =
                         &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
-                    self.read_parity_row(p.unit, parity, &p.range, out)
-                        .map_err(|e| {
-                            e.context(format!(
-                                "reading array offset {}",
-                                offset + p.buf_off as u64
-                            ))
-                        })?;
+                    self.read_row(p.unit, parity, &p.range, out).map_err(|e| {
+                        e.context(format!(
+                            "reading array offset {}",
+                            offset + p.buf_off as u64
+                        ))
+                    })?;
                 }
             }
         }
@@ -345,6 +344,17 @@ impl Array {
                 format!("logical chunk {c}: no copy is on an available member"),
             )
         }))
+    }
+
+    /// Reads row-relative `range` of a row: blocks the stripe cache holds come from it (all of
+    /// them without a member read when it holds the whole range).
+    fn read_row(&self, row: u64, parity: usize, range: &Range<u64>, out: &mut [u8]) -> Result<()> {
+        if self.stripe_overlay(row, range, out, true) {
+            return Ok(());
+        }
+        self.read_parity_row(row, parity, range, out)?;
+        self.stripe_overlay(row, range, out, false);
+        Ok(())
     }
 
     fn read_parity_row(
@@ -568,21 +578,26 @@ impl Array {
                 for p in pieces(offset, data.len(), row_bytes) {
                     let _g = self.locks.write(p.unit);
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
-                    let widened = self.widen(src, &p.range, |b, w| {
-                        self.read_parity_row(p.unit, parity, w, b)
-                    })?;
+                    let widened =
+                        self.widen(src, &p.range, |b, w| self.read_row(p.unit, parity, w, b))?;
                     let (src, range) = match &widened {
                         Some((b, r)) => (&b[..], r.clone()),
                         None => (src, p.range.clone()),
                     };
-                    self.write_parity_row(p.unit, parity, &range, src)
-                        .map_err(|e| {
-                            e.context(format!(
-                                "writing array offset {}",
-                                offset + p.buf_off as u64
-                            ))
-                        })?;
+                    let held = self.stripe_write(p.unit, parity, &range, src);
+                    match held {
+                        Ok(true) => Ok(()),
+                        Ok(false) => self.write_parity_row(p.unit, parity, &range, src),
+                        Err(e) => Err(e),
+                    }
+                    .map_err(|e| {
+                        e.context(format!(
+                            "writing array offset {}",
+                            offset + p.buf_off as u64
+                        ))
+                    })?;
                 }
+                self.stripe_evict()?;
             }
         }
         self.maybe_persist()
@@ -591,7 +606,7 @@ impl Array {
     /// Runs `f` for every member I/O of one row: on threads, one per member, when there are
     /// several and they are large enough to be worth it (members are separate devices, so
     /// their I/O overlaps); in order otherwise. The first error is returned after all finish.
-    fn on_members<T: MemberIo + Send>(
+    pub(super) fn on_members<T: MemberIo + Send>(
         &self,
         items: Vec<T>,
         f: impl Fn(T) -> Result<()> + Sync,
@@ -662,6 +677,8 @@ impl Array {
         let mut done = 0;
         for unit in first..end {
             let _g = self.locks.write(unit);
+            // Held writes go first: the unit is left as it is if it cannot be unmapped.
+            self.stripe_take(unit)?;
             let cells = self.unit_cells(unit);
             // Only when every cell's device is present: a missing member would keep old data.
             let devs: Option<Vec<(Arc<Dev>, u64)>> = cells
@@ -709,7 +726,7 @@ impl Array {
         }
     }
 
-    fn write_parity_row(
+    pub(super) fn write_parity_row(
         &self,
         row: u64,
         parity: usize,

@@ -11,6 +11,7 @@ mod io;
 pub mod journal;
 mod lifecycle;
 mod locks;
+mod stripe;
 pub(crate) use locks::HeldLocks;
 
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use assemble::AssembleOptions;
 pub use create::{preflight, CreateSpec};
 pub use lifecycle::{MemberRef, RoleChange};
+pub use stripe::DEFAULT_STRIPE_CACHE;
 
 use crate::device::Member;
 use crate::error::{Error, ErrorKind, Result};
@@ -257,6 +259,8 @@ pub struct Array {
     /// Reads and writes in progress (member I/O of one request runs in parallel only when
     /// few are).
     pub(crate) requests: AtomicUsize,
+    /// Partial-row writes held until their row is complete (parity levels).
+    stripes: stripe::StripeCache,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -336,7 +340,9 @@ impl Array {
             unverified_dirty,
             scrub_record: Mutex::new(scrub_record),
             requests: Default::default(),
+            stripes: stripe::StripeCache::new(),
         };
+        array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
         // Replay every member's checksum log now, so the first write does no metadata reads.
         for d in array.live_devs() {
@@ -795,10 +801,11 @@ impl Array {
         self.persist()
     }
 
-    /// Flushes every usable member and target (fdatasync); then regions idle long enough get
-    /// their write-intent bit cleared.
+    /// Writes out what the stripe cache holds, flushes every usable member and target
+    /// (fdatasync); then regions idle long enough get their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
         let start = std::time::Instant::now();
+        self.write_back(None)?;
         self.csum_sync_all(false)?;
         self.flush_members()?;
         self.bitmap_clear(start, false)
@@ -834,6 +841,7 @@ impl Array {
             return Ok(());
         }
         let start = std::time::Instant::now();
+        self.write_back(None)?;
         self.csum_sync_all(true)?;
         self.flush_members()?;
         self.bitmap_clear(start, true)?;
@@ -846,6 +854,16 @@ impl Array {
         self.meta.lock().expect("meta lock").clean = true;
         self.dirty.store(false, Ordering::Release);
         self.persist()
+    }
+}
+
+impl Drop for Array {
+    /// Held partial-row writes are written out (best effort: an array dropped without `close`
+    /// was not flushed either, and errors have no one to go to).
+    fn drop(&mut self) {
+        if self.writable {
+            let _ = self.write_back(None);
+        }
     }
 }
 

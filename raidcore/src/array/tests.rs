@@ -159,10 +159,23 @@ fn random_io_matches_model_and_parity_stays_consistent() {
         for (k, kernel) in crate::parity::Kernel::all().into_iter().enumerate() {
             let (mut a, _) = make(&params(*level, *n, 4096), 3 << 20);
             a.set_kernel(kernel);
+            // Odd kernels without the stripe cache, even ones with it (the default).
+            if k % 2 == 1 {
+                a.set_stripe_cache(0).unwrap();
+            }
             let mut model = vec![0u8; a.size() as usize];
             let mut rng = Rng(i as u64 * 10 + k as u64);
             random_ops(&a, &mut model, &mut rng, 300);
             assert_eq!(read_all(&a), model, "{level:?} n={n}");
+            a.flush().unwrap();
+            assert_eq!(read_all(&a), model, "{level:?} n={n} after flush");
+            if matches!(a.layout().redundancy(), Redundancy::Parity { .. }) {
+                let size = a.size() as usize;
+                assert!(
+                    on_members(&a, 0, size) == model,
+                    "{level:?}: flushed to the members"
+                );
+            }
             assert_consistent(&a);
         }
     }
@@ -252,12 +265,172 @@ fn full_row_writes_read_nothing_and_count_parity() {
     assert_eq!((data, parity), (2 * 3 * 4096, 2 * 4096));
 }
 
+/// Reads a logical range straight from the data members (bypassing the array and its cache).
+fn on_members(a: &Array, off: u64, len: usize) -> Vec<u8> {
+    let chunk = a.layout().chunk();
+    let Redundancy::Parity { parity } = a.layout().redundancy() else {
+        unreachable!()
+    };
+    let d_count = a.layout().data_per_row() as u64;
+    let mut out = vec![0u8; len];
+    let mut x = off;
+    while x < off + len as u64 {
+        let (row, within_row) = (x / (chunk * d_count), x % (chunk * d_count));
+        let slot = a.row_slots(row, parity)[(within_row / chunk) as usize];
+        let n = (chunk - within_row % chunk).min(off + len as u64 - x) as usize;
+        let o = (x - off) as usize;
+        a.slots[slot]
+            .usable()
+            .unwrap()
+            .member
+            .read_at(&mut out[o..o + n], a.cell_offset(row, within_row % chunk))
+            .unwrap();
+        x += n as u64;
+    }
+    out
+}
+
+#[test]
+fn stripe_cache_turns_small_sequential_writes_into_full_rows() {
+    for level in [Level::Raid5, Level::Raid6, Level::F1] {
+        let n = if level == Level::Raid6 { 5 } else { 4 };
+        let (a, faults) = make(&params(level, n, 4096), 3 << 20);
+        let ops = || faults.iter().map(|f| f.ops()).sum::<u64>();
+        let block = |i: u64| vec![(i as u8).wrapping_mul(37) | 1; 4096];
+        // The first write marks the array and its region dirty (superblock and bitmap).
+        a.write(&block(0), 0).unwrap();
+        a.write(&block(1), 4096).unwrap();
+        let mut back = vec![0u8; 8192];
+        a.read(&mut back, 0).unwrap();
+        assert_eq!(
+            back,
+            [block(0), block(1)].concat(),
+            "{level:?}: held blocks read back"
+        );
+        assert_eq!(
+            on_members(&a, 0, 8192),
+            vec![0u8; 8192],
+            "{level:?}: not written yet"
+        );
+        // Rows 1..4, a block at a time: each costs exactly its n cell writes, no reads.
+        for row in 1..4u64 {
+            let before = ops();
+            for d in 0..3 {
+                let i = row * 3 + d;
+                a.write(&block(i), i * 4096).unwrap();
+            }
+            assert_eq!(
+                ops() - before,
+                n as u64,
+                "{level:?} row {row}: full-row cost"
+            );
+            assert_eq!(on_members(&a, row * 12288, 4096), block(row * 3));
+        }
+        // The rest of row 0 completes it too.
+        a.write(&block(2), 8192).unwrap();
+        assert_eq!(on_members(&a, 0, 8192), [block(0), block(1)].concat());
+        assert_eq!(a.write_mix().full_row_writes, 4, "{level:?}");
+        assert_consistent(&a);
+        // A block rewritten in a row the cache knows whole: written at once, still no reads.
+        let before = ops();
+        a.write(&[9u8; 4096], 4096).unwrap();
+        assert_eq!(
+            ops() - before,
+            1 + (n as u64 - 3),
+            "{level:?}: data + parity only"
+        );
+        assert_consistent(&a);
+    }
+}
+
+#[test]
+fn held_writes_outlive_member_failures_flushes_and_trims() {
+    for level in [Level::Raid5, Level::Raid6, Level::F1] {
+        let n = if level == Level::Raid6 { 6 } else { 5 };
+        let (a, faults) = make(&params(level, n, 8192), 3 << 20);
+        let row_bytes = 8192 * a.layout().data_per_row() as u64;
+        let mut model = vec![0u8; a.size() as usize];
+        let mut put = |a: &Array, off: u64, len: usize, fill: u8| {
+            a.write(&vec![fill; len], off).unwrap();
+            model[off as usize..off as usize + len].fill(fill);
+        };
+        // Row starts and row ends: held.
+        for r in 0..8 {
+            put(&a, r * row_bytes, 12288, r as u8 + 1);
+            put(&a, (r + 1) * row_bytes - 4096, 4096, r as u8 + 101);
+        }
+        // A member fails; the held rows are written degraded (through the journal) at flush.
+        faults[1].fail_after(0);
+        a.fail_member(1, "test").unwrap();
+        put(&a, 8 * row_bytes, 4096, 77); // degraded: never held
+        assert_eq!(read_all(&a), model, "{level:?} degraded before flush");
+        a.flush().unwrap();
+        assert_eq!(read_all(&a), model, "{level:?} degraded after flush");
+        assert_consistent(&a);
+        // Trim of rows with held blocks: the whole rows read back as zeros.
+        let (b, _) = make(&params(level, n, 8192), 3 << 20);
+        b.write(&vec![5u8; 4096], 0).unwrap();
+        b.write(&vec![6u8; 4096], 3 * row_bytes - 4096).unwrap();
+        assert_eq!(b.trim(0, 2 * row_bytes).unwrap(), 2 * row_bytes);
+        let mut back = vec![1u8; 3 * row_bytes as usize];
+        b.read(&mut back, 0).unwrap();
+        assert!(back[..2 * row_bytes as usize].iter().all(|&x| x == 0));
+        assert_eq!(&back[3 * row_bytes as usize - 4096..], &[6u8; 4096][..]);
+        b.flush().unwrap();
+        assert_consistent(&b);
+    }
+}
+
+/// Writers holding blocks in the cache, readers, and write-back running at once.
+#[test]
+fn concurrent_writes_reads_and_write_back_agree_with_a_model() {
+    for level in [Level::Raid5, Level::Raid6] {
+        let (a, _) = make(&params(level, 5, 4096), 3 << 20);
+        a.set_stripe_cache(64 << 10).unwrap(); // a handful of rows: eviction all the time
+        let row_bytes = 4096 * a.layout().data_per_row() as u64;
+        let rows = 32u64;
+        let writing = std::sync::atomic::AtomicUsize::new(3);
+        std::thread::scope(|s| {
+            // Each writer owns rows r % 3 == t and checks every write reads back.
+            for t in 0..3u64 {
+                let (a, writing) = (&a, &writing);
+                s.spawn(move || {
+                    let mut rng = Rng(t + 40);
+                    for round in 0..400u64 {
+                        let row = rng.below(rows / 3) * 3 + t;
+                        let blk = rng.below(row_bytes / 4096);
+                        let fill = (round as u8) ^ (t as u8 * 85) | 1;
+                        let off = row * row_bytes + blk * 4096;
+                        a.write(&[fill; 4096], off).unwrap();
+                        let mut back = [0u8; 4096];
+                        a.read(&mut back, off).unwrap();
+                        assert_eq!(back, [fill; 4096]);
+                    }
+                    writing.fetch_sub(1, std::sync::atomic::Ordering::Release);
+                });
+            }
+            let (a, writing) = (&a, &writing);
+            s.spawn(move || {
+                while writing.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                    a.write_back(Some(std::time::Duration::ZERO)).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            });
+        });
+        a.flush().unwrap();
+        assert_consistent(&a);
+    }
+}
+
 #[test]
 fn write_skew_follows_parity_weights() {
     // F1 with weights (4,1,1,1): single-chunk writes put most parity on slot 0.
     let mut p = LayoutParams::with_defaults(Level::F1, 4, 4096);
     p.weights = vec![4, 1, 1, 1];
     let (a, _) = make(&p, 3 << 20);
+    // Single-chunk read-modify-writes, as a random workload makes them: the stripe cache would
+    // otherwise merge these consecutive chunks into full rows.
+    a.set_stripe_cache(0).unwrap();
     let rows = a.superblock().data_rows;
     for r in 0..rows {
         for d in 0..3u64 {
@@ -561,6 +734,8 @@ fn write_shares_match_the_blueprint_formula() {
         let mut p = LayoutParams::with_defaults(level, 4, 65536);
         p.weights = weights.clone();
         let (a, _) = make(&p, 40 << 20);
+        // Every write a single-chunk update: none merged by the stripe cache.
+        a.set_stripe_cache(0).unwrap();
         let mut rng = Rng(77);
         for _ in 0..20_000 {
             let off = rng.below(a.size() / 4096) * 4096;

@@ -40,6 +40,10 @@ pub struct BenchArgs {
     /// The test region may be overwritten: do not save and restore it
     #[arg(long)]
     pub destructive: bool,
+    /// Memory for partial-row writes held until their row is complete (parity levels; 0
+    /// turns the stripe cache off)
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::units::parse_size)]
+    pub stripe_cache: u64,
     /// Data chunks per row
     #[arg(long, default_value_t = 8)]
     pub data: usize,
@@ -104,6 +108,7 @@ fn run_array(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode> {
         scan: Vec::new(),
     };
     let array = super::assemble(&args, true)?;
+    array.set_stripe_cache(a.stripe_cache as usize)?;
     let v = bench_array::bench(
         &array,
         &bench_array::Options {

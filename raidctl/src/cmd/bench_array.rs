@@ -306,6 +306,7 @@ pub fn bench(a: &Array, o: &Options, quiet: bool) -> Result<Value> {
         "members": a.layout().members(),
         "chunk_bytes": a.layout().chunk(),
         "checksums": a.has_checksums(),
+        "stripe_cache_rows": a.stripe_cache_rows(),
         "region_bytes": region,
         "seconds_per_test": o.duration.as_secs_f64(),
         "iops_limit": o.iops_limit,
@@ -322,11 +323,12 @@ pub fn print_human(v: &Value) {
         .map(|a| a.iter().filter(|x| x["o_direct"] == true).count())
         .unwrap_or(0);
     println!(
-        "{} over {} members, chunk {}, checksums {}, test region {}, {} s per test; O_DIRECT on {} of {} members",
+        "{} over {} members, chunk {}, checksums {}, stripe cache {} rows, test region {}, {} s per test; O_DIRECT on {} of {} members",
         v["level"].as_str().unwrap_or(""),
         v["members"],
         crate::units::human(v["chunk_bytes"].as_u64().unwrap_or(0)),
         if v["checksums"] == true { "on" } else { "off" },
+        v["stripe_cache_rows"],
         crate::units::human(v["region_bytes"].as_u64().unwrap_or(0)),
         v["seconds_per_test"],
         direct,

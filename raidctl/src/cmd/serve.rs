@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// Skewed arrays: do not move the parity-heavy role when members are replaced
     #[arg(long)]
     pub keep_roles: bool,
+    /// Memory for partial-row writes held until their row is complete (parity levels; 0
+    /// turns the stripe cache off)
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
+    pub stripe_cache: u64,
 }
 
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
@@ -51,6 +55,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         })?;
     }
     let array = super::assemble(&a.array, true)?;
+    array.set_stripe_cache(a.stripe_cache as usize)?;
     let config = ServeConfig {
         socket: a.socket.clone(),
         listen: a.listen.clone(),
