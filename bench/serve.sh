@@ -6,7 +6,8 @@
 # Sequential read and write of SIZE with nbdcopy (its defaults: 4 connections, 64 requests in
 # flight) from: raidctl serve RAID0 over 4 files, raidctl serve RAID5 over 4 files, and, as the
 # peers, nbdkit's file plugin and qemu-nbd serving one raw file of the same size. Prints MB/s
-# and each raidctl figure as a ratio to the faster peer.
+# and each raidctl figure as a ratio to the faster peer; the arrays are served with checksums
+# (the default) and without (--no-checksums at create), to show what hashing costs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 raidctl=${RAIDCTL:-$here/target/release/raidctl}
@@ -42,12 +43,12 @@ wait_sock "$dir/qemu.sock"
 read -r qw qr <<<"$(measure "nbd+unix:///?socket=$dir/qemu.sock")"
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 
-run_level() { # level members -> "write read"
+run_level() { # level members [create flags] -> "write read peak-KiB"
     local level=$1 n=$2 per
     # Members sized so the array holds at least SIZE.
     if [ "$level" = 0 ]; then per=$(( bytes / n + (64 << 20) )); else per=$(( bytes / (n - 1) + (64 << 20) )); fi
     local m=(); for i in $(seq 0 $((n - 1))); do m+=("$dir/$level-m$i"); done
-    "$raidctl" create --level "$level" --size "$per" "${m[@]}" 2>/dev/null
+    "$raidctl" create --level "$level" --size "$per" ${3:-} "${m[@]}" 2>/dev/null
     "$raidctl" serve --foreground --socket "$dir/r$level.sock" "${m[0]}" >/dev/null 2>&1 & pids+=($!)
     wait_sock "$dir/r$level.sock"
     local wr
@@ -59,16 +60,23 @@ run_level() { # level members -> "write read"
 }
 read -r r0w r0r r0m <<<"$(run_level 0 4)"
 read -r r5w r5r r5m <<<"$(run_level 5 4)"
+read -r n0w n0r n0m <<<"$(run_level 0 4 --no-checksums)"
+read -r n5w n5r n5m <<<"$(run_level 5 4 --no-checksums)"
 
-python3 - "$kw" "$kr" "$qw" "$qr" "$r0w" "$r0r" "$r5w" "$r5r" "$size" "$r0m" "$r5m" <<'PY'
+python3 - "$kw" "$kr" "$qw" "$qr" "$r0w" "$r0r" "$r5w" "$r5r" "$size" "$r0m" "$r5m" \
+    "$n0w" "$n0r" "$n5w" "$n5r" <<'PY'
 import sys
 kw, kr, qw, qr, r0w, r0r, r5w, r5r = map(float, sys.argv[1:9])
 r0m, r5m = (int(x) / 1024 for x in sys.argv[10:12])
+n0w, n0r, n5w, n5r = map(float, sys.argv[12:16])
 pw, pr = max(kw, qw), max(kr, qr)
 print(f"serve bench ({sys.argv[9]}, /dev/shm, nbdcopy): MB/s write / read")
 print(f"  nbdkit file      {kw:7.0f} / {kr:7.0f}")
 print(f"  qemu-nbd         {qw:7.0f} / {qr:7.0f}")
 print(f"  raidctl raid0 x4 {r0w:7.0f} / {r0r:7.0f}   = {r0w/pw:.2f}x / {r0r/pr:.2f}x the faster peer")
 print(f"  raidctl raid5 x4 {r5w:7.0f} / {r5r:7.0f}   = {r5w/pw:.2f}x / {r5r/pr:.2f}x the faster peer")
+print("  without checksums:")
+print(f"  raidctl raid0 x4 {n0w:7.0f} / {n0r:7.0f}   = {n0w/pw:.2f}x / {n0r/pr:.2f}x the faster peer")
+print(f"  raidctl raid5 x4 {n5w:7.0f} / {n5r:7.0f}   = {n5w/pw:.2f}x / {n5r/pr:.2f}x the faster peer")
 print(f"  serve peak resident memory: raid0 {r0m:.0f} MiB, raid5 {r5m:.0f} MiB (goal: under 100 MiB)")
 PY

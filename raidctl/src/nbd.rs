@@ -7,7 +7,6 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use raidcore::buf::AlignedBuf;
@@ -74,9 +73,9 @@ pub const MAX_REQUEST: u32 = 32 << 20;
 const MAX_OPTION: u32 = 64 << 10;
 /// Bytes of request payload a connection may hold in flight at once.
 const INFLIGHT_BYTES: u64 = 64 << 20;
-/// Worker threads per connection. Measured with bench/serve.sh on 2 cores: 2 beats 4 and 8
-/// (context switches), and a pool shared by all connections was slower still.
-const WORKERS: usize = 2;
+/// Threads per connection, each reading and running requests in turn (bench/serve.sh on
+/// 2 cores: see docs/NOTES.md).
+const THREADS: usize = 3;
 
 /// What is exported.
 pub struct Export {
@@ -428,88 +427,61 @@ fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedB
     }
 }
 
-fn transmission(
-    mut reader: BufReader<Box<dyn Conn>>,
-    writer: BufWriter<Box<dyn Conn>>,
+/// The request stream of one connection, read by whichever thread takes it next.
+struct Stream {
+    reader: BufReader<Box<dyn Conn>>,
+    /// Set at EOF, DISC or a protocol error: no more requests are read.
+    closed: bool,
+    result: io::Result<()>,
+}
+
+/// Shared by a connection's threads.
+struct Session {
+    stream: Mutex<Stream>,
+    writer: Writer,
     export: Arc<Export>,
-) -> io::Result<()> {
-    let writer: Writer = Arc::new(Mutex::new(writer));
-    let budget = Arc::new(Budget {
-        used: Mutex::new(0),
-        freed: Condvar::new(),
-    });
-    let pool = Arc::new(BufPool {
-        free: Mutex::new(Vec::new()),
-    });
-    let (tx, rx) = mpsc::channel::<Job>();
-    let rx = Arc::new(Mutex::new(rx));
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let (rx, writer, export, budget, pool) = (
-                rx.clone(),
-                writer.clone(),
-                export.clone(),
-                budget.clone(),
-                pool.clone(),
-            );
-            std::thread::spawn(move || loop {
-                let mut job = match rx.lock().expect("queue lock").recv() {
-                    Ok(j) => j,
-                    Err(_) => return,
-                };
-                let cost = job.cost;
-                let out = run_job(&export, &job, &pool);
-                let sent = match &out {
-                    Ok(Some(data)) => {
-                        reply(&writer, job.cookie, 0, Some(&data[..job.len as usize]))
-                    }
-                    Ok(None) => reply(&writer, job.cookie, 0, None),
-                    Err(e) => reply(&writer, job.cookie, *e, None),
-                };
-                if let Ok(Some(b)) = out {
-                    pool.put(b);
-                }
-                if let Some(b) = job.data.take() {
-                    pool.put(b);
-                }
-                budget.give(cost);
-                if sent.is_err() {
-                    return;
-                }
-            })
-        })
-        .collect();
-    let size = export.array.size();
-    let result = (|| -> io::Result<()> {
+    budget: Budget,
+    pool: BufPool,
+}
+
+impl Session {
+    /// Reads requests until one is valid and handed back (invalid ones are answered here with
+    /// an error); None at EOF or DISC. A protocol error that loses the stream is an Err.
+    fn next_request(&self, reader: &mut BufReader<Box<dyn Conn>>) -> io::Result<Option<Job>> {
+        let (export, writer, budget, pool) = (&self.export, &self.writer, &self.budget, &self.pool);
+        let size = export.array.size();
         loop {
-            let magic = match read_u32(&mut reader) {
+            let magic = match read_u32(reader) {
                 Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
                 Err(e) => return Err(e),
             };
             if magic != REQUEST_MAGIC {
                 return Err(protocol(format!("bad request magic {magic:#x}")));
             }
-            let flags = read_u16(&mut reader)?;
-            let kind = read_u16(&mut reader)?;
-            let cookie = read_u64(&mut reader)?;
-            let offset = read_u64(&mut reader)?;
-            let len = read_u32(&mut reader)?;
+            let flags = read_u16(reader)?;
+            let kind = read_u16(reader)?;
+            let cookie = read_u64(reader)?;
+            let offset = read_u64(reader)?;
+            let len = read_u32(reader)?;
             if kind == CMD_DISC {
-                return Ok(());
+                return Ok(None);
             }
             let mut data = None;
             if kind == CMD_WRITE {
                 if len > MAX_REQUEST {
                     // Its payload is too large to take in: the stream cannot be resynchronised.
-                    let _ = reply(&writer, cookie, EINVAL, None);
+                    let _ = reply(writer, cookie, EINVAL, None);
                     return Err(protocol(format!(
                         "write of {len} bytes exceeds {MAX_REQUEST}"
                     )));
                 }
                 budget.take(len as u64);
                 let mut buf = pool.get(len as usize);
-                reader.read_exact(&mut buf[..len as usize])?;
+                if let Err(e) = reader.read_exact(&mut buf[..len as usize]) {
+                    budget.give(len as u64);
+                    return Err(e);
+                }
                 data = Some(buf);
             }
             let cost = if matches!(kind, CMD_READ | CMD_WRITE) && len <= MAX_REQUEST {
@@ -542,30 +514,108 @@ fn transmission(
                 None
             };
             if let Some(e) = error {
+                if let Some(b) = data {
+                    pool.put(b);
+                }
                 budget.give(cost);
-                reply(&writer, cookie, e, None)?;
+                reply(writer, cookie, e, None)?;
                 continue;
             }
-            if tx
-                .send(Job {
-                    cost,
-                    kind,
-                    flags,
-                    cookie,
-                    offset,
-                    len,
-                    data,
-                })
-                .is_err()
-            {
-                return Err(protocol("workers gone"));
+            return Ok(Some(Job {
+                cost,
+                kind,
+                flags,
+                cookie,
+                offset,
+                len,
+                data,
+            }));
+        }
+    }
+
+    /// One of the connection's threads: take the stream, read a request, let go, run it,
+    /// answer; until the stream ends. No hand-off between a reader and workers, so a request
+    /// costs no thread wake-up while others keep the threads busy (as nbdkit does).
+    fn serve(&self) {
+        loop {
+            let mut job = {
+                let mut st = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+                if st.closed {
+                    return;
+                }
+                let Stream { reader, .. } = &mut *st;
+                match self.next_request(reader) {
+                    Ok(Some(j)) => j,
+                    Ok(None) => {
+                        st.closed = true;
+                        return;
+                    }
+                    Err(e) => {
+                        st.closed = true;
+                        st.result = Err(e);
+                        return;
+                    }
+                }
+            };
+            let out = run_job(&self.export, &job, &self.pool);
+            let sent = match &out {
+                Ok(Some(data)) => {
+                    reply(&self.writer, job.cookie, 0, Some(&data[..job.len as usize]))
+                }
+                Ok(None) => reply(&self.writer, job.cookie, 0, None),
+                Err(e) => reply(&self.writer, job.cookie, *e, None),
+            };
+            if let Ok(Some(b)) = out {
+                self.pool.put(b);
+            }
+            if let Some(b) = job.data.take() {
+                self.pool.put(b);
+            }
+            self.budget.give(job.cost);
+            if let Err(e) = sent {
+                let mut st = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+                st.closed = true;
+                if st.result.is_ok() {
+                    st.result = Err(e);
+                }
+                return;
             }
         }
-    })();
-    // Finish what is in flight: replies for accepted requests still go out.
-    drop(tx);
-    for w in workers {
-        let _ = w.join();
     }
-    result
+}
+
+fn transmission(
+    reader: BufReader<Box<dyn Conn>>,
+    writer: BufWriter<Box<dyn Conn>>,
+    export: Arc<Export>,
+) -> io::Result<()> {
+    let session = Arc::new(Session {
+        stream: Mutex::new(Stream {
+            reader,
+            closed: false,
+            result: Ok(()),
+        }),
+        writer: Arc::new(Mutex::new(writer)),
+        export,
+        budget: Budget {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        },
+        pool: BufPool {
+            free: Mutex::new(Vec::new()),
+        },
+    });
+    let others: Vec<_> = (1..THREADS)
+        .map(|_| {
+            let s = session.clone();
+            std::thread::spawn(move || s.serve())
+        })
+        .collect();
+    session.serve();
+    // Finish what is in flight: replies for accepted requests still go out.
+    for t in others {
+        let _ = t.join();
+    }
+    let mut st = session.stream.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::replace(&mut st.result, Ok(()))
 }
