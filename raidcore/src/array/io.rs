@@ -19,6 +19,19 @@ use crate::parity::gf;
 /// Bytes of member I/O in one row from which its members are driven on parallel threads.
 const PARALLEL_FROM: usize = 128 << 10;
 
+/// Threads that drive one row's members at once, kept for the life of the process (a thread
+/// spawned per row cost 13 % of a served RAID5 read in clone alone).
+fn io_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .thread_name(|i| format!("raidctl-io-{i}"))
+            .build()
+            .expect("member I/O thread pool")
+    })
+}
+
 /// Counts a request in flight for as long as it lives.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -603,8 +616,8 @@ impl Array {
         self.maybe_persist()
     }
 
-    /// Runs `f` for every member I/O of one row: on threads, one per member, when there are
-    /// several and they are large enough to be worth it (members are separate devices, so
+    /// Runs `f` for every member I/O of one row: on the I/O pool, one task per member, when
+    /// there are several and they are large enough to be worth it (members are separate devices, so
     /// their I/O overlaps); in order otherwise. The first error is returned after all finish.
     pub(super) fn on_members<T: MemberIo + Send>(
         &self,
@@ -616,18 +629,25 @@ impl Array {
         if items.len() < 2 || bytes < PARALLEL_FROM || self.requests.load(Ordering::Relaxed) > 2 {
             return items.into_iter().try_for_each(f);
         }
-        std::thread::scope(|sc| {
+        let results: Vec<Mutex<Option<Result<()>>>> =
+            items.iter().map(|_| Mutex::new(None)).collect();
+        io_pool().scope(|sc| {
             let f = &f;
-            let hs: Vec<_> = items.into_iter().map(|x| sc.spawn(move || f(x))).collect();
-            let mut first = Ok(());
-            for h in hs {
-                let r = h.join().expect("member I/O thread");
-                if first.is_ok() {
-                    first = r;
-                }
+            for (x, slot) in items.into_iter().zip(&results) {
+                sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(x)));
             }
-            first
-        })
+        });
+        let mut first = Ok(());
+        for r in results {
+            let r = r
+                .into_inner()
+                .expect("result lock")
+                .expect("ran in the scope");
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 
     /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads
