@@ -217,11 +217,7 @@ impl Array {
         if full || !aligned || cap == 0 || !wanted || self.row_degraded(row, parity) {
             if let Some(s) = existing {
                 // A full row replaces everything held; anything else goes after it.
-                if !full {
-                    self.stripe_destage(row, parity, &mut lock(&s))?;
-                }
-                self.stripes.remove(row);
-                self.stripes.recycle(s);
+                self.stripe_forget(row, parity, s, !full)?;
             }
             return Ok(false);
         }
@@ -388,11 +384,26 @@ impl Array {
         let Redundancy::Parity { parity } = self.layout.redundancy() else {
             return Ok(());
         };
-        if let Some(s) = self.stripes.get(row) {
-            self.stripe_destage(row, parity, &mut lock(&s))?;
-            self.stripes.remove(row);
-            self.stripes.recycle(s);
+        match self.stripes.get(row) {
+            Some(s) => self.stripe_forget(row, parity, s, true),
+            None => Ok(()),
         }
+    }
+
+    /// Drops a row's entry (under its write lock), writing out its held blocks first unless
+    /// the caller overwrites the whole row.
+    fn stripe_forget(
+        &self,
+        row: u64,
+        parity: usize,
+        s: Arc<Mutex<Stripe>>,
+        write_out: bool,
+    ) -> Result<()> {
+        if write_out {
+            self.stripe_destage(row, parity, &mut lock(&s))?;
+        }
+        self.stripes.remove(row);
+        self.stripes.recycle(s);
         Ok(())
     }
 
