@@ -511,13 +511,7 @@ impl Array {
             .enumerate()
             .filter(|(_, s)| s.usable().is_none())
             .map(|(i, s)| {
-                let who = s
-                    .dev
-                    .read()
-                    .expect("slot lock")
-                    .as_ref()
-                    .map(|d| d.path.display().to_string())
-                    .unwrap_or_else(|| "missing".into());
+                let who = self.slot_path(i);
                 let why = s
                     .reason
                     .lock()
@@ -732,16 +726,20 @@ impl Array {
             .collect()
     }
 
-    /// "slot N (path)" of the device serving a slot now, for messages.
-    pub(crate) fn slot_name(&self, slot: usize) -> String {
-        let path = self.slots[slot]
+    /// Path of the device serving a slot now ("missing" when none), for messages.
+    fn slot_path(&self, slot: usize) -> String {
+        self.slots[slot]
             .dev
             .read()
             .expect("slot lock")
             .as_ref()
             .map(|d| d.path.display().to_string())
-            .unwrap_or_else(|| "missing".into());
-        format!("slot {slot} ({path})")
+            .unwrap_or_else(|| "missing".into())
+    }
+
+    /// "slot N (path)" of the device serving a slot now, for messages.
+    pub(crate) fn slot_name(&self, slot: usize) -> String {
+        format!("slot {slot} ({})", self.slot_path(slot))
     }
 
     /// Fails whatever role `d` has: a slot's member or a target (spares are just dropped).
