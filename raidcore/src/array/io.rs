@@ -617,8 +617,9 @@ impl Array {
     }
 
     /// Runs `f` for every member I/O of one row: on the I/O pool, one task per member, when
-    /// there are several and they are large enough to be worth it (members are separate devices, so
-    /// their I/O overlaps); in order otherwise. The first error is returned after all finish.
+    /// there are several, they are large enough to be worth it and the members wait on devices
+    /// (separate devices, so their I/O overlaps); in order otherwise. The first error is
+    /// returned after all finish.
     pub(super) fn on_members<T: MemberIo + Send>(
         &self,
         items: Vec<T>,
@@ -626,7 +627,11 @@ impl Array {
     ) -> Result<()> {
         let bytes: usize = items.iter().map(|x| x.len()).sum();
         // With several requests in flight the members are kept busy by the requests already.
-        if items.len() < 2 || bytes < PARALLEL_FROM || self.requests.load(Ordering::Relaxed) > 2 {
+        if items.len() < 2
+            || bytes < PARALLEL_FROM
+            || self.requests.load(Ordering::Relaxed) > 2
+            || !self.waits_on_devices()
+        {
             return items.into_iter().try_for_each(f);
         }
         let results: Vec<Mutex<Option<Result<()>>>> =
@@ -648,6 +653,16 @@ impl Array {
             }
         }
         first
+    }
+
+    /// Whether some member does direct I/O, so a read or write waits on the device rather than
+    /// copying through the page cache. Only then do threads pay: a buffered member's I/O is a
+    /// memory copy on the caller's core, and handing it to the pool adds wake-ups (served RAID5
+    /// reads over tmpfs files: 0.49-0.68 s per GiB with the pool, 0.47-0.55 without).
+    fn waits_on_devices(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.usable().is_some_and(|d| d.member.direct_io()))
     }
 
     /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads
