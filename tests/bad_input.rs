@@ -184,6 +184,31 @@ fn wrong_member_counts_and_flags() {
         f,
     );
     refused(
+        &args(&["create", "--level", "5", "--checksum", "sha1"], &f[..3]),
+        2,
+        &[
+            "invalid value 'sha1' for '--checksum <HASH>'",
+            "possible values: xxh3, blake3",
+        ],
+        f,
+    );
+    refused(
+        &args(
+            &[
+                "create",
+                "--level",
+                "5",
+                "--checksum",
+                "blake3",
+                "--no-checksums",
+            ],
+            &f[..3],
+        ),
+        2,
+        &["'--checksum <HASH>' cannot be used with '--no-checksums'"],
+        f,
+    );
+    refused(
         &args(&["create", "--level", "5"], &f[..2]),
         2,
         &["raid5 needs at least 3 members, got 2"],

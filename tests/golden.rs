@@ -19,8 +19,32 @@ const CASES: &[(&str, usize, &[&str])] = &[
     ("raid6", 5, &["--level", "6"]),
 ];
 
+/// Images with blake3 block checksums, made before xxh3 became the default hash: they must
+/// keep verifying with blake3.
+const CSUM_CASES: &[(&str, usize)] = &[("raid1", 2), ("raid5", 4)];
+
 fn golden_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden/v1")
+}
+
+/// Unpacks image set `set` of `name` into a fresh directory; returns it and member 0's path.
+fn unpack(set: &str, name: &str, n: usize) -> (tempfile::TempDir, String) {
+    let dir = tempdir();
+    for i in 0..n {
+        let gz = golden_dir()
+            .with_file_name(set)
+            .join(name)
+            .join(format!("m{i}.img.gz"));
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(
+            std::fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display())),
+        )
+        .read_to_end(&mut raw)
+        .unwrap();
+        std::fs::write(dir.path().join(format!("m{i}")), raw).unwrap();
+    }
+    let m0 = dir.path().join("m0").display().to_string();
+    (dir, m0)
 }
 
 /// The known content: (offset, bytes) pairs, derived from the level name.
@@ -34,18 +58,7 @@ fn content(name: &str, size: u64) -> Vec<(u64, Vec<u8>)> {
 #[test]
 fn golden_images_assemble_and_read_back() {
     for (name, n, _) in CASES {
-        let dir = tempdir();
-        for i in 0..*n {
-            let gz = golden_dir().join(name).join(format!("m{i}.img.gz"));
-            let mut raw = Vec::new();
-            flate2::read::GzDecoder::new(
-                std::fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display())),
-            )
-            .read_to_end(&mut raw)
-            .unwrap();
-            std::fs::write(dir.path().join(format!("m{i}")), raw).unwrap();
-        }
-        let m0 = dir.path().join("m0").display().to_string();
+        let (dir, m0) = unpack("v1", name, *n);
         let st = raidctl(["status", "--json", &m0]).ok().json();
         assert_eq!(st["level"], *name);
         assert_eq!(st["state"], "clean", "{name}: {st}");
@@ -62,6 +75,34 @@ fn golden_images_assemble_and_read_back() {
                 read_at(Path::new(&m0), *off, data.len()).ok().stdout == *data,
                 "{name}: degraded golden read"
             );
+        }
+    }
+}
+
+#[test]
+fn golden_blake3_checksummed_images_verify_with_blake3() {
+    for (name, n) in CSUM_CASES {
+        let (_dir, m0) = unpack("v1-blake3", name, *n);
+        let st = raidctl(["status", "--json", &m0]).ok().json();
+        assert_eq!(st["checksum_hash"], "blake3", "{name}: {st}");
+        let size = st["size_bytes"].as_u64().unwrap();
+        for (off, data) in content(name, size) {
+            let got = read_at(Path::new(&m0), off, data.len()).ok().stdout;
+            assert!(got == data, "{name}: golden content at {off} differs");
+        }
+        // Every block of every member matches its entry under blake3 (with another hash every
+        // written block would count as a checksum error).
+        let r = raidctl(["scrub", "--json", &m0]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stdout_str());
+        let rep = r.json();
+        assert_eq!(
+            rep["problems"].as_array().map(Vec::len),
+            Some(0),
+            "{name}: {rep}"
+        );
+        let st = raidctl(["status", "--json", &m0]).ok().json();
+        for m in st["members"].as_array().unwrap() {
+            assert_eq!(m["checksum_errors"], 0, "{name}: {st}");
         }
     }
 }

@@ -77,7 +77,7 @@ fn scrub_names_and_repairs_corruption_at_every_redundant_level() {
             parity_slot: None,
         },
         Case {
-            args: &["--level", "raid10"],
+            args: &["--level", "raid10", "--checksum", "blake3"],
             members: 4,
             parity_slot: None,
         },
@@ -92,7 +92,7 @@ fn scrub_names_and_repairs_corruption_at_every_redundant_level() {
             parity_slot: Some(0),
         },
         Case {
-            args: &["--level", "raid6"],
+            args: &["--level", "raid6", "--checksum", "blake3"],
             members: 5,
             parity_slot: Some(4),
         },
@@ -110,6 +110,13 @@ fn scrub_names_and_repairs_corruption_at_every_redundant_level() {
         write_at(&array, 0, &data, dir.path());
         let ex = examine(&ms[1]);
         assert_eq!(ex["areas"]["checksums"]["block_bytes"], 4096, "{ex}");
+        // Both hashes are exercised: the default, and blake3 where the case asks for it.
+        let hash = if case.args.contains(&"blake3") {
+            "blake3"
+        } else {
+            "xxh3"
+        };
+        assert_eq!(ex["areas"]["checksums"]["hash"], hash, "{ex}");
         let data_off = ex["areas"]["data"]["offset"].as_u64().unwrap();
         let table_off = ex["areas"]["checksums"]["table_offset"].as_u64().unwrap();
         let table_bytes = ex["areas"]["checksums"]["table_bytes"].as_u64().unwrap();

@@ -250,7 +250,8 @@ pub struct Extension {
 }
 
 /// Incompatible feature bits this version understands.
-pub const KNOWN_INCOMPAT: u64 = crate::array::csum::FEATURE_CSUM;
+pub const KNOWN_INCOMPAT: u64 =
+    crate::array::csum::FEATURE_CSUM | crate::array::csum::FEATURE_CSUM_XXH3;
 
 /// Member geometry chosen at create time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use raidcore::array::csum::CsumAlgo;
 use raidcore::array::{Array, AssembleOptions, CreateSpec};
 use raidcore::device::{CrashMember, CrashMode, Member};
 use raidcore::jobs::scrub::{self, Mode};
@@ -46,7 +47,7 @@ fn crash_array(
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
         history_interval: 86_400,
-        checksums: true,
+        checksums: Some(CsumAlgo::default()),
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     (array, crash, paths)

@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::csum::CsumGeometry;
+use super::csum::{CsumAlgo, CsumGeometry};
 use super::{now, Array, Dev, Slot};
 use crate::device::{probe, FileMember, Member, OpenMode};
 use crate::error::{Error, Result};
@@ -25,8 +25,9 @@ pub struct CreateSpec {
     pub endurance_bytes: Vec<Option<u64>>,
     /// Seconds between wear history samples.
     pub history_interval: u64,
-    /// Keep a checksum of every 4 KiB block (verified on read and by scrub).
-    pub checksums: bool,
+    /// Keep a checksum of every 4 KiB block with this hash (verified on read and by scrub);
+    /// None: no checksums.
+    pub checksums: Option<CsumAlgo>,
 }
 
 /// Checks every member path before anything is written: no duplicates, nothing mounted or held
@@ -161,10 +162,9 @@ impl Array {
         } else {
             0
         };
-        let sums = if spec.checksums {
-            CsumGeometry::for_rows(0, smallest / chunk, chunk).bytes()
-        } else {
-            0
+        let sums = match spec.checksums {
+            Some(algo) => CsumGeometry::for_rows(0, smallest / chunk, chunk, algo).bytes(),
+            None => 0,
         };
         let geo = plan_geometry(smallest, chunk, spec.overprovision_pct, journal + sums)
             .map_err(|e| e.context(format!("member {}", members[small_i].0.display())))?;
@@ -224,8 +224,8 @@ impl Array {
                 meta_end = j.offset + j.bytes;
             }
         }
-        if spec.checksums {
-            let g = CsumGeometry::for_rows(meta_end, sb.data_rows, chunk);
+        if let Some(algo) = spec.checksums {
+            let g = CsumGeometry::for_rows(meta_end, sb.data_rows, chunk, algo);
             if g.end() > sb.data_offset {
                 bail!(
                     InvalidInput,
@@ -233,7 +233,7 @@ impl Array {
                     g.bytes()
                 );
             }
-            sb.incompat_features |= super::csum::FEATURE_CSUM;
+            sb.incompat_features |= g.incompat_bits();
             sb.extensions.push(g.to_extension());
         }
         sb.validate()?;

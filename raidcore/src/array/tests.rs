@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::csum::CsumAlgo;
 use super::*;
 use crate::device::{FaultMember, MemMember};
 use crate::layout::{f1_weights, LayoutParams, Level, Redundancy};
@@ -47,7 +48,7 @@ fn make_with(
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums,
+        checksums: checksums.then_some(CsumAlgo::default()),
     };
     (
         Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
@@ -1164,7 +1165,7 @@ fn error_counters_never_overflow_the_superblock() {
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: false,
+        checksums: None,
     };
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     for d in a.live_devs() {

@@ -591,7 +591,7 @@ fn hash_cell(array: &Array, slot: usize, rows: &Range<u64>, cl: &mut Cells) {
         return;
     };
     if let Some(s) = array.csum_of(&dev) {
-        cl.actual = csum::digests(&cl.buf[..len]);
+        cl.actual = s.geo.algo.digests(&cl.buf[..len]);
         let first = s.block_of(array.cell_offset(rows.start, 0));
         cl.expect = s.expected(dev.member.as_ref(), first, cl.actual.len());
     }
@@ -867,7 +867,7 @@ fn check_parity_row(
                 .expect("available")
                 .wanted(rel, c, b)
                 .filter(|_| !unverifiable);
-            let matches = want.is_none_or(|w| csum::digest(fresh) == w);
+            let matches = want.is_none_or(|w| array.csum_digest(fresh) == w);
             let same_as_disk = &fresh[..] == block(i);
             if same_as_disk && by_checksum {
                 // Redundancy agrees with the block: its checksum entry is what is wrong.
@@ -1104,7 +1104,7 @@ fn mirror_batch(
                         .iter()
                         .copied()
                         .filter(|x| !bad.contains(x))
-                        .find(|&x| wanted.contains(&csum::digest(block(x))))
+                        .find(|&x| wanted.contains(&array.csum_digest(block(x))))
                 });
                 if let Some(g) = source {
                     let data = block(g).to_vec();

@@ -62,7 +62,7 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
         overprovision_pct: 0.0,
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: false,
+        checksums: None,
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {})?;
     let before: Vec<u64> = array

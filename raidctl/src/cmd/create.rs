@@ -48,9 +48,13 @@ pub struct CreateArgs {
     /// Time between wear history samples (e.g. 1d, 12h, 3600)
     #[arg(long, default_value = "1d", value_parser = crate::units::parse_duration, value_name = "DURATION")]
     pub history_interval: u64,
+    /// Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental
+    /// corruption) or blake3 (cryptographic, about three times the CPU per block)
+    #[arg(long, value_name = "HASH", default_value = "xxh3", value_parser = ["xxh3", "blake3"])]
+    pub checksum: String,
     /// Do not keep per-block checksums (reads and scrub then rely on parity and copies alone,
     /// and RAID0 corruption goes undetected)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "checksum")]
     pub no_checksums: bool,
     /// Overwrite members that hold a file system or another array (never a mounted or busy one)
     #[arg(long, short = 'f')]
@@ -220,14 +224,21 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
             }
         }
     }
-    let spec = CreateSpec {
-        name: a.name.clone(),
-        layout: params,
-        overprovision_pct: a.overprovision,
-        endurance_bytes,
-        history_interval: a.history_interval,
-        checksums: !a.no_checksums,
-    };
+    let spec =
+        CreateSpec {
+            name: a.name.clone(),
+            layout: params,
+            overprovision_pct: a.overprovision,
+            endurance_bytes,
+            history_interval: a.history_interval,
+            checksums: if a.no_checksums {
+                None
+            } else {
+                Some(a.checksum.parse().map_err(|e: String| {
+                    raidcore::Error::new(raidcore::ErrorKind::InvalidInput, e)
+                })?)
+            },
+        };
     warn_about_devices(&a.members);
     // Progress on a terminal only: --json here means the final report, not progress lines.
     let mut progress = crate::progress::Progress::new("create", false);

@@ -87,6 +87,7 @@ fn areas_json(sb: &Superblock) -> Value {
     }
     if let Some(g) = CsumGeometry::from_superblock(sb) {
         v["checksums"] = json!({
+            "hash": g.algo.name(),
             "offset": g.offset,
             "bytes": g.bytes(),
             "table_offset": g.table_offset(),
@@ -217,7 +218,11 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
     ] {
         let a = &areas[name];
         if a.is_object() {
-            println!("{label} offset {} bytes {}", a["offset"], a["bytes"]);
+            let hash = a["hash"]
+                .as_str()
+                .map(|h| format!(" hash {h}"))
+                .unwrap_or_default();
+            println!("{label} offset {} bytes {}{hash}", a["offset"], a["bytes"]);
         }
     }
     println!("array size   {} bytes", sb.array_bytes);

@@ -65,6 +65,7 @@ pub fn report(a: &Array) -> Value {
         "updated": time(sb.updated),
         "members": members,
         "checksums": a.has_checksums(),
+        "checksum_hash": a.checksum_algo().map(|h| h.name()),
         "scrub": scrub_json(&a.scrub_record(), a.rows()),
     });
     if l.parity_count() == 1 {
@@ -172,8 +173,9 @@ fn print_human(r: &Value) {
         ),
         _ => println!("scrub    never run"),
     }
-    if r["checksums"] == false {
-        println!("checksums off (created with --no-checksums)");
+    match r["checksum_hash"].as_str() {
+        Some(h) => println!("checksums {h}, every 4 KiB block"),
+        None => println!("checksums off (created with --no-checksums)"),
     }
     println!();
     println!(
