@@ -6,8 +6,9 @@
 # Sequential read and write of SIZE with nbdcopy (best of 3 runs each) (its defaults: 4 connections, 64 requests in
 # flight) from: raidctl serve RAID0 over 4 files, raidctl serve RAID5 over 4 files, and, as the
 # peers, nbdkit's file plugin and qemu-nbd serving one raw file of the same size. Prints MB/s
-# and each raidctl figure as a ratio to the faster peer; the arrays are served with checksums
-# (the default) and without (--no-checksums at create), to show what hashing costs.
+# and each raidctl figure as a ratio to the faster peer; the arrays are served with xxh3 checksums
+# (the default), with blake3 checksums (--checksum blake3) and without (--no-checksums), to
+# show what hashing costs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 raidctl=${RAIDCTL:-$here/target/release/raidctl}
@@ -67,21 +68,27 @@ read -r r0w r0r r0m <<<"$(run_level 0 4)"
 read -r r5w r5r r5m <<<"$(run_level 5 4)"
 read -r n0w n0r n0m <<<"$(run_level 0 4 --no-checksums)"
 read -r n5w n5r n5m <<<"$(run_level 5 4 --no-checksums)"
+read -r b0w b0r b0m <<<"$(run_level 0 4 "--checksum blake3")"
+read -r b5w b5r b5m <<<"$(run_level 5 4 "--checksum blake3")"
 
 python3 - "$kw" "$kr" "$qw" "$qr" "$r0w" "$r0r" "$r5w" "$r5r" "$size" "$r0m" "$r5m" \
-    "$n0w" "$n0r" "$n5w" "$n5r" <<'PY'
+    "$n0w" "$n0r" "$n5w" "$n5r" "$b0w" "$b0r" "$b5w" "$b5r" <<'PY'
 import sys
 kw, kr, qw, qr, r0w, r0r, r5w, r5r = map(float, sys.argv[1:9])
 r0m, r5m = (int(x) / 1024 for x in sys.argv[10:12])
-n0w, n0r, n5w, n5r = map(float, sys.argv[12:16])
+n0w, n0r, n5w, n5r, b0w, b0r, b5w, b5r = map(float, sys.argv[12:20])
 pw, pr = max(kw, qw), max(kr, qr)
 print(f"serve bench ({sys.argv[9]}, /dev/shm, nbdcopy): MB/s write / read")
 print(f"  nbdkit file      {kw:7.0f} / {kr:7.0f}")
 print(f"  qemu-nbd         {qw:7.0f} / {qr:7.0f}")
+print("  checksums xxh3 (the default):")
 print(f"  raidctl raid0 x4 {r0w:7.0f} / {r0r:7.0f}   = {r0w/pw:.2f}x / {r0r/pr:.2f}x the faster peer")
 print(f"  raidctl raid5 x4 {r5w:7.0f} / {r5r:7.0f}   = {r5w/pw:.2f}x / {r5r/pr:.2f}x the faster peer")
 print("  without checksums:")
 print(f"  raidctl raid0 x4 {n0w:7.0f} / {n0r:7.0f}   = {n0w/pw:.2f}x / {n0r/pr:.2f}x the faster peer")
 print(f"  raidctl raid5 x4 {n5w:7.0f} / {n5r:7.0f}   = {n5w/pw:.2f}x / {n5r/pr:.2f}x the faster peer")
+print("  checksums blake3:")
+print(f"  raidctl raid0 x4 {b0w:7.0f} / {b0r:7.0f}   = {b0w/pw:.2f}x / {b0r/pr:.2f}x the faster peer")
+print(f"  raidctl raid5 x4 {b5w:7.0f} / {b5r:7.0f}   = {b5w/pw:.2f}x / {b5r/pr:.2f}x the faster peer")
 print(f"  serve peak resident memory: raid0 {r0m:.0f} MiB, raid5 {r5m:.0f} MiB (goal: under 100 MiB)")
 PY

@@ -655,14 +655,14 @@ impl Array {
         first
     }
 
-    /// Whether some member does direct I/O, so a read or write waits on the device rather than
-    /// copying through the page cache. Only then do threads pay: a buffered member's I/O is a
-    /// memory copy on the caller's core, and handing it to the pool adds wake-ups (served RAID5
-    /// reads over tmpfs files: 0.49-0.68 s per GiB with the pool, 0.47-0.55 without).
+    /// Whether some member has a device to wait on. Only then do threads pay: a member in
+    /// memory (tmpfs, even with O_DIRECT, or a RAM disk) copies on the caller's core, and
+    /// handing its I/O to the pool adds wake-ups and rayon's idle spinning (served RAID5 reads
+    /// over tmpfs files: 0.49-0.68 s per GiB with the pool, 0.47-0.55 without).
     fn waits_on_devices(&self) -> bool {
         self.slots
             .iter()
-            .any(|s| s.usable().is_some_and(|d| d.member.direct_io()))
+            .any(|s| s.usable().is_some_and(|d| !d.member.memory_backed()))
     }
 
     /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads

@@ -717,12 +717,16 @@ impl Array {
         self.check_alive()
     }
 
-    /// For every slot with a usable member: whether its aligned I/O bypasses the page cache.
-    pub fn direct_io(&self) -> Vec<(usize, bool)> {
+    /// For every slot with a usable member: whether its aligned I/O bypasses the page cache,
+    /// and whether it lives in memory (tmpfs, a RAM disk).
+    pub fn direct_io(&self) -> Vec<(usize, bool, bool)> {
         self.slots
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.usable().map(|d| (i, d.member.direct_io())))
+            .filter_map(|(i, s)| {
+                s.usable()
+                    .map(|d| (i, d.member.direct_io(), d.member.memory_backed()))
+            })
             .collect()
     }
 

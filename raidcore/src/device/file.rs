@@ -36,6 +36,9 @@ pub struct FileMember {
     direct: Option<File>,
     len: u64,
     block_device: bool,
+    /// Backed by memory (tmpfs, ramfs, a RAM disk, zram, pmem): I/O is a copy on the
+    /// caller's core, with no device to wait on.
+    memory: bool,
 }
 
 /// The buffered descriptor, holding the advisory lock unless opened to peek.
@@ -141,12 +144,22 @@ impl FileMember {
             .custom_flags(libc::O_CLOEXEC | libc::O_DIRECT)
             .open(path)
             .ok();
+        let memory = if block_device {
+            use std::os::unix::fs::MetadataExt;
+            memory_disk(meta.rdev())
+        } else {
+            use nix::sys::statfs::{fstatfs, FsType, TMPFS_MAGIC};
+            // RAMFS_MAGIC of linux/magic.h (neither libc nor nix names it).
+            let ramfs = FsType(0x8584_58f6_u32 as _);
+            fstatfs(&*file).is_ok_and(|s| [TMPFS_MAGIC, ramfs].contains(&s.filesystem_type()))
+        };
         Ok(FileMember {
             path: path.to_path_buf(),
             file,
             direct,
             len,
             block_device,
+            memory,
         })
     }
 
@@ -292,5 +305,42 @@ impl Member for FileMember {
 
     fn direct_io(&self) -> bool {
         self.has_direct_io()
+    }
+
+    fn memory_backed(&self) -> bool {
+        self.memory
+    }
+}
+
+/// Whether block device `rdev` is a disk in memory: a RAM disk (brd), zram or pmem.
+fn memory_disk(rdev: u64) -> bool {
+    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
+    std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+        .is_some_and(|n| ["ram", "zram", "pmem"].iter().any(|k| n.starts_with(k)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file member in /dev/shm (tmpfs) is memory-backed, one on the build tree's file system
+    /// (a disk here) is not; the engine drives only the latter from threads.
+    #[test]
+    fn members_on_tmpfs_are_memory_backed_and_on_a_disk_are_not() {
+        let on = |dir: &Path| {
+            let p = dir.join(format!("raidctl-memtest-{}", std::process::id()));
+            std::fs::write(&p, vec![0u8; 1 << 16]).unwrap();
+            let m = FileMember::open(&p, OpenMode::Read)
+                .unwrap()
+                .memory_backed();
+            std::fs::remove_file(&p).unwrap();
+            m
+        };
+        assert!(on(Path::new("/dev/shm")), "/dev/shm is tmpfs");
+        // target/ of this workspace: a disk file system on the machines that run the tests.
+        let disk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+        assert!(!on(&disk), "{} is not in memory", disk.display());
     }
 }

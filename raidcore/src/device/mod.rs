@@ -60,4 +60,9 @@ pub trait Member: Send + Sync {
     fn direct_io(&self) -> bool {
         false
     }
+    /// True when the member lives in memory (tmpfs, a RAM disk): its I/O is a copy on the
+    /// caller's core, so driving several such members from threads gains nothing.
+    fn memory_backed(&self) -> bool {
+        false
+    }
 }

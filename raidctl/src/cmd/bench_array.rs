@@ -299,7 +299,7 @@ pub fn bench(a: &Array, o: &Options, quiet: bool) -> Result<Value> {
     let direct: Vec<Value> = a
         .direct_io()
         .into_iter()
-        .map(|(slot, d)| json!({"slot": slot, "o_direct": d}))
+        .map(|(slot, d, m)| json!({"slot": slot, "o_direct": d, "in_memory": m}))
         .collect();
     Ok(json!({
         "level": a.layout().level().name(),
@@ -312,7 +312,7 @@ pub fn bench(a: &Array, o: &Options, quiet: bool) -> Result<Value> {
         "seconds_per_test": o.duration.as_secs_f64(),
         "iops_limit": o.iops_limit,
         "restored": !o.destructive,
-        "page_cache": "bypassed on members with o_direct true; members on file systems without O_DIRECT (tmpfs) use buffered I/O",
+        "page_cache": "bypassed on members with o_direct true; members on file systems without O_DIRECT use buffered I/O; members in memory (tmpfs, RAM disks) are driven one after the other, others from threads",
         "direct_io": direct,
         "results": results,
     }))
