@@ -21,6 +21,7 @@
 //! checksums are recomputed by the resync.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::sync::{Mutex, OnceLock};
 
 use std::sync::atomic::Ordering;
@@ -230,19 +231,45 @@ pub enum Expect {
     Unknown,
 }
 
+/// Hashes block and page numbers for the maps below with the splitmix64 finalizer. Every read
+/// looks up each block it verifies; with the default SipHash those lookups were 5 % of a
+/// served read's cycles.
+#[derive(Default)]
+struct IndexHasher(u64);
+
+impl std::hash::Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+type IndexMap<V> = HashMap<u64, V, BuildHasherDefault<IndexHasher>>;
+type IndexSet = HashSet<u64, BuildHasherDefault<IndexHasher>>;
+
 struct State {
     gen: u64,
     /// Header copy holding the newest generation.
     header_copy: u32,
     /// Entries newer than the table: recorded since the last fold.
-    overlay: HashMap<u64, Digest>,
+    overlay: IndexMap<Digest>,
     /// Records not yet in the log.
     pending: Vec<(u64, Digest)>,
     /// Next free log page.
     log_next: u64,
-    cache: HashMap<u64, Box<[u8; PAGE]>>,
+    cache: IndexMap<Box<[u8; PAGE]>>,
     /// Table pages found failing their hash.
-    bad: HashSet<u64>,
+    bad: IndexSet,
 }
 
 /// One member's checksums at run time.
@@ -340,7 +367,7 @@ impl CsumStore {
             }
         }
         let (gen, header_copy) = best.unwrap_or((0, 1));
-        let mut overlay = HashMap::new();
+        let mut overlay = IndexMap::default();
         let mut log_next = 0;
         while log_next < geo.log_pages {
             if m.read_at(&mut page, geo.log_offset() + log_next * PAGE as u64)
@@ -368,8 +395,8 @@ impl CsumStore {
                 overlay,
                 pending: Vec::new(),
                 log_next,
-                cache: HashMap::new(),
-                bad: HashSet::new(),
+                cache: IndexMap::default(),
+                bad: IndexSet::default(),
             }),
         }
     }
@@ -435,25 +462,45 @@ impl CsumStore {
         st.cache.get_mut(&page).map(|b| &mut **b)
     }
 
-    /// What the checksums say about `n` blocks from member block `first`.
+    /// What the checksums say about `n` blocks from member block `first`: one lock, and one
+    /// table page lookup per page the blocks span.
     pub(crate) fn expected(&self, m: &dyn Member, first: u64, n: usize) -> Vec<Expect> {
         let mut st = self.st.lock().expect("csum lock");
-        (first..first + n as u64)
-            .map(|b| {
-                if let Some(d) = st.overlay.get(&b) {
-                    return Expect::Known(*d);
+        let mut out = Vec::with_capacity(n);
+        let end = first + n as u64;
+        let mut b = first;
+        while b < end {
+            let page = b / PER_PAGE;
+            let run = b..((page + 1) * PER_PAGE).min(end);
+            let start = out.len();
+            let mut from_table = false;
+            for x in run.clone() {
+                match st.overlay.get(&x) {
+                    Some(d) => out.push(Expect::Known(*d)),
+                    None => {
+                        from_table = true;
+                        out.push(Expect::Unknown);
+                    }
                 }
-                let (page, slot) = (b / PER_PAGE, (b % PER_PAGE) as usize);
-                match self.load_page(&mut st, m, page) {
-                    Some(p) => Expect::Known(
-                        p[slot * ENTRY..(slot + 1) * ENTRY]
-                            .try_into()
-                            .expect("16 bytes"),
-                    ),
-                    None => Expect::Unknown,
+            }
+            // Entries not in the overlay come from the table page (Unknown when it is bad).
+            if from_table && self.load_page(&mut st, m, page).is_some() {
+                let State { overlay, cache, .. } = &*st;
+                let p = &cache[&page];
+                for (o, x) in out[start..].iter_mut().zip(run.clone()) {
+                    if !overlay.contains_key(&x) {
+                        let slot = (x % PER_PAGE) as usize;
+                        *o = Expect::Known(
+                            p[slot * ENTRY..(slot + 1) * ENTRY]
+                                .try_into()
+                                .expect("16 bytes"),
+                        );
+                    }
                 }
-            })
-            .collect()
+            }
+            b = run.end;
+        }
+        out
     }
 
     /// Writes pending records to the log: whole pages only unless `all`. When the log has no
