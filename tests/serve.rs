@@ -173,6 +173,41 @@ fn nbd_clients_read_and_write_the_array() {
     );
 }
 
+/// Members in memory (tmpfs): with at least as many connections as cores a connection's extra
+/// threads stand aside, and come back when connections close. Data must round-trip through
+/// four connections at once, then through one, and the server must stop cleanly (a thread
+/// left waiting would hold its connection open).
+#[test]
+fn many_connections_to_an_array_in_memory_round_trip() {
+    let dir = tempfile::Builder::new()
+        .prefix("raidctl-test-")
+        .tempdir_in("/dev/shm")
+        .expect("tempdir in /dev/shm");
+    let ms = array(dir.path(), "5", 4, "24M");
+    let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let data = pattern("many-conns", 40 << 20);
+    let src = dir.path().join("src.img");
+    std::fs::write(&src, &data).unwrap();
+    let back = dir.path().join("back.img");
+    let (s, b) = (src.display().to_string(), back.display().to_string());
+    let uri = srv.uri();
+    cmd("nbdcopy", &["--connections=4", "--requests=16", &s, &uri]);
+    cmd("nbdcopy", &["--connections=4", "--requests=16", &uri, &b]);
+    let got = std::fs::read(&back).unwrap();
+    assert!(
+        got[..data.len()] == data[..],
+        "four connections: data differs"
+    );
+    // One connection afterwards: its helpers serve again.
+    cmd("nbdcopy", &["--connections=1", &uri, &b]);
+    assert!(std::fs::read(&back).unwrap()[..data.len()] == data[..]);
+    assert!(srv.stop().success());
+    assert_eq!(
+        raidctl(["status", "--json", &ms[0]]).ok().json()["clean"],
+        true
+    );
+}
+
 #[test]
 fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
     let dir = tempdir();

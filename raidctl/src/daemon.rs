@@ -260,6 +260,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         array: array.clone(),
         readonly: config.readonly,
         stopping: stopping.clone(),
+        sessions: Default::default(),
     });
     let unix_path = match (&config.socket, &config.listen) {
         (Some(p), _) => Some(p.clone()),

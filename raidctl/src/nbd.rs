@@ -6,8 +6,8 @@
 //! reply, or the connection is closed when the stream cannot be trusted any more.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use raidcore::buf::AlignedBuf;
 use raidcore::Array;
@@ -85,6 +85,8 @@ pub struct Export {
     pub readonly: bool,
     /// Set when the server stops: new requests get ESHUTDOWN.
     pub stopping: Arc<AtomicBool>,
+    /// Connections past the handshake.
+    pub sessions: AtomicUsize,
 }
 
 impl Export {
@@ -438,6 +440,8 @@ struct Stream {
 /// Shared by a connection's threads.
 struct Session {
     stream: Mutex<Stream>,
+    /// Mirrors `Stream::closed` for threads standing aside, which do not take the stream.
+    closed: AtomicBool,
     writer: Writer,
     export: Arc<Export>,
     budget: Budget,
@@ -533,25 +537,45 @@ impl Session {
         }
     }
 
+    /// Whether a connection's extra threads stand aside for now. They are there to overlap
+    /// device waits within one connection; with every member in memory and at least as many
+    /// connections as cores, one thread per connection keeps the cores busy and the extra
+    /// ones only add a hand-off (a futex wake and a sleep) per request.
+    fn helpers_stand_aside(&self) -> bool {
+        static CORES: OnceLock<usize> = OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        self.export.sessions.load(Ordering::Relaxed) >= cores
+            && !self.export.array.waits_on_devices()
+    }
+
     /// One of the connection's threads: take the stream, read a request, let go, run it,
     /// answer; until the stream ends. No hand-off between a reader and workers, so a request
-    /// costs no thread wake-up while others keep the threads busy (as nbdkit does).
-    fn serve(&self) {
+    /// costs no thread wake-up while others keep the threads busy (as nbdkit does). A
+    /// `helper` (any thread but the first) waits, polling, while [`Session::helpers_stand_aside`].
+    fn serve(&self, helper: bool) {
         loop {
+            while helper && self.helpers_stand_aside() {
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
             let mut job = {
                 let mut st = self.stream.lock().unwrap_or_else(|e| e.into_inner());
                 if st.closed {
                     return;
                 }
                 let Stream { reader, .. } = &mut *st;
-                match self.next_request(reader) {
+                let next = self.next_request(reader);
+                if !matches!(next, Ok(Some(_))) {
+                    st.closed = true;
+                    self.closed.store(true, Ordering::Release);
+                }
+                match next {
                     Ok(Some(j)) => j,
-                    Ok(None) => {
-                        st.closed = true;
-                        return;
-                    }
+                    Ok(None) => return,
                     Err(e) => {
-                        st.closed = true;
                         st.result = Err(e);
                         return;
                     }
@@ -575,6 +599,7 @@ impl Session {
             if let Err(e) = sent {
                 let mut st = self.stream.lock().unwrap_or_else(|e| e.into_inner());
                 st.closed = true;
+                self.closed.store(true, Ordering::Release);
                 if st.result.is_ok() {
                     st.result = Err(e);
                 }
@@ -595,6 +620,7 @@ fn transmission(
             closed: false,
             result: Ok(()),
         }),
+        closed: AtomicBool::new(false),
         writer: Arc::new(Mutex::new(writer)),
         export,
         budget: Budget {
@@ -605,17 +631,19 @@ fn transmission(
             free: Mutex::new(Vec::new()),
         },
     });
+    session.export.sessions.fetch_add(1, Ordering::Relaxed);
     let others: Vec<_> = (1..THREADS)
         .map(|_| {
             let s = session.clone();
-            std::thread::spawn(move || s.serve())
+            std::thread::spawn(move || s.serve(true))
         })
         .collect();
-    session.serve();
+    session.serve(false);
     // Finish what is in flight: replies for accepted requests still go out.
     for t in others {
         let _ = t.join();
     }
+    session.export.sessions.fetch_sub(1, Ordering::Relaxed);
     let mut st = session.stream.lock().unwrap_or_else(|e| e.into_inner());
     std::mem::replace(&mut st.result, Ok(()))
 }

@@ -659,7 +659,7 @@ impl Array {
     /// memory (tmpfs, even with O_DIRECT, or a RAM disk) copies on the caller's core, and
     /// handing its I/O to the pool adds wake-ups and rayon's idle spinning (served RAID5 reads
     /// over tmpfs files: 0.49-0.68 s per GiB with the pool, 0.47-0.55 without).
-    fn waits_on_devices(&self) -> bool {
+    pub fn waits_on_devices(&self) -> bool {
         self.slots
             .iter()
             .any(|s| s.usable().is_some_and(|d| !d.member.memory_backed()))
