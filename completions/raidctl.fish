@@ -56,7 +56,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l size -d 'Crea
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l overprovision -d 'Percent of each member left unused at the tail and discarded (SSD overprovisioning)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l endurance -d 'Rated endurance in terabytes written, one value for all members or one per member' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l history-interval -d 'Time between wear history samples (e.g. 1d, 12h, 3600)' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l checksum -d 'Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental corruption) or blake3 (cryptographic, about three times the CPU per block)' -r -f -a "xxh3\t''
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l checksum -d 'Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental corruption) or blake3 (cryptographic, five to eight times the CPU per block)' -r -f -a "xxh3\t''
 blake3\t''"
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l no-checksums -d 'Do not keep per-block checksums (reads and scrub then rely on parity and copies alone, and RAID0 corruption goes undetected)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s f -l force -d 'Overwrite members that hold a file system or another array (never a mounted or busy one)'

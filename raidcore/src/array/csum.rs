@@ -68,7 +68,7 @@ pub enum CsumAlgo {
     /// blake3: 3.6).
     #[default]
     Xxh3,
-    /// blake3 truncated to 128 bits: a cryptographic hash, about three times the CPU.
+    /// blake3 truncated to 128 bits: a cryptographic hash, five to eight times the CPU.
     Blake3,
 }
 

@@ -49,7 +49,7 @@ pub struct CreateArgs {
     #[arg(long, default_value = "1d", value_parser = crate::units::parse_duration, value_name = "DURATION")]
     pub history_interval: u64,
     /// Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental
-    /// corruption) or blake3 (cryptographic, about three times the CPU per block)
+    /// corruption) or blake3 (cryptographic, five to eight times the CPU per block)
     #[arg(long, value_name = "HASH", default_value = "xxh3", value_parser = ["xxh3", "blake3"])]
     pub checksum: String,
     /// Do not keep per-block checksums (reads and scrub then rely on parity and copies alone,
