@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
+use raidcore::array::csum::CsumAlgo;
 use raidcore::array::{Array, CreateSpec};
 use raidcore::device::{FaultMember, MemMember, Member};
 use raidcore::layout::{LayoutParams, Level};
@@ -14,14 +15,37 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
         return;
     }
-    let (level, n) = [(Level::Raid5, 4), (Level::Raid6, 5), (Level::Raid1, 3), (Level::Raid10, 4), (Level::F1, 4)][data[0] as usize % 5];
+    let (level, n) = [
+        (Level::Raid5, 4),
+        (Level::Raid6, 5),
+        (Level::Raid1, 3),
+        (Level::Raid10, 4),
+        (Level::F1, 4),
+    ][data[0] as usize % 5];
     let mut p = LayoutParams::with_defaults(level, n, 4096);
     if level == Level::F1 {
         p.weights = vec![3, 1, 1, 1];
     }
-    let faults: Vec<Arc<FaultMember>> = (0..n).map(|_| Arc::new(FaultMember::new(Box::new(MemMember::new(3 << 20))))).collect();
-    let members = faults.iter().enumerate().map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>)).collect();
-    let spec = CreateSpec { name: "fuzz".into(), layout: p, overprovision_pct: 0.0, endurance_bytes: vec![], history_interval: 86_400, checksums: true };
+    let faults: Vec<Arc<FaultMember>> = (0..n)
+        .map(|_| Arc::new(FaultMember::new(Box::new(MemMember::new(3 << 20)))))
+        .collect();
+    let members = faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>))
+        .collect();
+    let spec = CreateSpec {
+        name: "fuzz".into(),
+        layout: p,
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: 86_400,
+        checksums: Some(if data[0] & 0x80 != 0 {
+            CsumAlgo::Blake3
+        } else {
+            CsumAlgo::Xxh3
+        }),
+    };
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     let size = a.size();
     let mut model = vec![0u8; size as usize];

@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
         raw[..8].copy_from_slice(b"RAIDCTL\0");
     }
     if let Ok((sb, generation)) = Superblock::decode(&raw) {
-        let again = sb.encode(generation, 0).expect("a decoded superblock encodes");
+        let again = sb
+            .encode(generation, 0)
+            .expect("a decoded superblock encodes");
         let (back, _) = Superblock::decode(&again).expect("re-encoded superblock decodes");
         assert_eq!(back, sb);
     }
