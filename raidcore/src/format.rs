@@ -320,6 +320,17 @@ impl Superblock {
         }
         let layout = Layout::new(&self.layout).map_err(|e| e.context("superblock layout"))?;
         let corrupt = |msg: String| Err(Error::new(ErrorKind::Corrupt, msg));
+        {
+            use crate::array::csum::{FEATURE_CSUM, FEATURE_CSUM_XXH3};
+            if self.incompat_features & FEATURE_CSUM_XXH3 != 0
+                && self.incompat_features & FEATURE_CSUM == 0
+            {
+                return corrupt(
+                    "incompat bit 2 (xxh3 checksum entries) is set without bit 1 (checksums)"
+                        .into(),
+                );
+            }
+        }
         let n = layout.members();
         if self.slots.len() < n || self.slots.len() > n + crate::layout::MAX_MEMBERS {
             return corrupt(format!("{} slot entries for {n} members", self.slots.len()));
@@ -633,6 +644,15 @@ mod tests {
         let err = sb.validate().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported);
         assert!(err.to_string().contains("newer raidctl"));
+    }
+
+    #[test]
+    fn the_xxh3_bit_without_checksums_is_corrupt() {
+        let mut sb = sample();
+        sb.incompat_features = crate::array::csum::FEATURE_CSUM_XXH3;
+        let err = sb.validate().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt);
+        assert!(err.to_string().contains("without bit 1"), "{err}");
     }
 
     #[test]
