@@ -22,7 +22,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use std::sync::atomic::Ordering;
 
@@ -297,6 +297,11 @@ struct State {
     indexed: usize,
     /// Next free log page.
     log_next: u64,
+    /// A fold is writing table pages without the lock: syncs wait for it (or, for whole
+    /// pages only, leave the records for later), the table check and page repair wait, and
+    /// cached pages are not evicted (the fold's new pages are cached before they are written,
+    /// so no lookup reads a page while it is being written).
+    folding: bool,
     cache: IndexMap<Box<[u8; PAGE]>>,
     /// Table pages found failing their hash.
     bad: IndexSet,
@@ -308,6 +313,8 @@ pub struct CsumStore {
     blocks: u64,
     data_offset: u64,
     st: Mutex<State>,
+    /// Signalled when a fold ends.
+    folded: Condvar,
 }
 
 fn page_valid(page: &[u8], index: u64) -> bool {
@@ -423,9 +430,11 @@ impl CsumStore {
                 overlay: IndexMap::default(),
                 indexed: 0,
                 log_next,
+                folding: false,
                 cache: IndexMap::default(),
                 bad: IndexSet::default(),
             }),
+            folded: Condvar::new(),
         }
     }
 
@@ -445,8 +454,12 @@ impl CsumStore {
     pub(crate) fn record_digests(&self, first: u64, ds: &[Digest]) -> bool {
         let mut st = self.st.lock().expect("csum lock");
         let n = ds.len().min(self.blocks.saturating_sub(first) as usize);
-        st.records
-            .extend(ds[..n].iter().enumerate().map(|(i, d)| (first + i as u64, *d)));
+        st.records.extend(
+            ds[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (first + i as u64, *d)),
+        );
         st.records.len() - st.logged >= PENDING_HIGH
     }
 
@@ -474,7 +487,7 @@ impl CsumStore {
                 st.bad.insert(page);
                 return None;
             }
-            if st.cache.len() >= CACHE_PAGES {
+            if st.cache.len() >= CACHE_PAGES && !st.folding {
                 if let Some(k) = st.cache.keys().next().copied() {
                     st.cache.remove(&k);
                 }
@@ -532,6 +545,12 @@ impl CsumStore {
     /// room, folds instead. Returns the bytes written.
     pub(crate) fn sync(&self, m: &dyn Member, all: bool) -> Result<u64> {
         let mut st = self.st.lock().expect("csum lock");
+        if st.folding {
+            if !all {
+                return Ok(0);
+            }
+            st = self.wait_fold(st);
+        }
         let waiting = st.records.len() - st.logged;
         let n = if all {
             waiting
@@ -543,7 +562,7 @@ impl CsumStore {
         }
         let pages = n.div_ceil(LOG_RECORDS) as u64;
         if st.log_next + pages > self.geo.log_pages {
-            return self.fold_locked(&mut st, m);
+            return self.fold_from(st, m);
         }
         let mut written = 0;
         let State {
@@ -565,43 +584,93 @@ impl CsumStore {
 
     /// Folds the log into the table (if anything was recorded since the last fold).
     pub(crate) fn fold(&self, m: &dyn Member) -> Result<u64> {
-        let mut st = self.st.lock().expect("csum lock");
+        let st = self.wait_fold(self.st.lock().expect("csum lock"));
         if st.records.is_empty() && st.log_next == 0 {
             return Ok(0);
         }
-        self.fold_locked(&mut st, m)
+        self.fold_from(st, m)
     }
 
-    fn fold_locked(&self, st: &mut State, m: &dyn Member) -> Result<u64> {
-        // The records in block order, so each table page's come together; the sort is stable,
-        // so a block's newest entry comes last and is the one left in the page. (A copy: on an
-        // I/O error the records stay as they were.)
+    fn wait_fold<'a>(&self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        while st.folding {
+            st = self.folded.wait(st).expect("csum lock");
+        }
+        st
+    }
+
+    /// Folds every record so far into the table, then starts the next log generation. Only
+    /// the bookkeeping holds the lock: the sort, the page merges and all I/O (pages, flush,
+    /// header, flush) run without it, so writers go on recording meanwhile (their records
+    /// stay for the next generation's log; a flush waits for the fold, then logs them).
+    fn fold_from(&self, mut st: MutexGuard<'_, State>, m: &dyn Member) -> Result<u64> {
+        debug_assert!(!st.folding);
+        st.folding = true;
+        let snap = st.records.len();
+        // A copy: on an I/O error the records stay as they were.
         let mut entries = st.records.clone();
+        let (gen, copy) = (st.gen + 1, 1 - st.header_copy);
+        drop(st);
+        let r = self.fold_io(m, &mut entries, gen, copy);
+        let mut st = self.st.lock().expect("csum lock");
+        st.folding = false;
+        self.folded.notify_all();
+        let written = r?;
+        st.gen = gen;
+        st.header_copy = copy;
+        st.records.drain(..snap);
+        st.logged = 0;
+        st.overlay.clear();
+        st.indexed = 0;
+        st.log_next = 0;
+        Ok(written)
+    }
+
+    /// The I/O of a fold (see [`CsumStore::fold_from`]); no other fold, table check or page
+    /// repair runs meanwhile, so the table pages on the member are this fold's to read and
+    /// write.
+    fn fold_io(
+        &self,
+        m: &dyn Member,
+        entries: &mut [(u64, Digest)],
+        gen: u64,
+        copy: u32,
+    ) -> Result<u64> {
+        // In block order, so each table page's come together; the sort is stable, so a block's
+        // newest entry comes last and is the one left in the page.
         entries.sort_by_key(|e| e.0);
-        let mut written = 0;
-        let mut buf = AlignedBuf::zeroed(PAGE);
+        let mut pages = Vec::new();
         for group in entries.chunk_by(|a, b| a.0 / PER_PAGE == b.0 / PER_PAGE) {
             let page = group[0].0 / PER_PAGE;
-            match self.load_page(st, m, page) {
-                Some(p) => buf.copy_from_slice(&p[..]),
-                None => buf.copy_from_slice(&self.page_from_data(m, page)?),
+            let mut buf = AlignedBuf::zeroed(PAGE);
+            let read = m.read_at(&mut buf, self.geo.page_offset(page));
+            if read.is_err() || !page_valid(&buf, page) {
+                buf.copy_from_slice(&self.page_from_data(m, page)?);
             }
             for (b, d) in group {
                 let slot = (b % PER_PAGE) as usize;
                 buf[slot * ENTRY..(slot + 1) * ENTRY].copy_from_slice(d);
             }
             seal_page(&mut buf, page);
-            m.write_at(&buf, self.geo.page_offset(page))?;
+            pages.push((page, buf));
+        }
+        // Cached before they are written: lookups meanwhile find them in the cache (which
+        // does not evict during a fold) and never read a page half written.
+        {
+            let mut st = self.st.lock().expect("csum lock");
+            for (page, buf) in &pages {
+                let mut b = Box::new([0u8; PAGE]);
+                b.copy_from_slice(buf);
+                st.cache.insert(*page, b);
+                st.bad.remove(page);
+            }
+        }
+        let mut written = 0;
+        for (page, buf) in &pages {
+            m.write_at(buf, self.geo.page_offset(*page))?;
             written += PAGE as u64;
-            st.bad.remove(&page);
-            let mut b = Box::new([0u8; PAGE]);
-            b.copy_from_slice(&buf);
-            st.cache.insert(page, b);
         }
         m.flush()?;
         // The next generation goes to the header copy that does not hold the newest.
-        let copy = 1 - st.header_copy;
-        let gen = st.gen + 1;
         let mut h = AlignedBuf::zeroed(PAGE);
         h[..8].copy_from_slice(HDR_MAGIC);
         h[8..16].copy_from_slice(&gen.to_le_bytes());
@@ -610,13 +679,6 @@ impl CsumStore {
         m.write_at(&h, self.geo.offset + copy as u64 * PAGE as u64)?;
         m.flush()?;
         written += PAGE as u64;
-        st.gen = gen;
-        st.header_copy = copy;
-        st.records.clear();
-        st.logged = 0;
-        st.overlay.clear();
-        st.indexed = 0;
-        st.log_next = 0;
         Ok(written)
     }
 
@@ -642,8 +704,9 @@ impl CsumStore {
         let mut p = 0;
         while p < self.geo.table_pages {
             let n = step.min(self.geo.table_pages - p);
-            // Under the lock, so no fold rewrites these pages between the read and the cache.
-            let mut st = self.st.lock().expect("csum lock");
+            // Under the lock and with no fold running, so no fold rewrites these pages
+            // between the read and the cache.
+            let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
             let b = &mut buf[..n as usize * PAGE];
             m.read_at(b, self.geo.page_offset(p))?;
             for i in 0..n {
@@ -669,7 +732,7 @@ impl CsumStore {
     /// Rewrites a bad table page from the blocks on the member (with newer entries on top).
     /// The caller has checked those blocks against redundancy.
     pub(crate) fn repair_page(&self, m: &dyn Member, page: u64) -> Result<u64> {
-        let mut st = self.st.lock().expect("csum lock");
+        let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
         st.catch_up();
         let mut buf = AlignedBuf::zeroed(PAGE);
         buf.copy_from_slice(&self.page_from_data(m, page)?);
@@ -833,6 +896,7 @@ impl Array {
 mod tests {
     use super::*;
     use crate::device::MemMember;
+    use std::sync::Arc;
 
     fn setup() -> (MemMember, CsumGeometry) {
         let geo = CsumGeometry::for_rows(METADATA_OFFSET, 64, 64 << 10, CsumAlgo::default());
@@ -911,6 +975,129 @@ mod tests {
         m.write_at(&block, data_offset + 1023 * BLOCK).unwrap();
         s.repair_page(&m, 4).unwrap();
         assert_eq!(s.expected(&m, 1023, 1), vec![Expect::Known(digest(&block))]);
+    }
+
+    /// A member whose writes into `held` wait until the gate opens.
+    struct Gate {
+        inner: MemMember,
+        held: std::ops::Range<u64>,
+        /// (a write is waiting, the gate is open)
+        state: Mutex<(bool, bool)>,
+        cv: Condvar,
+    }
+
+    impl Member for Gate {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+            self.inner.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+            if self.held.contains(&offset) {
+                let mut g = self.state.lock().unwrap();
+                g.0 = true;
+                self.cv.notify_all();
+                while !g.1 {
+                    g = self.cv.wait(g).unwrap();
+                }
+            }
+            self.inner.write_at(buf, offset)
+        }
+        fn flush(&self) -> Result<()> {
+            self.inner.flush()
+        }
+        fn discard(&self, offset: u64, len: u64) -> Result<()> {
+            self.inner.discard(offset, len)
+        }
+        fn describe(&self) -> String {
+            "gate".into()
+        }
+    }
+
+    /// While a fold writes table pages, writers record and readers look up without waiting
+    /// for it; what they record goes to the next generation's log, and after a reopen the
+    /// table and that log together give every block its newest entry.
+    #[test]
+    fn records_and_lookups_go_on_while_a_fold_writes_the_table() {
+        let (inner, geo) = setup();
+        let data_offset = 4 << 20;
+        let m = Arc::new(Gate {
+            inner,
+            held: geo.table_offset()..geo.log_offset(),
+            state: Mutex::new((false, false)),
+            cv: Condvar::new(),
+        });
+        let s = Arc::new(CsumStore::open(&*m, geo, data_offset, 64 * 16));
+        let (a, b, c) = ([1u8; 4096], [2u8; 4096], [3u8; 4096]);
+        let d = |x: &[u8]| Expect::Known(geo.algo.digest(x));
+        for blk in 0..8 {
+            s.record(data_offset + blk * BLOCK, &a);
+        }
+        s.sync(&*m, true).unwrap();
+        let folder = {
+            let (s, m) = (s.clone(), m.clone());
+            std::thread::spawn(move || s.fold(&*m).unwrap())
+        };
+        // Wait until the fold is writing its first table page.
+        {
+            let mut g = m.state.lock().unwrap();
+            while !g.0 {
+                g = m.cv.wait(g).unwrap();
+            }
+        }
+        // Record and look up from another thread, with a deadline: a lock held across the
+        // fold's I/O would block it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.record(data_offset + 3 * BLOCK, &b);
+                s.record(data_offset + 500 * BLOCK, &c);
+                let got = (s.expected(&Dummy, 1, 3), s.expected(&Dummy, 500, 1));
+                tx.send(got).unwrap();
+            });
+        }
+        let (near, far) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("records and lookups waited for the fold");
+        assert_eq!(near, vec![d(&a), d(&a), d(&b)]);
+        assert_eq!(far, vec![d(&c)]);
+        {
+            let mut g = m.state.lock().unwrap();
+            g.1 = true;
+            m.cv.notify_all();
+        }
+        assert!(folder.join().unwrap() > 0);
+        s.sync(&*m, true).unwrap();
+        let s2 = CsumStore::open(&*m, geo, data_offset, 64 * 16);
+        assert_eq!(s2.expected(&*m, 1, 3), vec![d(&a), d(&a), d(&b)]);
+        assert_eq!(s2.expected(&*m, 500, 1), vec![d(&c)]);
+        assert_eq!(s2.expected(&*m, 8, 1), vec![Expect::Known([0; 16])]);
+    }
+
+    /// A member lookups must not touch (every page they need is cached or in the records).
+    struct Dummy;
+
+    impl Member for Dummy {
+        fn len(&self) -> u64 {
+            0
+        }
+        fn read_at(&self, _: &mut [u8], offset: u64) -> Result<()> {
+            panic!("lookup read the member at {offset}")
+        }
+        fn write_at(&self, _: &[u8], offset: u64) -> Result<()> {
+            panic!("lookup wrote the member at {offset}")
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn discard(&self, _: u64, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "dummy".into()
+        }
     }
 
     #[test]
