@@ -73,6 +73,9 @@ pub enum CsumAlgo {
 }
 
 impl CsumAlgo {
+    /// Every hash, for option parsers.
+    pub const ALL: [CsumAlgo; 2] = [CsumAlgo::Xxh3, CsumAlgo::Blake3];
+
     pub fn name(self) -> &'static str {
         match self {
             CsumAlgo::Xxh3 => "xxh3",
@@ -112,11 +115,10 @@ impl CsumAlgo {
 impl std::str::FromStr for CsumAlgo {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<CsumAlgo, String> {
-        match s {
-            "xxh3" => Ok(CsumAlgo::Xxh3),
-            "blake3" => Ok(CsumAlgo::Blake3),
-            _ => Err(format!("unknown checksum {s:?} (xxh3 or blake3)")),
-        }
+        CsumAlgo::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| format!("unknown checksum hash {s:?} (xxh3 or blake3)"))
     }
 }
 

@@ -6,11 +6,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use raidcore::array::csum::CsumAlgo;
 use raidcore::array::preflight;
 use raidcore::layout::f1_weights;
 use raidcore::{Array, CreateSpec, Error, ErrorKind, LayoutParams, Level, Result};
 
 use crate::units::parse_size;
+
+/// `--checksum`: one of the hashes raidcore knows, by name.
+fn hash_parser() -> impl clap::builder::TypedValueParser<Value = CsumAlgo> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(CsumAlgo::ALL.map(CsumAlgo::name))
+        .map(|s| s.parse::<CsumAlgo>().expect("a listed hash"))
+}
 
 /// Create an array over MEMBERs (files or block devices)
 #[derive(Args, Debug)]
@@ -50,8 +58,8 @@ pub struct CreateArgs {
     pub history_interval: u64,
     /// Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental
     /// corruption) or blake3 (cryptographic, five to eight times the CPU per block)
-    #[arg(long, value_name = "HASH", default_value = "xxh3", value_parser = ["xxh3", "blake3"])]
-    pub checksum: String,
+    #[arg(long, value_name = "HASH", default_value = "xxh3", value_parser = hash_parser())]
+    pub checksum: CsumAlgo,
     /// Do not keep per-block checksums (reads and scrub then rely on parity and copies alone,
     /// and RAID0 corruption goes undetected)
     #[arg(long, conflicts_with = "checksum")]
@@ -224,21 +232,14 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
             }
         }
     }
-    let spec =
-        CreateSpec {
-            name: a.name.clone(),
-            layout: params,
-            overprovision_pct: a.overprovision,
-            endurance_bytes,
-            history_interval: a.history_interval,
-            checksums: if a.no_checksums {
-                None
-            } else {
-                Some(a.checksum.parse().map_err(|e: String| {
-                    raidcore::Error::new(raidcore::ErrorKind::InvalidInput, e)
-                })?)
-            },
-        };
+    let spec = CreateSpec {
+        name: a.name.clone(),
+        layout: params,
+        overprovision_pct: a.overprovision,
+        endurance_bytes,
+        history_interval: a.history_interval,
+        checksums: (!a.no_checksums).then_some(a.checksum),
+    };
     warn_about_devices(&a.members);
     // Progress on a terminal only: --json here means the final report, not progress lines.
     let mut progress = crate::progress::Progress::new("create", false);
