@@ -268,22 +268,6 @@ impl std::hash::Hasher for IndexHasher {
 type IndexMap<V> = HashMap<u64, V, BuildHasherDefault<IndexHasher>>;
 type IndexSet = HashSet<u64, BuildHasherDefault<IndexHasher>>;
 
-impl State {
-    /// Brings the overlay up to date with every record.
-    fn catch_up(&mut self) {
-        let State {
-            records,
-            overlay,
-            indexed,
-            ..
-        } = self;
-        for &(b, d) in &records[*indexed..] {
-            overlay.insert(b, d);
-        }
-        *indexed = records.len();
-    }
-}
-
 struct State {
     gen: u64,
     /// Header copy holding the newest generation.
@@ -307,6 +291,22 @@ struct State {
     cache: IndexMap<Box<[u8; PAGE]>>,
     /// Table pages found failing their hash.
     bad: IndexSet,
+}
+
+impl State {
+    /// Brings the overlay up to date with every record.
+    fn catch_up(&mut self) {
+        let State {
+            records,
+            overlay,
+            indexed,
+            ..
+        } = self;
+        for &(b, d) in &records[*indexed..] {
+            overlay.insert(b, d);
+        }
+        *indexed = records.len();
+    }
 }
 
 /// One member's checksums at run time.
@@ -640,13 +640,30 @@ impl CsumStore {
         // In block order, so each table page's come together; the sort is stable, so a block's
         // newest entry comes last and is the one left in the page.
         entries.sort_by_key(|e| e.0);
+        let groups: Vec<&[(u64, Digest)]> = entries
+            .chunk_by(|a, b| a.0 / PER_PAGE == b.0 / PER_PAGE)
+            .collect();
+        // Pages the cache holds are taken from it (it matches the member, or holds what an
+        // earlier fold that failed computed from the same records); the rest are read.
+        let cached: Vec<Option<Box<[u8; PAGE]>>> = {
+            let st = self.st.lock().expect("csum lock");
+            groups
+                .iter()
+                .map(|g| st.cache.get(&(g[0].0 / PER_PAGE)).cloned())
+                .collect()
+        };
         let mut pages = Vec::new();
-        for group in entries.chunk_by(|a, b| a.0 / PER_PAGE == b.0 / PER_PAGE) {
+        for (group, cached) in groups.into_iter().zip(cached) {
             let page = group[0].0 / PER_PAGE;
             let mut buf = AlignedBuf::zeroed(PAGE);
-            let read = m.read_at(&mut buf, self.geo.page_offset(page));
-            if read.is_err() || !page_valid(&buf, page) {
-                buf.copy_from_slice(&self.page_from_data(m, page)?);
+            match cached {
+                Some(c) => buf.copy_from_slice(&c[..]),
+                None => {
+                    let read = m.read_at(&mut buf, self.geo.page_offset(page));
+                    if read.is_err() || !page_valid(&buf, page) {
+                        buf.copy_from_slice(&self.page_from_data(m, page)?);
+                    }
+                }
             }
             for (b, d) in group {
                 let slot = (b % PER_PAGE) as usize;
