@@ -312,13 +312,11 @@ impl Member for FileMember {
     }
 }
 
-/// Whether block device `rdev` is a disk in memory: a RAM disk (brd), zram or pmem.
+/// Whether block device `rdev` is (a partition of) a disk in memory: a RAM disk (brd), zram
+/// or pmem.
 fn memory_disk(rdev: u64) -> bool {
-    let (maj, min) = (libc::major(rdev), libc::minor(rdev));
-    std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}"))
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
-        .is_some_and(|n| ["ram", "zram", "pmem"].iter().any(|k| n.starts_with(k)))
+    super::probe::queue_dir(libc::major(rdev), libc::minor(rdev))
+        .is_some_and(|(disk, _)| ["ram", "zram", "pmem"].iter().any(|k| disk.starts_with(k)))
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ impl DeviceInfo {
 }
 
 /// The sysfs directory of the whole disk holding device `maj:min` (a partition's parent).
-fn queue_dir(maj: u32, min: u32) -> Option<(String, PathBuf)> {
+pub(crate) fn queue_dir(maj: u32, min: u32) -> Option<(String, PathBuf)> {
     let dev = std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
     let disk = if dev.join("partition").exists() {
         dev.parent()?.to_path_buf()
