@@ -7,12 +7,15 @@
 pub mod error;
 pub mod array;
 pub mod buf;
+pub mod clock;
 pub mod device;
 pub mod format;
 pub mod jobs;
 pub mod layout;
 pub mod parity;
 pub mod rng;
+pub mod sim;
+pub mod sync;
 pub mod wear;
 
 pub use array::{Array, AssembleOptions, CreateSpec};

@@ -34,12 +34,74 @@ struct Found {
     loaded: LoadedSuperblock,
 }
 
-fn file_id(path: &Path) -> Option<(u64, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    if m.file_type().is_block_device() {
-        Some((u64::MAX, m.rdev()))
-    } else {
-        Some((m.dev(), m.ino()))
+/// Where assembly finds members: the file system (files and block devices, [`Files`]) or, in
+/// the simulator, a store of simulated members.
+pub trait MemberSource {
+    /// Opens `path` without locking it, to read its superblock.
+    fn peek(&self, path: &Path) -> Result<Arc<dyn Member>>;
+    /// Opens `path` for use: locked, exclusively when `writable`.
+    fn claim(&self, path: &Path, writable: bool) -> Result<Arc<dyn Member>>;
+    /// What `path` is (so one device reached by two paths is used once).
+    fn id(&self, path: &Path) -> Option<(u64, u64)>;
+    /// Candidate member paths in scan locations (directories or single paths).
+    fn candidates(&self, locations: &[PathBuf]) -> Vec<PathBuf>;
+    /// True when `path` is a regular file (its directory is then searched too).
+    fn is_file(&self, path: &Path) -> bool;
+}
+
+/// Members that are files or block devices.
+pub struct Files;
+
+impl MemberSource for Files {
+    fn peek(&self, path: &Path) -> Result<Arc<dyn Member>> {
+        Ok(Arc::new(FileMember::open(path, OpenMode::Peek)?))
+    }
+
+    fn claim(&self, path: &Path, writable: bool) -> Result<Arc<dyn Member>> {
+        let mode = if writable {
+            OpenMode::Write
+        } else {
+            OpenMode::Read
+        };
+        Ok(Arc::new(FileMember::open(path, mode)?))
+    }
+
+    fn id(&self, path: &Path) -> Option<(u64, u64)> {
+        let m = std::fs::metadata(path).ok()?;
+        if m.file_type().is_block_device() {
+            Some((u64::MAX, m.rdev()))
+        } else {
+            Some((m.dev(), m.ino()))
+        }
+    }
+
+    fn candidates(&self, locations: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for loc in locations {
+            match std::fs::read_dir(loc) {
+                Ok(rd) => {
+                    let mut entries: Vec<PathBuf> = rd
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| {
+                            std::fs::metadata(p)
+                                .map(|m| m.file_type().is_file() || m.file_type().is_block_device())
+                                .unwrap_or(false)
+                        })
+                        .collect();
+                    entries.sort();
+                    out.extend(entries);
+                }
+                Err(_) => out.push(loc.clone()),
+            }
+        }
+        out
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        std::fs::metadata(path)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
     }
 }
 
@@ -49,10 +111,10 @@ fn uuid_str(u: &[u8; 16]) -> String {
 
 /// Opens a member without locking it and reads its superblock; errors name the path and what is
 /// wrong. A member we decide to use is then [`claim`]ed.
-fn load(path: &Path) -> Result<Found> {
-    let member = FileMember::open(path, OpenMode::Peek)?;
+fn load(src: &dyn MemberSource, path: &Path) -> Result<Found> {
+    let member = src.peek(path)?;
     let name = path.display();
-    let loaded = match format::probe(&member)? {
+    let loaded = match format::probe(member.as_ref())? {
         Probe::NotMember => {
             return Err(Error::new(
                 ErrorKind::Mismatch,
@@ -78,21 +140,16 @@ fn load(path: &Path) -> Result<Found> {
     }
     Ok(Found {
         path: path.to_path_buf(),
-        member: Arc::new(member),
+        member,
         loaded: *loaded,
     })
 }
 
 /// Reopens a peeked member with its lock (exclusive when writable) and checks that it is still
 /// the same member.
-fn claim(f: Found, writable: bool) -> Result<Found> {
-    let mode = if writable {
-        OpenMode::Write
-    } else {
-        OpenMode::Read
-    };
-    let member = FileMember::open(&f.path, mode)?;
-    let again = load(&f.path)?;
+fn claim(src: &dyn MemberSource, f: Found, writable: bool) -> Result<Found> {
+    let member = src.claim(&f.path, writable)?;
+    let again = load(src, &f.path)?;
     if again.loaded.sb.member_uuid != f.loaded.sb.member_uuid
         || again.loaded.generation != f.loaded.generation
     {
@@ -102,42 +159,20 @@ fn claim(f: Found, writable: bool) -> Result<Found> {
             f.path.display()
         );
     }
-    Ok(Found {
-        member: Arc::new(member),
-        ..again
-    })
-}
-
-/// Lists candidate member paths in the scan locations.
-fn candidates(locations: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for loc in locations {
-        match std::fs::read_dir(loc) {
-            Ok(rd) => {
-                let mut entries: Vec<PathBuf> = rd
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        std::fs::metadata(p)
-                            .map(|m| m.file_type().is_file() || m.file_type().is_block_device())
-                            .unwrap_or(false)
-                    })
-                    .collect();
-                entries.sort();
-                out.extend(entries);
-            }
-            Err(_) => out.push(loc.clone()),
-        }
-    }
-    out
+    Ok(Found { member, ..again })
 }
 
 impl Array {
     /// Assembles the array that `path` is a member of.
     pub fn open(path: &Path, opts: &AssembleOptions) -> Result<Array> {
-        let primary = claim(load(path)?, opts.writable)?;
+        Array::open_from(&Files, path, opts)
+    }
+
+    /// Assembles the array that `path` is a member of, finding members through `src`.
+    pub fn open_from(src: &dyn MemberSource, path: &Path, opts: &AssembleOptions) -> Result<Array> {
+        let primary = claim(src, load(src, path)?, opts.writable)?;
         let sb0 = primary.loaded.sb.clone();
-        let mut seen: HashSet<(u64, u64)> = file_id(path).into_iter().collect();
+        let mut seen: HashSet<(u64, u64)> = src.id(path).into_iter().collect();
         let entries = sb0.slots.clone();
         let count = entries.len();
         let mut found: Vec<Option<Found>> = (0..count).map(|_| None).collect();
@@ -182,16 +217,16 @@ impl Array {
                 continue;
             }
             let hint = PathBuf::from(&entries[i].path_hint);
-            let Some(id) = file_id(&hint) else {
+            let Some(id) = src.id(&hint) else {
                 reasons[i] = Some(format!("not found at {}", hint.display()));
                 continue;
             };
             if seen.contains(&id) {
                 continue;
             }
-            match load(&hint) {
+            match load(src, &hint) {
                 Ok(f) => match matches(&f, i)
-                    .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
+                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
                 {
                     Ok(f) => {
                         seen.insert(id);
@@ -206,10 +241,7 @@ impl Array {
         // Then the member's own directory and the scan locations.
         if (0..count).any(|i| found[i].is_none() && wanted(i)) {
             let mut locations = Vec::new();
-            if std::fs::metadata(path)
-                .map(|m| m.is_file())
-                .unwrap_or(false)
-            {
+            if src.is_file(path) {
                 if let Some(dir) = path.parent() {
                     locations.push(if dir.as_os_str().is_empty() {
                         PathBuf::from(".")
@@ -219,15 +251,15 @@ impl Array {
                 }
             }
             locations.extend(opts.scan.iter().cloned());
-            for cand in candidates(&locations) {
+            for cand in src.candidates(&locations) {
                 if (0..count).all(|i| found[i].is_some() || !wanted(i)) {
                     break;
                 }
-                let Some(id) = file_id(&cand) else { continue };
+                let Some(id) = src.id(&cand) else { continue };
                 if seen.contains(&id) {
                     continue;
                 }
-                let Ok(f) = load(&cand) else { continue };
+                let Ok(f) = load(src, &cand) else { continue };
                 if f.loaded.sb.array_uuid != sb0.array_uuid {
                     continue;
                 }
@@ -237,7 +269,7 @@ impl Array {
                     continue;
                 };
                 match matches(&f, i)
-                    .and_then(|()| claim(f, opts.writable).map_err(|e| e.to_string()))
+                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
                 {
                     Ok(f) => {
                         seen.insert(id);

@@ -6,8 +6,10 @@
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
+use crate::sync::Mutex;
 
 use super::{Array, WriteKind};
 use crate::buf::AlignedBuf;

@@ -22,7 +22,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{MutexGuard, OnceLock};
+
+use crate::sync::{Condvar, Mutex};
 
 use std::sync::atomic::Ordering;
 
@@ -593,9 +595,9 @@ impl CsumStore {
         self.fold_from(st, m)
     }
 
-    fn wait_fold<'a>(&self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    fn wait_fold<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         while st.folding {
-            st = self.folded.wait(st).expect("csum lock");
+            st = self.folded.wait(st, &self.st).expect("csum lock");
         }
         st
     }
@@ -1018,7 +1020,7 @@ mod tests {
                 g.0 = true;
                 self.cv.notify_all();
                 while !g.1 {
-                    g = self.cv.wait(g).unwrap();
+                    g = self.cv.wait(g, &self.state).unwrap();
                 }
             }
             self.inner.write_at(buf, offset)
@@ -1062,7 +1064,7 @@ mod tests {
         {
             let mut g = m.state.lock().unwrap();
             while !g.0 {
-                g = m.cv.wait(g).unwrap();
+                g = m.cv.wait(g, &m.state).unwrap();
             }
         }
         // Record and look up from another thread, with a deadline: a lock held across the

@@ -7,7 +7,9 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::sync::Mutex;
 
 use super::csum::BLOCK;
 use super::{Array, Dev, TargetKind, WriteKind};

@@ -2,12 +2,40 @@
 //! chunk (mirror levels). Writers of one row exclude each other and its readers; different rows
 //! mostly proceed in parallel.
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
+
+use crate::sync::RwLock;
 
 const SLOTS: usize = 1024;
 
 pub(crate) struct RowLocks {
     table: Vec<RwLock<()>>,
+}
+
+/// A held row lock. Inside the simulator it records which actor holds which slot, so a
+/// deadlock report can name the holder.
+pub(crate) struct RowGuard<'a> {
+    _g: Guard<'a>,
+    index: usize,
+}
+
+enum Guard<'a> {
+    // Held for their drop only.
+    #[allow(dead_code)]
+    Read(RwLockReadGuard<'a, ()>),
+    #[allow(dead_code)]
+    Write(RwLockWriteGuard<'a, ()>),
+}
+
+impl Drop for RowGuard<'_> {
+    fn drop(&mut self) {
+        crate::sim::sched::note_lock(self.index, false);
+    }
+}
+
+fn guard(g: Guard<'_>, index: usize) -> RowGuard<'_> {
+    crate::sim::sched::note_lock(index, true);
+    RowGuard { _g: g, index }
 }
 
 impl RowLocks {
@@ -21,10 +49,11 @@ impl RowLocks {
         (row.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % SLOTS
     }
 
-    pub(crate) fn read(&self, row: u64) -> RwLockReadGuard<'_, ()> {
-        self.table[Self::index(row)]
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn read(&self, row: u64) -> RowGuard<'_> {
+        let i = Self::index(row);
+        crate::sim::sched::note_wait(i);
+        let g = self.table[i].read().unwrap_or_else(|e| e.into_inner());
+        guard(Guard::Read(g), i)
     }
 
     /// Lock-table indices covering a range of rows, sorted, each once.
@@ -39,14 +68,14 @@ impl RowLocks {
         idx
     }
 
-    pub(crate) fn write_index(&self, i: usize) -> RwLockWriteGuard<'_, ()> {
-        self.table[i].write().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn write_index(&self, i: usize) -> RowGuard<'_> {
+        crate::sim::sched::note_wait(i);
+        let g = self.table[i].write().unwrap_or_else(|e| e.into_inner());
+        guard(Guard::Write(g), i)
     }
 
-    pub(crate) fn write(&self, row: u64) -> RwLockWriteGuard<'_, ()> {
-        self.table[Self::index(row)]
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn write(&self, row: u64) -> RowGuard<'_> {
+        self.write_index(Self::index(row))
     }
 }
 
@@ -56,7 +85,7 @@ impl RowLocks {
 /// with them.
 pub(crate) struct HeldLocks<'a> {
     locks: &'a RowLocks,
-    held: std::collections::BTreeMap<usize, RwLockWriteGuard<'a, ()>>,
+    held: std::collections::BTreeMap<usize, RowGuard<'a>>,
 }
 
 impl<'a> HeldLocks<'a> {

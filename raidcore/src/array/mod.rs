@@ -16,10 +16,12 @@ pub(crate) use locks::HeldLocks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+
+use crate::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use assemble::AssembleOptions;
+pub use assemble::{AssembleOptions, Files, MemberSource};
 pub use create::{preflight, CreateSpec};
 pub use lifecycle::{MemberRef, RoleChange};
 pub use stripe::DEFAULT_STRIPE_CACHE;
@@ -270,6 +272,9 @@ pub const PERSIST_INTERVAL: u64 = 5;
 /// for reproducible reports and for tests of time-based behaviour (history, projections). The
 /// override is read once per process: this runs on every write.
 pub fn now_secs() -> u64 {
+    if let Some(t) = crate::clock::unix_secs() {
+        return t;
+    }
     static OVERRIDE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     if let Some(t) = *OVERRIDE.get_or_init(|| {
         std::env::var("RAIDCTL_NOW")
@@ -395,6 +400,41 @@ impl Array {
     /// Chooses the parity kernel (tests and benchmarks).
     pub fn set_kernel(&mut self, kernel: &'static Kernel) {
         self.kernel = kernel;
+    }
+
+    /// Slots without a usable member.
+    pub fn lost_slots(&self) -> usize {
+        self.lost().iter().filter(|&&l| l).count()
+    }
+
+    /// Whether a slot's member is present and in service.
+    pub fn slot_usable(&self, slot: usize) -> bool {
+        self.slots[slot].usable().is_some()
+    }
+
+    /// Whether a slot has a device recorded (in service or failed).
+    pub fn slot_present(&self, slot: usize) -> bool {
+        self.slots[slot].dev.read().expect("slot lock").is_some()
+    }
+
+    /// Whether a slot is being rebuilt or replaced.
+    pub fn slot_has_target(&self, slot: usize) -> bool {
+        self.slots[slot].target().is_some()
+    }
+
+    /// Path of the device recorded for a slot, if any.
+    pub fn slot_path_of(&self, slot: usize) -> Option<PathBuf> {
+        self.slots[slot]
+            .dev
+            .read()
+            .expect("slot lock")
+            .as_ref()
+            .map(|d| d.path.clone())
+    }
+
+    /// Byte offset of the data area on every member.
+    pub fn data_offset_of(&self) -> u64 {
+        self.data_offset
     }
 
     pub(crate) fn lost(&self) -> Vec<bool> {
@@ -806,7 +846,7 @@ impl Array {
     /// Writes out what the stripe cache holds, flushes every usable member and target
     /// (fdatasync); then regions idle long enough get their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
-        let start = std::time::Instant::now();
+        let start = crate::clock::Instant::now();
         self.write_back(None)?;
         self.csum_sync_all(false)?;
         self.flush_members()?;
@@ -842,7 +882,7 @@ impl Array {
         if !self.writable {
             return Ok(());
         }
-        let start = std::time::Instant::now();
+        let start = crate::clock::Instant::now();
         self.write_back(None)?;
         self.csum_sync_all(true)?;
         self.flush_members()?;

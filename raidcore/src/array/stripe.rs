@@ -18,8 +18,12 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+
+use crate::sync::Mutex;
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::csum::BLOCK;
 use super::{Array, WriteKind};

@@ -5,7 +5,9 @@
 pub mod rebuild;
 pub mod scrub;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 /// Keeps a job at or below `max_rate` bytes per second by sleeping between batches.
 pub(crate) struct RateLimit {
@@ -29,7 +31,7 @@ impl RateLimit {
             let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
             let spent = self.start.elapsed();
             if due > spent {
-                std::thread::sleep(due - spent);
+                crate::clock::sleep(due - spent);
             }
         }
     }

@@ -7,7 +7,9 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use super::RateLimit;
 use crate::array::{Array, Dev, Target, TargetKind, WriteKind};
@@ -305,7 +307,7 @@ fn rebuild_pass(
             }
             let mine = std::mem::replace(&mut outs, spare_outs.take().expect("two buffer sets"));
             let targets = pass.targets.clone();
-            let writer = scope.spawn(move || {
+            let write = move || {
                 let mut written = 0;
                 for (ti, (slot, t)) in targets.iter().enumerate() {
                     match write_target(array, *slot, &t.dev, &mine[ti][..b * c], r0) {
@@ -315,7 +317,14 @@ fn rebuild_pass(
                     }
                 }
                 (mine, Ok(written))
-            });
+            };
+            // Inside the simulator the write runs on the actor's thread, where the scheduler
+            // sees it; otherwise it overlaps the next batch's reads.
+            let writer = if crate::sim::sched::is_actor() {
+                Writer::Done(Some(write()))
+            } else {
+                Writer::Thread(scope.spawn(write))
+            };
             inflight = Some((writer, r0, r1, idx, damage));
             r0 = r1;
         }
@@ -337,8 +346,21 @@ fn rebuild_pass(
     pass.finish()
 }
 
-/// A target write in flight: gives back its buffers and the bytes written.
-type Writer<'s> = std::thread::ScopedJoinHandle<'s, (Vec<AlignedBuf>, Result<u64>)>;
+/// A target write in flight (or done, in the simulator): gives back its buffers and the bytes
+/// written.
+enum Writer<'s> {
+    Thread(std::thread::ScopedJoinHandle<'s, (Vec<AlignedBuf>, Result<u64>)>),
+    Done(Option<(Vec<AlignedBuf>, Result<u64>)>),
+}
+
+impl Writer<'_> {
+    fn join(self) -> std::thread::Result<(Vec<AlignedBuf>, Result<u64>)> {
+        match self {
+            Writer::Thread(h) => h.join(),
+            Writer::Done(r) => Ok(r.expect("ran")),
+        }
+    }
+}
 
 /// What a batch found wrong on the survivors.
 #[derive(Default)]
@@ -374,39 +396,41 @@ fn fill_batch(
     match layout.redundancy() {
         Redundancy::Parity { parity } => {
             // One sequential read per survivor for the whole batch, all survivors at once.
-            let read: Vec<Option<Vec<usize>>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = ins
-                    .iter_mut()
+            let read_one = |slot: usize, buf: &mut AlignedBuf| -> Option<Vec<usize>> {
+                // A member failing now is recovered below if tolerated.
+                if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
+                    return None;
+                }
+                let bad = array
+                    .source(slot, r0)
+                    .map(|d| array.csum_mismatches(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]))
+                    .unwrap_or_default();
+                Some(bad)
+            };
+            let read: Vec<Option<Vec<usize>>> = if crate::sim::sched::is_actor() {
+                // In the simulator, on the actor's thread, where the scheduler sees it.
+                ins.iter_mut()
                     .zip(&lost)
                     .enumerate()
-                    .map(|(slot, (buf, &gone))| {
-                        (!gone).then(|| {
-                            // A member failing now is recovered below if tolerated.
-                            scope.spawn(move || {
-                                if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
-                                    return None;
-                                }
-                                let bad = array
-                                    .source(slot, r0)
-                                    .map(|d| {
-                                        array.csum_mismatches(
-                                            &d,
-                                            r0,
-                                            array.cell_offset(r0, 0),
-                                            &buf[..b * c],
-                                        )
-                                    })
-                                    .unwrap_or_default();
-                                Some(bad)
-                            })
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.and_then(|h| h.join().expect("reader thread")))
+                    .map(|(slot, (buf, &gone))| if gone { None } else { read_one(slot, buf) })
                     .collect()
-            });
+            } else {
+                std::thread::scope(|scope| {
+                    let read_one = &read_one;
+                    let handles: Vec<_> = ins
+                        .iter_mut()
+                        .zip(&lost)
+                        .enumerate()
+                        .map(|(slot, (buf, &gone))| {
+                            (!gone).then(|| scope.spawn(move || read_one(slot, buf)))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.and_then(|h| h.join().expect("reader thread")))
+                        .collect()
+                })
+            };
             let ok: Vec<bool> = read.iter().map(|x| x.is_some()).collect();
             if ok.iter().filter(|&&x| !x).count() > parity {
                 array.check_alive()?;

@@ -10,7 +10,9 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use serde::Serialize;
 
@@ -301,7 +303,7 @@ impl Cells {
 }
 
 /// Batch buffers reused from one batch to the next (fresh ones cost page faults).
-type Pool = std::sync::Mutex<Vec<AlignedBuf>>;
+type Pool = crate::sync::Mutex<Vec<AlignedBuf>>;
 
 /// Reads member rows `rows` of one slot. None when its device is unavailable for the whole
 /// batch; Err when the read failed (the member is failed by then).
@@ -407,11 +409,17 @@ fn run_rows(
             .as_ref()
             .is_some_and(|s| s.load(Ordering::Acquire))
     };
+    // Inside the simulator every read happens on the actor's own thread, where the scheduler
+    // sees it.
+    let inline = crate::sim::sched::is_actor();
     std::thread::scope(|sc| -> Result<()> {
         let pool = &pool;
         let mut cmd = Vec::new();
         let mut results = Vec::new();
         for slot in 0..layout.members() {
+            if inline {
+                break;
+            }
             let (ctx, crx) = mpsc::channel::<Range<u64>>();
             let (htx, hrx) = mpsc::channel::<(Range<u64>, Result<Option<Cells>>)>();
             let (rtx, rrx) = mpsc::channel::<Result<Option<Cells>>>();
@@ -442,13 +450,29 @@ fn run_rows(
         }
         let mut held = array.held_locks();
         let mut inflight: VecDeque<(Plan, Vec<usize>)> = VecDeque::new();
+        let mut read_inline: VecDeque<BatchCells> = VecDeque::new();
         let mut next_row = rows.start;
         let issue = |held: &mut crate::array::HeldLocks<'_>,
                      inflight: &mut VecDeque<(Plan, Vec<usize>)>,
+                     read_inline: &mut VecDeque<BatchCells>,
                      next_row: &mut u64| {
             let p = plan(array, *next_row..(*next_row + per).min(rows.end));
             *next_row = p.rows.end;
             let idx = held.acquire(p.lock.clone());
+            if inline {
+                let raw: BatchCells = (0..layout.members())
+                    .map(|slot| {
+                        let mut r = read_one(array, slot, p.read_rows.clone(), pool);
+                        if verify {
+                            if let Ok(Some(cl)) = &mut r {
+                                hash_cell(array, slot, &p.read_rows, cl);
+                            }
+                        }
+                        r
+                    })
+                    .collect();
+                read_inline.push_back(raw);
+            }
             for tx in &cmd {
                 let _ = tx.send(p.read_rows.clone());
             }
@@ -456,16 +480,20 @@ fn run_rows(
         };
         for _ in 0..READ_AHEAD {
             if next_row < rows.end {
-                issue(&mut held, &mut inflight, &mut next_row);
+                issue(&mut held, &mut inflight, &mut read_inline, &mut next_row);
             }
         }
         while let Some((cur, cur_idx)) = inflight.pop_front() {
-            let raw: BatchCells = results
-                .iter()
-                .map(|rx| rx.recv().expect("scrub reader gone"))
-                .collect();
+            let raw: BatchCells = if inline {
+                read_inline.pop_front().expect("read with its batch")
+            } else {
+                results
+                    .iter()
+                    .map(|rx| rx.recv().expect("scrub reader gone"))
+                    .collect()
+            };
             if next_row < rows.end && !stop() {
-                issue(&mut held, &mut inflight, &mut next_row);
+                issue(&mut held, &mut inflight, &mut read_inline, &mut next_row);
             }
             let before = rep.bytes_read;
             let r = match layout.redundancy() {

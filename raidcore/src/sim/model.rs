@@ -1,0 +1,151 @@
+//! The simulator's oracle: what every byte of the array must read back as. A read returns the
+//! last acknowledged write (reads and writes of one range come from one actor, so there is no
+//! ambiguity while the power is on). After a power cut, a byte must hold its durable value,
+//! the last value of a write completed before a completed flush (or with FUA), unless it was
+//! written since: then any value is allowed (the write was not durable), as it is for bytes
+//! whose write failed.
+
+/// Expected contents of the array.
+pub struct Model {
+    acked: Vec<u8>,
+    durable: Vec<u8>,
+    /// Written since it was last durable (or in flight): after a crash it may hold anything.
+    unsure: Vec<bool>,
+    /// Value not known (a write failed or was cut off): the next read tells.
+    unknown: Vec<bool>,
+    /// Completion number of the last write to each byte.
+    last_seq: Vec<u32>,
+    inflight: Vec<u16>,
+    seq: u32,
+}
+
+/// Describes a difference for a failure report.
+fn diff(what: &str, off: u64, i: usize, want: u8, got: u8) -> String {
+    format!(
+        "{what}: array byte {} (4 KiB block {}) reads {got:#04x}, expected {want:#04x}",
+        off + i as u64,
+        (off + i as u64) / 4096
+    )
+}
+
+impl Model {
+    pub fn new(size: u64) -> Model {
+        let n = size as usize;
+        Model {
+            acked: vec![0; n],
+            durable: vec![0; n],
+            unsure: vec![false; n],
+            unknown: vec![false; n],
+            last_seq: vec![0; n],
+            inflight: vec![0; n],
+            seq: 0,
+        }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.acked.len() as u64
+    }
+
+    pub fn begin_write(&mut self, off: u64, len: usize) {
+        let r = off as usize..off as usize + len;
+        self.inflight[r.clone()].iter_mut().for_each(|x| *x += 1);
+        self.unsure[r].iter_mut().for_each(|x| *x = true);
+    }
+
+    /// A write finished: `ok` when it was acknowledged (and the power was still on).
+    pub fn end_write(&mut self, off: u64, data: &[u8], ok: bool) {
+        let r = off as usize..off as usize + data.len();
+        self.inflight[r.clone()].iter_mut().for_each(|x| *x -= 1);
+        if ok {
+            self.seq += 1;
+            self.acked[r.clone()].copy_from_slice(data);
+            self.last_seq[r.clone()]
+                .iter_mut()
+                .for_each(|x| *x = self.seq);
+            self.unknown[r].iter_mut().for_each(|x| *x = false);
+        } else {
+            self.unknown[r].iter_mut().for_each(|x| *x = true);
+        }
+    }
+
+    /// A trim finished: every byte of the range reads as before or as zero; `got` is what a read
+    /// right after it returned.
+    pub fn end_trim(&mut self, off: u64, got: &[u8]) -> Result<(), String> {
+        let o = off as usize;
+        for (i, &g) in got.iter().enumerate() {
+            let b = o + i;
+            if !self.unknown[b] && g != self.acked[b] && g != 0 {
+                return Err(diff("after a trim", off, i, self.acked[b], g));
+            }
+        }
+        self.end_write(off, got, true);
+        Ok(())
+    }
+
+    pub fn flush_begin(&self) -> u32 {
+        self.seq
+    }
+
+    /// A flush that began at `seq0` completed: writes completed before it are durable.
+    pub fn flush_end(&mut self, seq0: u32) {
+        for b in 0..self.acked.len() {
+            if self.unsure[b]
+                && self.inflight[b] == 0
+                && !self.unknown[b]
+                && self.last_seq[b] <= seq0
+            {
+                self.durable[b] = self.acked[b];
+                self.unsure[b] = false;
+            }
+        }
+    }
+
+    /// A read of `got` at `off` while the power is on.
+    pub fn check_read(&mut self, off: u64, got: &[u8]) -> Result<(), String> {
+        let o = off as usize;
+        for (i, &g) in got.iter().enumerate() {
+            let b = o + i;
+            if self.unknown[b] {
+                continue;
+            }
+            if g != self.acked[b] {
+                return Err(diff("read", off, i, self.acked[b], g));
+            }
+        }
+        for (i, &g) in got.iter().enumerate() {
+            let b = o + i;
+            if self.unknown[b] && self.inflight[b] == 0 {
+                self.acked[b] = g;
+                self.unknown[b] = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a power cut and restart: `got` is the whole array as read back.
+    pub fn after_crash(&mut self, got: &[u8]) -> Result<(), String> {
+        for (b, &g) in got.iter().enumerate() {
+            if !self.unsure[b] && !self.unknown[b] && g != self.durable[b] {
+                return Err(diff(
+                    "after the power cut (durable data)",
+                    0,
+                    b,
+                    self.durable[b],
+                    g,
+                ));
+            }
+        }
+        self.acked.copy_from_slice(got);
+        self.durable.copy_from_slice(got);
+        self.unsure.iter_mut().for_each(|x| *x = false);
+        self.unknown.iter_mut().for_each(|x| *x = false);
+        self.inflight.iter_mut().for_each(|x| *x = 0);
+        Ok(())
+    }
+
+    /// After a clean stop: everything acknowledged is durable.
+    pub fn clean_stop(&mut self) {
+        let s = self.seq;
+        self.flush_end(s);
+    }
+}
