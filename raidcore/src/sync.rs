@@ -100,8 +100,10 @@ impl Condvar {
         mutex: &'a Mutex<T>,
     ) -> LockResult<MutexGuard<'a, T>> {
         if sched::is_actor() {
+            // Blocked until another actor changes something: the scheduler treats it as a
+            // lock wait (so a wait nobody can end is reported as a deadlock).
             drop(guard);
-            sched::yield_now();
+            sched::lock_blocked();
             return mutex.lock();
         }
         self.0.wait(guard)

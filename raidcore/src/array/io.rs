@@ -249,6 +249,19 @@ impl Array {
         Ok(())
     }
 
+    /// The member rows a lock unit occupies: a parity row itself, or the rows holding the
+    /// copies of a mirror level's logical chunk.
+    pub(crate) fn unit_rows(&self, unit: u64) -> Range<u64> {
+        match self.layout.redundancy() {
+            Redundancy::Parity { .. } => unit..unit + 1,
+            Redundancy::Mirror { copies } => {
+                let r0 = self.layout.mirror_cell(unit, 0).1;
+                let r1 = self.layout.mirror_cell(unit, copies - 1).1;
+                r0.min(r1)..r0.max(r1) + 1
+            }
+        }
+    }
+
     /// Member rows a logical byte range touches (a superset for mirror levels).
     pub(crate) fn rows_of(&self, offset: u64, len: u64) -> Range<u64> {
         let chunk = self.layout.chunk();
@@ -270,6 +283,7 @@ impl Array {
     /// Reads `buf.len()` bytes at logical `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let _req = InFlight::new(&self.requests);
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         self.check_bounds("read", offset, buf.len())?;
         self.check_alive()?;
         if self.csum_geo.is_some()
@@ -279,6 +293,7 @@ impl Array {
             let lo = offset / BLOCK * BLOCK;
             let hi = (offset + buf.len() as u64).div_ceil(BLOCK) * BLOCK;
             let mut whole = AlignedBuf::zeroed((hi - lo) as usize);
+            drop(_cfg);
             self.read(&mut whole, lo)?;
             let o = (offset - lo) as usize;
             buf.copy_from_slice(&whole[o..o + buf.len()]);
@@ -288,7 +303,7 @@ impl Array {
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
                 for p in pieces(offset, buf.len(), chunk) {
-                    let _g = self.locks.read(p.unit);
+                    let _g = self.locks.read(self.unit_rows(p.unit));
                     let out =
                         &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     self.read_mirror_chunk(p.unit, copies, out, p.range.start)
@@ -303,7 +318,7 @@ impl Array {
             Redundancy::Parity { parity } => {
                 let row_bytes = chunk * self.layout.data_per_row() as u64;
                 for p in pieces(offset, buf.len(), row_bytes) {
-                    let _g = self.locks.read(p.unit);
+                    let _g = self.locks.read(self.unit_rows(p.unit));
                     let out =
                         &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     self.read_row(p.unit, parity, &p.range, out).map_err(|e| {
@@ -547,6 +562,7 @@ impl Array {
     /// Writes `data` at logical `offset`.
     pub fn write(&self, data: &[u8], offset: u64) -> Result<()> {
         let _req = InFlight::new(&self.requests);
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
         }
@@ -561,7 +577,7 @@ impl Array {
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
                 for p in pieces(offset, data.len(), chunk) {
-                    let _g = self.locks.write(p.unit);
+                    let _g = self.locks.write(self.unit_rows(p.unit));
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     let widened = self.widen(src, &p.range, |b, w| {
                         self.read_mirror_chunk(p.unit, copies, b, w.start)
@@ -591,7 +607,7 @@ impl Array {
             Redundancy::Parity { parity } => {
                 let row_bytes = chunk * self.layout.data_per_row() as u64;
                 for p in pieces(offset, data.len(), row_bytes) {
-                    let _g = self.locks.write(p.unit);
+                    let _g = self.locks.write(self.unit_rows(p.unit));
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
                     let widened =
                         self.widen(src, &p.range, |b, w| self.read_row(p.unit, parity, w, b))?;
@@ -699,6 +715,7 @@ impl Array {
             bail!(InvalidInput, "array is open read-only");
         }
         self.check_bounds("trim", offset, len as usize)?;
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         let chunk = self.layout.chunk();
         let unit_bytes = match self.layout.redundancy() {
             Redundancy::Mirror { .. } => chunk,
@@ -713,7 +730,7 @@ impl Array {
         self.bitmap_mark(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
         let mut done = 0;
         for unit in first..end {
-            let _g = self.locks.write(unit);
+            let _g = self.locks.write(self.unit_rows(unit));
             // Held writes go first: the unit is left as it is if it cannot be unmapped.
             self.stripe_take(unit)?;
             let cells = self.unit_cells(unit);

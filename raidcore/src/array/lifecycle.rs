@@ -497,6 +497,10 @@ impl Array {
     /// Makes a finished target the slot's member; for a replace, the old member leaves or moves
     /// on to the slot the reshuffle named.
     pub(crate) fn complete_target(&self, slot: usize) -> Result<()> {
+        // Exclusive: no request runs while the slot's device and target change, so a write
+        // reaches either the old member and the target (still below its checkpoint) or the
+        // new member, never only the device that is leaving.
+        let _cfg = self.config.write().unwrap_or_else(|e| e.into_inner());
         let s = &self.slots[slot];
         let Some(t) = s.target() else { return Ok(()) };
         let old = match t.kind {

@@ -12,7 +12,6 @@ pub mod journal;
 mod lifecycle;
 mod locks;
 mod stripe;
-pub(crate) use locks::HeldLocks;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -31,7 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, SlotInfo, SlotState, Superblock, WearRecord};
 use crate::layout::Layout;
 use crate::parity::Kernel;
-use locks::RowLocks;
+pub(crate) use locks::{RowGuard, RowLocks};
 
 /// Kinds of bytes written to a member, for wear accounting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +227,11 @@ pub struct Array {
     slots: Vec<Slot>,
     spares: Mutex<Vec<Arc<Dev>>>,
     locks: RowLocks,
+    /// Held shared by every request and exclusively by role changes (a finished rebuild or
+    /// replace becomes the slot's member), so no request sees half a role change.
+    pub(crate) config: RwLock<()>,
+    /// One job at a time.
+    job: Mutex<()>,
     kernel: &'static Kernel,
     writable: bool,
     data_offset: u64,
@@ -329,6 +333,8 @@ impl Array {
             slots,
             spares: Mutex::new(spares),
             locks: RowLocks::new(),
+            config: RwLock::new(()),
+            job: Mutex::new(()),
             kernel: Kernel::best(),
             writable,
             dirty: AtomicBool::new(false),
@@ -392,9 +398,14 @@ impl Array {
         self.slots[slot].target()
     }
 
-    /// Row locks for a job that works on batches of rows.
-    pub(crate) fn held_locks(&self) -> locks::HeldLocks<'_> {
-        locks::HeldLocks::new(&self.locks)
+    /// The row lock manager (jobs lock their batches through it).
+    pub(crate) fn row_locks(&self) -> &RowLocks {
+        &self.locks
+    }
+
+    /// Admits one job at a time (rebuild, replace, scrub, resync): held for the whole job.
+    pub(crate) fn job_slot(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.job.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Chooses the parity kernel (tests and benchmarks).
@@ -846,6 +857,7 @@ impl Array {
     /// Writes out what the stripe cache holds, flushes every usable member and target
     /// (fdatasync); then regions idle long enough get their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         let start = crate::clock::Instant::now();
         self.write_back(None)?;
         self.csum_sync_all(false)?;

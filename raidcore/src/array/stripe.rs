@@ -432,7 +432,7 @@ impl Array {
         };
         rows.sort_unstable();
         for row in rows {
-            let _g = self.locks.write(row);
+            let _g = self.locks.write(row..row + 1);
             if let Some(s) = self.stripes.get(row) {
                 self.stripe_destage(row, parity, &mut lock(&s))?;
             }
@@ -459,7 +459,7 @@ impl Array {
                     .map(|(&r, _)| r)
             };
             let Some(row) = victim else { return Ok(()) };
-            let _g = self.locks.write(row);
+            let _g = self.locks.write(row..row + 1);
             if let Some(s) = self.stripes.remove(row) {
                 self.stripe_destage(row, parity, &mut lock(&s))?;
                 self.stripes.recycle(s);

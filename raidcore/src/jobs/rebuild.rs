@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::RateLimit;
-use crate::array::{Array, Dev, Target, TargetKind, WriteKind};
+use crate::array::{Array, Dev, RowGuard, Target, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
@@ -73,6 +73,7 @@ pub fn run(
     opts: &RebuildOptions,
     progress: &mut ProgressFn<'_>,
 ) -> Result<Vec<PassReport>> {
+    let _job = array.job_slot();
     let mut reports = Vec::new();
     array.promote_spares(opts.keep_roles)?;
     let stopped = || {
@@ -113,7 +114,7 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     fn batch_rows(&self) -> u64 {
-        (self.opts.batch_bytes / self.array.layout().chunk()).max(1)
+        super::batch_rows(self.array.layout().chunk(), self.opts.batch_bytes)
     }
 
     /// After a batch: move checkpoints, account, and now and then make them durable.
@@ -268,11 +269,14 @@ fn rebuild_pass(
             .map(|_| AlignedBuf::zeroed(full))
             .collect::<Vec<_>>(),
     );
-    let mut locks = array.held_locks();
+    let locks = array.row_locks();
+    let owner = locks.job_owner();
     // Pipelined: the target write of one batch overlaps the reads and reconstruction of the
     // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
+    // Rate-limited, one batch at a time: the pause between batches holds no rows.
+    let one_at_a_time = pass.rate.limited();
     std::thread::scope(|scope| -> Result<()> {
-        let mut inflight: Option<(Writer<'_>, u64, u64, Vec<usize>, Damage)> = None;
+        let mut inflight: Option<(Writer<'_>, u64, u64, RowGuard<'_>, Damage)> = None;
         while r0 < rows {
             if !pass.targets_alive() {
                 crate::bail!(Io, "a rebuild target failed; see status");
@@ -286,7 +290,7 @@ fn rebuild_pass(
             }
             let r1 = (r0 + step).min(rows);
             let b = (r1 - r0) as usize;
-            let idx = locks.acquire(r0..r1);
+            let guard = locks.batch(r0..r1, owner);
             let damage = fill_batch(
                 array,
                 &pass.targets,
@@ -298,12 +302,12 @@ fn rebuild_pass(
             )?;
             pass.report.checksum_repaired += damage.repaired;
             pass.report.unrecoverable_blocks += damage.poisoned.len() as u64;
-            if let Some((h, prev_r0, prev_r1, prev_idx, prev_damage)) = inflight.take() {
+            if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
                 let (bufs, written) = h.join().expect("writer thread");
                 spare_outs = Some(bufs);
                 poison(array, &pass.targets, prev_r0, &prev_damage);
                 pass.advance(prev_r1, written?, progress)?;
-                locks.release(&prev_idx, &idx);
+                drop(prev_guard);
             }
             let mine = std::mem::replace(&mut outs, spare_outs.take().expect("two buffer sets"));
             let targets = pass.targets.clone();
@@ -325,18 +329,27 @@ fn rebuild_pass(
             } else {
                 Writer::Thread(scope.spawn(write))
             };
-            inflight = Some((writer, r0, r1, idx, damage));
+            inflight = Some((writer, r0, r1, guard, damage));
             r0 = r1;
+            if one_at_a_time {
+                let (h, prev_r0, prev_r1, prev_guard, prev_damage) =
+                    inflight.take().expect("just set");
+                let (bufs, written) = h.join().expect("writer thread");
+                spare_outs = Some(bufs);
+                poison(array, &pass.targets, prev_r0, &prev_damage);
+                pass.advance(prev_r1, written?, progress)?;
+                drop(prev_guard);
+                pass.rate.pause();
+            }
         }
-        if let Some((h, prev_r0, prev_r1, prev_idx, prev_damage)) = inflight.take() {
+        if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
             let (_, written) = h.join().expect("writer thread");
             poison(array, &pass.targets, prev_r0, &prev_damage);
             pass.advance(prev_r1, written?, progress)?;
-            locks.release(&prev_idx, &[]);
+            drop(prev_guard);
         }
         Ok(())
     })?;
-    drop(locks);
     if r0 < rows {
         // Stopped early: the checkpoint is recorded and the next run resumes there.
         pass.make_durable()?;
@@ -657,20 +670,20 @@ fn replace_pass(
     let (_, t) = pass.targets[0].clone();
     debug_assert!(matches!(t.kind, TargetKind::Replace { .. }));
     let mut buf = AlignedBuf::zeroed(step as usize * c);
-    let mut locks = array.held_locks();
+    let locks = array.row_locks();
+    let owner = locks.job_owner();
     while r0 < rows {
         if opts
             .stop
             .as_ref()
             .is_some_and(|s| s.load(Ordering::Acquire))
         {
-            drop(locks);
             pass.make_durable()?;
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
         let r1 = (r0 + step).min(rows);
-        let idx = locks.acquire(r0..r1);
+        let guard = locks.batch(r0..r1, owner);
         if !pass.targets_alive() {
             // The old member failed (the target now rebuilds) or the target failed.
             pass.make_durable()?;
@@ -679,15 +692,14 @@ fn replace_pass(
         }
         let len = (r1 - r0) as usize * c;
         if array.member_read(slot, &mut buf[..len], r0, 0).is_err() {
-            locks.release(&idx, &[]);
             continue; // the slot is failed now and the replace became a rebuild
         }
         let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
-        locks.release(&idx, &[]);
+        drop(guard);
+        pass.rate.pause();
         r0 = r1;
     }
-    drop(locks);
     pass.finish()
 }
 

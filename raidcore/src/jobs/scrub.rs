@@ -105,6 +105,7 @@ pub fn run(
         max_rate,
         stop: None,
     };
+    let _job = array.job_slot();
     let mut rep = ScrubReport::default();
     let start = Instant::now();
     let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
@@ -135,6 +136,7 @@ pub fn scrub_array(
     opts: &ScrubOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ScrubReport> {
+    let _job = array.job_slot();
     let start = Instant::now();
     let rows = array.rows();
     let prev = array.scrub_record();
@@ -335,13 +337,13 @@ fn read_one(array: &Array, slot: usize, rows: Range<u64>, pool: &Pool) -> Result
     }))
 }
 
-/// What one batch covers: the rows it checks, the member rows it reads, and the lock units
-/// (rows for parity levels, logical chunks for mirror levels) held while it is checked.
+/// What one batch covers: the rows it checks, and the member rows it reads and holds locked
+/// while it is checked.
 #[derive(Clone)]
 struct Plan {
     rows: Range<u64>,
+    /// Rows read and locked.
     read_rows: Range<u64>,
-    lock: Range<u64>,
 }
 
 fn plan(array: &Array, rows: Range<u64>) -> Plan {
@@ -349,20 +351,13 @@ fn plan(array: &Array, rows: Range<u64>) -> Plan {
     match l.redundancy() {
         Redundancy::Parity { .. } => Plan {
             read_rows: rows.clone(),
-            lock: rows.clone(),
             rows,
         },
-        Redundancy::Mirror { copies } => {
-            let (n, k) = (l.members() as u64, copies as u64);
-            // Logical chunks whose first copy sits in these rows (copy 0 of chunk x is at
-            // x*K); their later copies may sit in the next row.
-            let first = (rows.start * n).div_ceil(k);
-            let last = (rows.end * n)
-                .div_ceil(k)
-                .min(l.logical_chunks(array.rows()));
+        Redundancy::Mirror { .. } => {
+            // The chunks whose first copy sits in these rows; their later copies may sit in
+            // the next row, which is read and locked too (a job's batches may overlap).
             Plan {
                 read_rows: rows.start..(rows.end + 1).min(array.rows()),
-                lock: first..last.max(first),
                 rows,
             }
         }
@@ -377,8 +372,8 @@ const READ_AHEAD: usize = 2;
 /// Checks `rows` batch by batch. A reader thread per member streams its rows two batches
 /// ahead (those batches' rows locked) while the current batch is hashed and checked, so every
 /// member keeps reading.
-fn run_rows(
-    array: &Array,
+fn run_rows<'a>(
+    array: &'a Array,
     rows: Range<u64>,
     mode: Mode,
     opts: &ScrubOptions,
@@ -400,7 +395,7 @@ fn run_rows(
     let c = layout.chunk();
     // 2 MiB per member per batch, two batches ahead: the best of the sizes and depths measured
     // on the development machine's virtual disk (docs/NOTES.md).
-    let per = ((2u64 << 20) / c).max(1);
+    let per = super::batch_rows(c, 2 << 20);
     let mut rate = RateLimit::new(opts.max_rate);
     let pool = Pool::default();
     let verify = matches!(mode, Mode::Scrub { .. });
@@ -448,17 +443,17 @@ fn run_rows(
             cmd.push(ctx);
             results.push(rrx);
         }
-        let mut held = array.held_locks();
-        let mut inflight: VecDeque<(Plan, Vec<usize>)> = VecDeque::new();
+        let locks = array.row_locks();
+        let owner = locks.job_owner();
+        let mut inflight: VecDeque<(Plan, crate::array::RowGuard<'a>)> = VecDeque::new();
         let mut read_inline: VecDeque<BatchCells> = VecDeque::new();
         let mut next_row = rows.start;
-        let issue = |held: &mut crate::array::HeldLocks<'_>,
-                     inflight: &mut VecDeque<(Plan, Vec<usize>)>,
+        let issue = |inflight: &mut VecDeque<(Plan, crate::array::RowGuard<'a>)>,
                      read_inline: &mut VecDeque<BatchCells>,
                      next_row: &mut u64| {
             let p = plan(array, *next_row..(*next_row + per).min(rows.end));
             *next_row = p.rows.end;
-            let idx = held.acquire(p.lock.clone());
+            let idx = locks.batch(p.read_rows.clone(), owner);
             if inline {
                 let raw: BatchCells = (0..layout.members())
                     .map(|slot| {
@@ -478,12 +473,14 @@ fn run_rows(
             }
             inflight.push_back((p, idx));
         };
-        for _ in 0..READ_AHEAD {
+        // Rate-limited, one batch at a time: the pause between batches holds no rows.
+        let ahead = if rate.limited() { 0 } else { READ_AHEAD };
+        for _ in 0..ahead.max(1) {
             if next_row < rows.end {
-                issue(&mut held, &mut inflight, &mut read_inline, &mut next_row);
+                issue(&mut inflight, &mut read_inline, &mut next_row);
             }
         }
-        while let Some((cur, cur_idx)) = inflight.pop_front() {
+        while let Some((cur, cur_guard)) = inflight.pop_front() {
             let raw: BatchCells = if inline {
                 read_inline.pop_front().expect("read with its batch")
             } else {
@@ -492,8 +489,8 @@ fn run_rows(
                     .map(|rx| rx.recv().expect("scrub reader gone"))
                     .collect()
             };
-            if next_row < rows.end && !stop() {
-                issue(&mut held, &mut inflight, &mut read_inline, &mut next_row);
+            if ahead > 0 && next_row < rows.end && !stop() {
+                issue(&mut inflight, &mut read_inline, &mut next_row);
             }
             let before = rep.bytes_read;
             let r = match layout.redundancy() {
@@ -504,14 +501,17 @@ fn run_rows(
                     mirror_batch(array, &cur, copies, mode, rep, pool, raw)
                 }
             };
-            let mut keep: Vec<usize> = inflight.iter().flat_map(|x| x.1.iter().copied()).collect();
-            keep.sort_unstable();
-            keep.dedup();
-            held.release(&cur_idx, &keep);
+            drop(cur_guard);
             r?;
             progress(cur.rows.end);
             checkpoint(rep, cur.rows.end)?;
             rate.account(rep.bytes_read - before);
+            if ahead == 0 {
+                rate.pause();
+                if next_row < rows.end && !stop() {
+                    issue(&mut inflight, &mut read_inline, &mut next_row);
+                }
+            }
             if inflight.is_empty() && cur.rows.end < rows.end {
                 rep.stopped = true;
             }
@@ -1055,7 +1055,13 @@ fn mirror_batch(
     let c = l.chunk();
     let rows = plan.rows.clone();
     let read_rows = plan.read_rows.clone();
-    let (first, last) = (plan.lock.start, plan.lock.end);
+    // Logical chunks whose first copy sits in these rows (copy 0 of chunk x is at x*K).
+    let (n, k) = (l.members() as u64, copies as u64);
+    let first = (rows.start * n).div_ceil(k);
+    let last = (rows.end * n)
+        .div_ceil(k)
+        .min(l.logical_chunks(array.rows()))
+        .max(first);
     let cells = collect_cells(array, plan, raw, rep);
     rep.bytes_read += cells.iter().flatten().count() as u64 * (read_rows.end - read_rows.start) * c;
     rep.rows_checked += rows.end - rows.start;

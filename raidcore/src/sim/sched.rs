@@ -36,9 +36,9 @@ enum Wait {
 
 struct Actor {
     name: String,
-    /// Row-lock slots held, and the one waited for (reports only).
-    rows_held: Vec<usize>,
-    row_wanted: Option<usize>,
+    /// Row ranges held, and the one waited for (reports only).
+    rows_held: Vec<std::ops::Range<u64>>,
+    row_wanted: Option<std::ops::Range<u64>>,
     prio: u64,
     wait: Option<Wait>,
     done: bool,
@@ -298,7 +298,7 @@ impl Sched {
                     .collect();
                 let a = &st.actors[id];
                 let line = format!(
-                    "{} (waits for row-lock slot {:?}, holds {:?}): {}",
+                    "{} (waits for rows {:?}, holds {:?}): {}",
                     a.name,
                     a.row_wanted,
                     a.rows_held,
@@ -347,12 +347,7 @@ impl Sched {
         st.actors
             .iter()
             .filter(|a| a.done && !a.rows_held.is_empty())
-            .map(|a| {
-                format!(
-                    "; {} ended holding row-lock slots {:?}",
-                    a.name, a.rows_held
-                )
-            })
+            .map(|a| format!("; {} ended holding rows {:?}", a.name, a.rows_held))
             .collect()
     }
 
@@ -418,34 +413,22 @@ pub fn sleep(d: Duration) -> bool {
     }
 }
 
-/// Records that the calling actor waits for row-lock slot `i` (deadlock reports).
-pub fn note_wait(i: usize) {
+/// Records that the calling actor waits for `rows` (deadlock reports).
+pub fn note_wait(rows: &std::ops::Range<u64>) {
     if let Some((s, Some(id))) = current() {
-        s.lock().actors[id].row_wanted = Some(i);
+        s.lock().actors[id].row_wanted = Some(rows.clone());
     }
 }
 
-/// Records that the calling actor took (`held`) or released row-lock slot `i`.
-pub fn note_lock(i: usize, held: bool) {
+/// Records that the calling actor took (`held`) or released `rows`.
+pub fn note_rows(rows: &std::ops::Range<u64>, held: bool) {
     if let Some((s, Some(id))) = current() {
         let mut st = s.lock();
-        if std::env::var("SIM_DEBUG_SLOT")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            == Some(i)
-        {
-            eprintln!(
-                "step {} {} slot {i} {}",
-                st.steps,
-                st.actors[id].name,
-                if held { "taken" } else { "released" }
-            );
-        }
         let a = &mut st.actors[id];
         if held {
-            a.rows_held.push(i);
+            a.rows_held.push(rows.clone());
             a.row_wanted = None;
-        } else if let Some(p) = a.rows_held.iter().position(|&x| x == i) {
+        } else if let Some(p) = a.rows_held.iter().position(|x| x == rows) {
             a.rows_held.swap_remove(p);
         }
     }
