@@ -739,7 +739,16 @@ impl Array {
                 .iter()
                 .map(|&(s, r)| self.source(s, r).map(|d| (d, r)))
                 .collect();
-            let Some(devs) = devs else { continue };
+            let Some(mut devs) = devs else { continue };
+            // A replace target holding these rows already gets the unmap too, or it would keep
+            // the old data and hand it back once it takes over the slot.
+            for &(s, r) in &cells {
+                if let Some(t) = self.slots[s].target().filter(|t| {
+                    t.kind != TargetKind::Rebuild && r < t.checkpoint.load(Ordering::Acquire)
+                }) {
+                    devs.push((t.dev.clone(), r));
+                }
+            }
             let unmapped = devs
                 .iter()
                 .take_while(|(d, r)| {
