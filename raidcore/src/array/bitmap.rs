@@ -1,7 +1,9 @@
 //! Write-intent bitmap: one bit per region of rows, kept in every member's metadata area. A
-//! region's bit is durable on the members before data or parity in it change, and cleared
-//! lazily once the region has been idle and flushed. After an unclean stop only the regions
-//! with a bit set need resync. Its geometry is a compatible feature of format v1: superblock
+//! region's bit is durable on the members before data or parity in it change. Writes in flight
+//! are counted per region (as md's bitmap counts them): a bit is cleared only when no write to
+//! its region is in flight and every write to it completed before a flush that has completed,
+//! and then lazily, once the region has been idle for a while. After an unclean stop only the
+//! regions with a bit set need resync. Its geometry is a compatible feature of format v1: superblock
 //! extension record [`BITMAP_TAG`] (offset, bytes, rows per region).
 
 use std::ops::Range;
@@ -20,7 +22,9 @@ use crate::format::{Extension, Superblock, METADATA_OFFSET};
 pub const BITMAP_TAG: u32 = 1;
 /// Compatible feature bit: the members carry a write-intent bitmap.
 pub const FEATURE_BITMAP: u64 = 1;
-/// A region is cleared once it has had no writes for this long and a flush completed.
+/// A region is cleared once it has had no writes for this long and a flush completed (a
+/// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
+/// the in-flight counts).
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
 
 /// Where the bitmap lives and how coarse it is.
@@ -98,8 +102,28 @@ pub(crate) struct Bitmap {
 struct State {
     /// Bits as they are on the members.
     bits: Vec<u8>,
-    /// Last write into each region.
+    /// When the last write into each region completed.
     last_write: Vec<Option<Instant>>,
+    /// Writes in flight into each region.
+    inflight: Vec<u32>,
+}
+
+/// Writes in flight into some regions: they count until this is dropped (when the write
+/// completed), so their bits stay set.
+pub(crate) struct BitmapHold<'a> {
+    bm: &'a Bitmap,
+    regions: std::ops::RangeInclusive<u64>,
+}
+
+impl Drop for BitmapHold<'_> {
+    fn drop(&mut self) {
+        let mut st = self.bm.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        for r in self.regions.clone() {
+            st.inflight[r as usize] -= 1;
+            st.last_write[r as usize] = Some(now);
+        }
+    }
 }
 
 impl Bitmap {
@@ -109,6 +133,7 @@ impl Bitmap {
             state: Mutex::new(State {
                 bits,
                 last_write: vec![None; regions as usize],
+                inflight: vec![0; regions as usize],
             }),
         }
     }
@@ -157,18 +182,29 @@ impl Array {
         self.check_alive()
     }
 
-    /// Makes the bits of every region touching `rows` durable before those rows change.
-    pub(crate) fn bitmap_mark(&self, rows: Range<u64>) -> Result<()> {
+    /// Makes the bits of every region touching `rows` durable before those rows change, and
+    /// counts a write in flight there until the returned hold is dropped.
+    pub(crate) fn bitmap_mark(&self, rows: Range<u64>) -> Result<Option<BitmapHold<'_>>> {
         let Some(bm) = &self.bitmap else {
-            return Ok(());
+            return Ok(None);
         };
         let first = rows.start / bm.geo.region_rows;
-        let last = rows.end.saturating_sub(1) / bm.geo.region_rows;
         let mut st = bm.state.lock().expect("bitmap lock");
+        let last = (rows.end.saturating_sub(1) / bm.geo.region_rows)
+            .min(st.last_write.len() as u64 - 1)
+            .max(first);
         let now = Instant::now();
         let mut changed = false;
-        for r in first..=last.min(st.last_write.len() as u64 - 1) {
+        for r in first..=last {
             st.last_write[r as usize] = Some(now);
+            st.inflight[r as usize] += 1;
+        }
+        // Counted before the bits are written: a hold dropped on an error below uncounts.
+        let hold = BitmapHold {
+            bm,
+            regions: first..=last,
+        };
+        for r in first..=last {
             let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
             if st.bits[byte] & bit == 0 {
                 st.bits[byte] |= bit;
@@ -178,13 +214,18 @@ impl Array {
         if changed {
             // Held under the lock: writers to these regions wait until the bit is durable.
             let bits = st.bits.clone();
-            self.write_bitmap(&bits, true)?;
+            let r = self.write_bitmap(&bits, true);
+            drop(st);
+            r?;
+        } else {
+            drop(st);
         }
-        Ok(())
+        Ok(Some(hold))
     }
 
-    /// After a completed flush that started at `flush_start`: clears regions idle since before
-    /// it for at least [`IDLE_BEFORE_CLEAR`] (all regions when `all`, at clean close).
+    /// After a completed flush that started at `flush_start`: clears regions with no write in
+    /// flight whose writes all completed before it, idle for at least [`IDLE_BEFORE_CLEAR`]
+    /// (without the wait when `all`, at clean close).
     pub(crate) fn bitmap_clear(&self, flush_start: Instant, all: bool) -> Result<()> {
         let Some(bm) = &self.bitmap else {
             return Ok(());
@@ -192,12 +233,10 @@ impl Array {
         let mut st = bm.state.lock().expect("bitmap lock");
         let mut changed = false;
         for r in 0..st.last_write.len() {
-            let idle = match st.last_write[r] {
-                None => true,
-                Some(t) => t < flush_start && t.elapsed() >= IDLE_BEFORE_CLEAR,
-            };
+            let durable = st.inflight[r] == 0 && st.last_write[r].is_none_or(|t| t < flush_start);
+            let idle = all || st.last_write[r].is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
             let (byte, bit) = (r / 8, 1u8 << (r % 8));
-            if (all || idle) && st.bits[byte] & bit != 0 {
+            if durable && idle && st.bits[byte] & bit != 0 {
                 st.bits[byte] &= !bit;
                 changed = true;
             }

@@ -154,6 +154,22 @@ impl Array {
             .map(|t| t.dev.clone())
     }
 
+    /// Whether a partial write of a parity row must go through the write-hole journal: when a
+    /// member of the row is missing, and also when a rebuild target holds the row but not yet
+    /// durably (between its durable and its in-memory checkpoint): after a crash the target
+    /// falls back to its durable checkpoint, the row is degraded, and a torn write would leave
+    /// the missing chunk unreconstructable.
+    pub(crate) fn row_needs_journal(&self, row: u64, parity: usize) -> bool {
+        self.row_slots(row, parity).iter().any(|&s| {
+            self.source(s, row).is_none()
+                || self.slots[s].target().is_some_and(|t| {
+                    t.kind == TargetKind::Rebuild
+                        && t.durable.load(Ordering::Acquire) <= row
+                        && row < t.checkpoint.load(Ordering::Acquire)
+                })
+        })
+    }
+
     /// Reads one member range; on failure the device is failed and the error returned.
     pub(crate) fn member_read(
         &self,
@@ -572,7 +588,7 @@ impl Array {
             return Ok(());
         }
         self.mark_dirty()?;
-        self.bitmap_mark(self.rows_of(offset, data.len() as u64))?;
+        let _inflight = self.bitmap_mark(self.rows_of(offset, data.len() as u64))?;
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -727,7 +743,8 @@ impl Array {
             return Ok(0);
         }
         self.mark_dirty()?;
-        self.bitmap_mark(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
+        let _inflight =
+            self.bitmap_mark(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
         let mut done = 0;
         for unit in first..end {
             let _g = self.locks.write(self.unit_rows(unit));
@@ -824,7 +841,7 @@ impl Array {
         for _attempt in 0..=parity + 1 {
             let mut journaled = false;
             let mut journal_guard = None;
-            let degraded = slots.iter().any(|&s| self.source(s, row).is_none());
+            let degraded = self.row_needs_journal(row, parity);
             let par: Vec<AlignedBuf> = if full_row && !degraded && !verify_all {
                 // Full row: parity straight from the new data, no reads.
                 let data: Vec<&[u8]> = (0..d_count).map(|d| new_of(d, &(0..chunk))).collect();

@@ -858,8 +858,9 @@ impl Array {
     /// (fdatasync); then regions idle long enough get their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
         let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
-        let start = crate::clock::Instant::now();
         self.write_back(None)?;
+        // Writes completed before this are durable once the members are flushed below.
+        let start = crate::clock::Instant::now();
         self.csum_sync_all(false)?;
         self.flush_members()?;
         self.bitmap_clear(start, false)
@@ -894,8 +895,11 @@ impl Array {
         if !self.writable {
             return Ok(());
         }
-        let start = crate::clock::Instant::now();
+        // Exclusive: no write is in flight while the array is marked clean.
+        let _cfg = self.config.write().unwrap_or_else(|e| e.into_inner());
         self.write_back(None)?;
+        // Writes completed before this are durable once the members are flushed below.
+        let start = crate::clock::Instant::now();
         self.csum_sync_all(true)?;
         self.flush_members()?;
         self.bitmap_clear(start, true)?;

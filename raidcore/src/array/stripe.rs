@@ -197,9 +197,7 @@ impl Array {
     }
 
     fn row_degraded(&self, row: u64, parity: usize) -> bool {
-        self.row_slots(row, parity)
-            .iter()
-            .any(|&s| self.source(s, row).is_none())
+        self.row_needs_journal(row, parity)
     }
 
     /// Offers one piece of a parity-level write to the cache, under the row's write lock.
@@ -293,7 +291,7 @@ impl Array {
         if !st.dirty.any() {
             return Ok(());
         }
-        self.bitmap_mark(row..row + 1)?;
+        let _inflight = self.bitmap_mark(row..row + 1)?;
         let chunk = self.layout.chunk() as usize;
         let per_chunk = chunk / BLOCK as usize;
         let d_count = self.layout.data_per_row();

@@ -703,6 +703,43 @@ fn replace_pass(
     pass.finish()
 }
 
+/// After a resync of `ranges` (an unclean stop): rows a replace target already holds may be
+/// torn between the slot's member and the target. Copies them from the (resynced) member
+/// again, batch by batch under the rows' locks. Called with the job slot held.
+pub(crate) fn refresh_replace_targets(
+    array: &Array,
+    ranges: &[std::ops::Range<u64>],
+) -> Result<()> {
+    let c = array.layout().chunk();
+    let step = super::batch_rows(c, super::MAX_BATCH_BYTES);
+    let locks = array.row_locks();
+    let owner = locks.job_owner();
+    let mut buf = AlignedBuf::zeroed((step * c) as usize);
+    for slot in 0..array.layout().members() {
+        let Some(t) = array.slot_target(slot) else {
+            continue;
+        };
+        if t.kind == TargetKind::Rebuild {
+            continue;
+        }
+        for r in ranges {
+            let mut r0 = r.start;
+            while r0 < r.end.min(t.checkpoint.load(Ordering::Acquire)) {
+                let r1 = (r0 + step).min(r.end);
+                let _g = locks.batch(r0..r1, owner);
+                let r1 = r1.min(t.checkpoint.load(Ordering::Acquire)).max(r0);
+                let len = ((r1 - r0) * c) as usize;
+                if len > 0 {
+                    array.member_read(slot, &mut buf[..len], r0, 0)?;
+                    write_target(array, slot, &t.dev, &buf[..len], r0)?;
+                }
+                r0 = r1.max(r0 + 1);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// For mirror levels: which (logical chunk, copy) cell (slot, row) holds, if any.
 fn mirror_inverse(
     layout: &crate::layout::Layout,

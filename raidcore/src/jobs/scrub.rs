@@ -122,6 +122,11 @@ pub fn run(
         )?;
         done += r.end - r.start;
     }
+    if mode == Mode::Resync {
+        // Replace targets are written alongside their slot's member but never read, so the
+        // resync does not see them: copy the resynced rows they already hold again.
+        super::rebuild::refresh_replace_targets(array, ranges)?;
+    }
     progress(total, total);
     rep.seconds = start.elapsed().as_secs_f64();
     Ok(rep)
