@@ -294,8 +294,24 @@ impl Array {
             let good = found
                 .iter()
                 .flatten()
-                .find(|f| f.loaded.sb.events == newest)
-                .map(|f| f.path.display().to_string());
+                .find(|f| f.loaded.sb.events == newest);
+            // Behind only because a superblock update did not reach it (a crash in the middle
+            // of one): the newest superblock still counts it as active, so it missed no data.
+            // Assemble from the newest member instead, which is the authority on roles.
+            if let Some(g) = good {
+                if g.path != path
+                    && g.loaded
+                        .sb
+                        .slots
+                        .iter()
+                        .any(|e| e.member_uuid == sb0.member_uuid && e.state == SlotState::Active)
+                {
+                    let newer = g.path.clone();
+                    drop(found);
+                    return Array::open_from(src, &newer, opts);
+                }
+            }
+            let good = good.map(|f| f.path.display().to_string());
             bail!(
                 Mismatch,
                 "{name} is stale: events {} behind the array's {newest} (it was failed or absent while the array changed); \
@@ -318,7 +334,10 @@ impl Array {
         let mut is_stale = vec![false; count];
         for (i, f) in found.into_iter().enumerate() {
             devs.push(f.and_then(|f| {
-                if f.loaded.sb.events < sb0.events {
+                // Behind the newest superblock, which no longer lists it as active: it was
+                // failed, removed or absent while the array changed. (One still listed active
+                // only missed a superblock update, at a crash: it holds every write.)
+                if f.loaded.sb.events < sb0.events && entries[i].state != SlotState::Active {
                     is_stale[i] = true;
                     reasons[i] = Some(format!(
                         "{} is stale: events {} behind the array's {} (failed or absent while the array changed); it must be rebuilt",

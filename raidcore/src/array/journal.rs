@@ -160,9 +160,23 @@ impl Array {
         self.check_alive()
     }
 
-    /// Marks the entry applied (durably, so it is never replayed over later writes).
+    /// Marks the entry applied (durably, so it is never replayed over later writes). The
+    /// entry's cells also went to rebuild and replace targets holding the row: those are made
+    /// durable (data and checksum log) first, since once the entry is gone nothing would
+    /// repeat them after a crash.
     pub(crate) fn journal_clear(&self) -> Result<()> {
         let Some(g) = self.journal else { return Ok(()) };
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(t) = s.target() {
+                if let Err(e) = self
+                    .csum_sync_dev(&t.dev)
+                    .and_then(|()| t.dev.member.flush())
+                {
+                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_target(i, &format!("flush failed: {e}"))?;
+                }
+            }
+        }
         self.journal_put(&AlignedBuf::zeroed(HEADER), g.offset)
     }
 

@@ -601,30 +601,55 @@ impl Array {
         {
             let mut meta = self.meta.lock().expect("meta lock");
             meta.slots[slot].state = SlotState::Faulty;
-            let mut t = s.target.write().expect("slot lock");
-            if let Some(old) = t
-                .as_ref()
-                .filter(|t| t.kind != TargetKind::Rebuild)
-                .cloned()
-            {
-                // The replacement keeps what it copied and is rebuilt from redundancy from here.
-                let cp = old.durable.load(Ordering::Acquire);
-                meta.retain_extras(|e| e.member_uuid != old.dev.uuid);
-                meta.slots[slot] = SlotInfo {
-                    member_uuid: old.dev.uuid,
-                    state: SlotState::Rebuilding { checkpoint_row: cp },
-                    path_hint: old.dev.path.display().to_string(),
-                };
-                *t = Some(Arc::new(Target {
-                    dev: old.dev.clone(),
-                    kind: TargetKind::Rebuild,
-                    checkpoint: AtomicU64::new(old.checkpoint.load(Ordering::Acquire)),
-                    durable: AtomicU64::new(cp),
-                }));
-            }
+            self.replace_into_rebuild(slot, &mut meta);
             meta.events += 1;
         }
         if self.writable {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// A replace whose source member is gone turns into a rebuild of the same target: it keeps
+    /// what it copied and is rebuilt from redundancy from there. Returns whether it did.
+    fn replace_into_rebuild(&self, slot: usize, meta: &mut Superblock) -> bool {
+        let s = &self.slots[slot];
+        let mut t = s.target.write().expect("slot lock");
+        let Some(old) = t
+            .as_ref()
+            .filter(|t| t.kind != TargetKind::Rebuild)
+            .cloned()
+        else {
+            return false;
+        };
+        let cp = old.durable.load(Ordering::Acquire);
+        meta.retain_extras(|e| e.member_uuid != old.dev.uuid);
+        meta.slots[slot] = SlotInfo {
+            member_uuid: old.dev.uuid,
+            state: SlotState::Rebuilding { checkpoint_row: cp },
+            path_hint: old.dev.path.display().to_string(),
+        };
+        *t = Some(Arc::new(Target {
+            dev: old.dev.clone(),
+            kind: TargetKind::Rebuild,
+            checkpoint: AtomicU64::new(old.checkpoint.load(Ordering::Acquire)),
+            durable: AtomicU64::new(cp),
+        }));
+        true
+    }
+
+    /// For a replace job that finds its source member unusable (failed before the replace
+    /// could notice, or left out at assembly): the replace becomes a rebuild, recorded.
+    pub(crate) fn replace_source_lost(&self, slot: usize) -> Result<()> {
+        let changed = {
+            let mut meta = self.meta.lock().expect("meta lock");
+            let c = self.replace_into_rebuild(slot, &mut meta);
+            if c {
+                meta.events += 1;
+            }
+            c
+        };
+        if changed && self.writable {
             self.persist()?;
         }
         Ok(())

@@ -81,10 +81,20 @@ pub fn run(
             .as_ref()
             .is_some_and(|s| s.load(Ordering::Acquire))
     };
+    // A pass that ends without progress and without changing what is pending would repeat
+    // forever: stop after a few.
+    let mut idle_passes = 0;
     loop {
         let pending = array.pending_targets();
         if pending.is_empty() || stopped() {
             break;
+        }
+        if idle_passes >= 3 {
+            crate::bail!(
+                Io,
+                "rebuild makes no progress on slots {:?}; see status",
+                pending.iter().map(|p| p.0).collect::<Vec<_>>()
+            );
         }
         let rebuilds: Vec<usize> = pending
             .iter()
@@ -96,6 +106,8 @@ pub fn run(
         } else {
             replace_pass(array, pending[0].0, opts, progress)?
         };
+        let progressed = report.rows > 0 || array.pending_targets() != pending;
+        idle_passes = if progressed { 0 } else { idle_passes + 1 };
         reports.push(report);
         array.promote_spares(opts.keep_roles)?;
     }
@@ -692,7 +704,12 @@ fn replace_pass(
         }
         let len = (r1 - r0) as usize * c;
         if array.member_read(slot, &mut buf[..len], r0, 0).is_err() {
-            continue; // the slot is failed now and the replace became a rebuild
+            // The member is failed now: the replace becomes a rebuild (the next pass).
+            drop(guard);
+            array.replace_source_lost(slot)?;
+            pass.make_durable()?;
+            pass.report.seconds = pass.start.elapsed().as_secs_f64();
+            return Ok(pass.report);
         }
         let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;

@@ -36,6 +36,8 @@ pub struct Faults {
     pub bad_reads: Vec<Range<u64>>,
     /// Writes fail with this errno (EIO, ENOSPC).
     pub write_errno: Option<i32>,
+    /// Every operation takes this long (virtual time): a slow or dying drive.
+    pub latency: Option<std::time::Duration>,
 }
 
 struct State {
@@ -70,6 +72,17 @@ impl SimMember {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The yield point before an operation: a slow member sleeps (others run meanwhile).
+    fn arrive(&self) {
+        let latency = self.state().faults.latency;
+        match latency {
+            Some(d) => {
+                sched::sleep(d);
+            }
+            None => sched::yield_now(),
+        }
     }
 
     pub fn set_faults(&self, f: Faults) {
@@ -128,7 +141,7 @@ impl Member for SimMember {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        sched::yield_now();
+        self.arrive();
         let st = self.state();
         self.check(&st, "read", offset, buf.len())?;
         let end = offset + buf.len() as u64;
@@ -146,7 +159,7 @@ impl Member for SimMember {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        sched::yield_now();
+        self.arrive();
         let mut st = self.state();
         self.check(&st, "write", offset, buf.len())?;
         if st.faults.dead {
@@ -184,7 +197,7 @@ impl Member for SimMember {
     }
 
     fn flush(&self) -> Result<()> {
-        sched::yield_now();
+        self.arrive();
         let mut st = self.state();
         if st.faults.dead {
             return Err(self.err("flush", 0, libc::EIO));

@@ -146,6 +146,8 @@ struct World {
     failed: Mutex<Option<String>>,
     next_member: AtomicU64,
     member_bytes: u64,
+    /// A slow member was injected: request latency says nothing about the engine then.
+    slow: AtomicBool,
 }
 
 impl World {
@@ -258,6 +260,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         failed: Mutex::new(None),
         next_member: AtomicU64::new(0),
         member_bytes,
+        slow: AtomicBool::new(false),
     });
     let r = (|| -> Result<usize, String> {
         let mut rng = SplitMix64(seed);
@@ -603,7 +606,7 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
             return;
         }
         let waited = t0.elapsed();
-        if waited > MAX_REQUEST_WAIT && w.power_on() {
+        if waited > MAX_REQUEST_WAIT && w.power_on() && !w.slow.load(Ordering::Relaxed) {
             w.fail(format!("client{k}: a request of {len} bytes at {off} took {:.1} s of virtual time (the engine promises at most one small batch of waiting)", waited.as_secs_f64()));
             return;
         }
@@ -751,6 +754,23 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                     "rebuild: {:?}",
                     res.map(|v| v.len()).map_err(|e| e.to_string())
                 )
+            }
+            9 if r.below(2) == 0 => {
+                // A slow drive (or a fast one again): requests in flight on it take seconds.
+                match path.as_deref().and_then(|p| w.store.get(p)) {
+                    Some(m) => {
+                        let mut f = m.faults();
+                        f.latency = match f.latency {
+                            Some(_) => None,
+                            None => Some(Duration::from_millis(500 + r.below(6000))),
+                        };
+                        w.slow.store(true, Ordering::Relaxed);
+                        let msg = format!("slot {slot}: latency {:?}", f.latency);
+                        m.set_faults(f);
+                        msg
+                    }
+                    None => String::new(),
+                }
             }
             9 if !a.slot_usable(slot) && !a.slot_has_target(slot) && a.slot_present(slot) => {
                 format!(

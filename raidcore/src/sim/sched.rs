@@ -65,6 +65,7 @@ struct St {
 pub struct Sched {
     st: Mutex<St>,
     cv: Condvar,
+    seed: u64,
 }
 
 thread_local! {
@@ -91,6 +92,7 @@ impl Sched {
                 stuck: Vec::new(),
             }),
             cv: Condvar::new(),
+            seed,
         })
     }
 
@@ -138,6 +140,8 @@ impl Sched {
                 st.actors[self.1].done = true;
                 st.actors[self.1].wait = None;
                 st.running = None;
+                // It may have released what the others wait for.
+                st.blocked_since = None;
                 self.0.pick(&mut st);
                 drop(st);
                 self.0.cv.notify_all();
@@ -175,7 +179,8 @@ impl Sched {
                     .map(|a| format!("{} ({:?})", a.name, a.wait))
                     .collect();
                 eprintln!(
-                    "simulator watchdog: no progress for 60 s at step {} (running: {:?}; waiting: {})",
+                    "simulator watchdog: seed {}: no progress for 60 s at step {} (running: {:?}; waiting: {})",
+                    self.seed,
                     st.steps,
                     st.running.map(|i| st.actors[i].name.clone()),
                     who.join(", ")
@@ -265,7 +270,11 @@ impl Sched {
                 let p = st.rng.next_u64() >> 1;
                 st.actors[chosen].prio = p;
             }
-            st.now += Duration::from_micros(st.rng.below(20_000));
+            // Time passes for work, not for retrying a lock (a retry is not I/O).
+            let dt = Duration::from_micros(st.rng.below(20_000));
+            if !matches!(st.actors[chosen].wait, Some(Wait::Lock(_))) {
+                st.now += dt;
+            }
             if st.trace.len() < 1 << 16 {
                 st.trace.push(chosen as u8);
             }
