@@ -18,6 +18,8 @@ pub const FEATURE_JOURNAL: u64 = 2;
 const MAGIC: &[u8; 8] = b"RDJOURNL";
 const HEADER: usize = 4096;
 const HASH_AT: usize = HEADER - 32;
+/// The array's uuid in an entry (zero in entries written before it was recorded: accepted).
+const ARRAY_AT: usize = HASH_AT - 16;
 
 /// Where the journal lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +74,7 @@ struct Entry {
     cells: Vec<(usize, Vec<u8>)>,
 }
 
-fn encode(seq: u64, e: &Entry) -> Vec<u8> {
+fn encode(seq: u64, array: &[u8; 16], e: &Entry) -> Vec<u8> {
     let len = e.cells.first().map(|c| c.1.len()).unwrap_or(0);
     let mut out = vec![0u8; HEADER + e.cells.len() * len];
     out[..8].copy_from_slice(MAGIC);
@@ -85,6 +87,7 @@ fn encode(seq: u64, e: &Entry) -> Vec<u8> {
         out[44 + i * 4..48 + i * 4].copy_from_slice(&(*slot as u32).to_le_bytes());
         out[HEADER + i * len..HEADER + (i + 1) * len].copy_from_slice(img);
     }
+    out[ARRAY_AT..HASH_AT].copy_from_slice(array);
     let mut h = blake3::Hasher::new();
     h.update(&out[..HASH_AT]);
     h.update(&out[HEADER..]);
@@ -93,14 +96,19 @@ fn encode(seq: u64, e: &Entry) -> Vec<u8> {
     out
 }
 
-fn decode(raw: &[u8], slots: usize) -> Option<Entry> {
+fn decode(raw: &[u8], slots: usize, array: &[u8; 16]) -> Option<Entry> {
     if &raw[..8] != MAGIC {
         return None;
+    }
+    let owner = &raw[ARRAY_AT..HASH_AT];
+    if owner != array && owner.iter().any(|&b| b != 0) {
+        return None; // another array's entry
     }
     let u = |a: usize| u64::from_le_bytes(raw[a..a + 8].try_into().expect("8 bytes"));
     let (row, within, len) = (u(16), u(24), u(32) as usize);
     let count = u32::from_le_bytes(raw[40..44].try_into().expect("4 bytes")) as usize;
-    if count == 0 || count > slots || 44 + count * 4 > HASH_AT || HEADER + count * len > raw.len() {
+    if count == 0 || count > slots || 44 + count * 4 > ARRAY_AT || HEADER + count * len > raw.len()
+    {
         return None;
     }
     let mut h = blake3::Hasher::new();
@@ -135,7 +143,8 @@ impl Array {
             return Ok(false);
         }
         let seq = self.journal_seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let raw = encode(seq, &Entry { row, within, cells });
+        let uuid = self.meta.lock().expect("meta lock").array_uuid;
+        let raw = encode(seq, &uuid, &Entry { row, within, cells });
         let buf = AlignedBuf::from_slice(&raw[..raw.len().min(g.bytes as usize)]);
         self.journal_put(&buf, g.offset)?;
         Ok(true)
@@ -186,11 +195,12 @@ impl Array {
             return Ok(false);
         };
         let mut raw = AlignedBuf::zeroed(g.bytes as usize);
+        let uuid = self.meta.lock().expect("meta lock").array_uuid;
         let mut entry = None;
         for s in &self.slots {
             if let Some(d) = s.usable() {
                 if d.member.read_at(&mut raw, g.offset).is_ok() {
-                    if let Some(e) = decode(&raw, self.slots.len()) {
+                    if let Some(e) = decode(&raw, self.slots.len(), &uuid) {
                         entry = Some(e);
                         break;
                     }

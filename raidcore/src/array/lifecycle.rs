@@ -286,6 +286,14 @@ impl Array {
                 e.context(format!("clearing the checksum area of {}", path.display()))
             })?;
         }
+        if let Some(g) = self.journal {
+            // An empty journal: an entry the device kept from before (it failed in the middle of
+            // a journaled write, or comes from another array) must never be replayed here.
+            member
+                .write_zeroes(g.offset, 4096)
+                .and_then(|()| member.flush())
+                .map_err(|e| e.context(format!("clearing the journal of {}", path.display())))?;
+        }
         let wear = WearRecord {
             endurance_bytes: endurance,
             ..WearRecord::default()

@@ -1196,7 +1196,6 @@ fn error_counters_never_overflow_the_superblock() {
 /// after the member was re-added, rebuilt and the row rewritten and flushed: flushed data
 /// reverted. A joining device now starts with an empty journal, and entries name their array.
 #[test]
-#[ignore = "bug 3: the stale entry is replayed (fixed in the next commit)"]
 fn journal_entry_left_on_a_failed_member_is_never_replayed_after_it_returns() {
     let p = params(Level::Raid6, 5, 4096);
     let (a, faults) = make(&p, 3 << 20);
@@ -1221,7 +1220,10 @@ fn journal_entry_left_on_a_failed_member_is_never_replayed_after_it_returns() {
     a.write(&vec![0x33u8; row_bytes], 0).unwrap();
     a.flush().unwrap();
     // A later writable open replays whatever journal entry it finds.
-    assert!(!a.journal_replay().unwrap(), "no entry may be left to replay");
+    assert!(
+        !a.journal_replay().unwrap(),
+        "no entry may be left to replay"
+    );
     let mut got = vec![0u8; row_bytes];
     a.read(&mut got, 0).unwrap();
     assert!(got.iter().all(|&b| b == 0x33), "flushed data reverted");
