@@ -283,6 +283,23 @@ impl Layout {
     pub fn chunk(&self) -> u64 {
         self.chunk
     }
+    /// For mirror levels: which (logical chunk, copy) the cell (slot, row) of an array with
+    /// `rows` rows holds, if any.
+    pub fn mirror_chunk_at(&self, rows: u64, slot: usize, row: u64) -> Option<(u64, usize)> {
+        let (c, k) = match self.level() {
+            Level::Raid1 => (row, slot),
+            Level::Raid10 => {
+                let x = row * self.members() as u64 + slot as u64;
+                (
+                    x / self.copies() as u64,
+                    (x % self.copies() as u64) as usize,
+                )
+            }
+            _ => return None,
+        };
+        (c < self.logical_chunks(rows)).then_some((c, k))
+    }
+
     pub fn copies(&self) -> usize {
         self.copies
     }

@@ -18,6 +18,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
 
+/// Read errors a slot's member may have since the array was opened before it is failed (each
+/// is repaired from redundancy and rewritten; md allows 20 corrected read errors).
+pub const READ_ERROR_LIMIT: u64 = 20;
+
 /// Bytes of member I/O in one row from which its members are driven on parallel threads.
 const PARALLEL_FROM: usize = 128 << 10;
 
@@ -188,18 +192,41 @@ impl Array {
         d.member.read_at(buf, off).map_err(|e| {
             d.read_errors.fetch_add(1, Ordering::Relaxed);
             let e = e.context(format!("slot {slot}"));
-            // Failing the device is best effort here; the caller reconstructs or reports.
+            // As md does: a slot's member stays in after a read error (the caller rebuilds
+            // the range from redundancy and rewrites it, which remaps a bad sector on an SSD;
+            // a member that cannot take the rewrite is failed then). Past
+            // READ_ERROR_LIMIT errors since open it is failed. A target is failed at once.
+            // Failing is best effort here; the caller reconstructs or reports.
             let why = format!("read error at member offset {off}");
-            let _ = if self.slots[slot]
+            let member = self.slots[slot]
                 .usable()
-                .is_some_and(|u| Arc::ptr_eq(&u, &d))
-            {
-                self.fail_member(slot, &why)
-            } else {
+                .is_some_and(|u| Arc::ptr_eq(&u, &d));
+            let _ = if !member {
                 self.fail_target(slot, &why)
+            } else if d.read_errors_open.fetch_add(1, Ordering::Relaxed) + 1 > READ_ERROR_LIMIT {
+                self.fail_member(
+                    slot,
+                    &format!("{why}: more than {READ_ERROR_LIMIT} read errors"),
+                )
+            } else if !self.device_answers(&d) {
+                self.fail_member(
+                    slot,
+                    &format!("{why}, and its superblock cannot be read either"),
+                )
+            } else {
+                Ok(())
             };
             e
         })
+    }
+
+    /// Whether a device still reads its own superblock: a read error on a device that does not
+    /// is a device gone (unplugged, dead), not a bad sector.
+    fn device_answers(&self, d: &Dev) -> bool {
+        let mut probe = AlignedBuf::zeroed(4096);
+        d.member
+            .read_at(&mut probe, crate::format::SB_A_OFFSET)
+            .is_ok()
     }
 
     /// As [`Array::member_read`], then checks the blocks against their checksums: Ok(false)
@@ -355,6 +382,7 @@ impl Array {
         let first = (c % copies as u64) as usize;
         let mut last_err = None;
         let mut bad_copies = Vec::new();
+        let mut unreadable = Vec::new();
         for i in 0..copies {
             let k = (first + i) % copies;
             let (slot, row) = self.layout.mirror_cell(c, k);
@@ -364,14 +392,19 @@ impl Array {
             match self.member_read_verified(slot, out, row, within) {
                 Ok(true) => {
                     if self.writable {
-                        for &(s, r) in &bad_copies {
+                        // Copies that failed their checksums or could not be read are
+                        // rewritten from the good one (an SSD remaps a bad sector on write).
+                        for &(s, r) in bad_copies.iter().chain(&unreadable) {
                             self.member_write(s, out, r, within, WriteKind::Data)?;
                         }
                     }
                     return Ok(());
                 }
                 Ok(false) => bad_copies.push((slot, row)),
-                Err(e) => last_err = Some(e),
+                Err(e) => {
+                    unreadable.push((slot, row));
+                    last_err = Some(e);
+                }
             }
         }
         if let Some(&(slot, row)) = bad_copies.first() {
@@ -536,11 +569,12 @@ impl Array {
                 }
                 match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
                     Ok(true) => {}
-                    Ok(false) => {
+                    // A block failing its checksum, or unreadable: rebuilt from the others
+                    // and rewritten below.
+                    Ok(false) | Err(_) => {
                         bad.push(i);
                         continue 'retry;
                     }
-                    Err(_) => continue 'retry,
                 }
             }
             if !missing.is_empty() {
@@ -573,6 +607,51 @@ impl Array {
             }
             return Ok(bufs);
         }
+    }
+
+    /// Reads rows `rows` of `slot`'s member into `buf` (whole chunks), where the member
+    /// cannot be read rebuilding the cells from redundancy, a row at a time, and rewriting
+    /// them on the member (which remaps a bad sector on an SSD). The caller holds the rows'
+    /// lock. Used by jobs that read a member's rows in bulk (replace, scrub --repair).
+    pub(crate) fn read_rows_or_rebuild(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        rows: Range<u64>,
+    ) -> Result<()> {
+        if self.member_read(slot, buf, rows.start, 0).is_ok() {
+            return Ok(());
+        }
+        let c = self.layout.chunk();
+        for (k, row) in rows.enumerate() {
+            let cell = &mut buf[k * c as usize..(k + 1) * c as usize];
+            if self.member_read(slot, cell, row, 0).is_ok() {
+                continue;
+            }
+            match self.layout.redundancy() {
+                Redundancy::Parity { parity } => {
+                    let i = self
+                        .row_slots(row, parity)
+                        .iter()
+                        .position(|&s| s == slot)
+                        .expect("every slot is in every row");
+                    let bufs = self.reconstruct_span(row, parity, 0..c, &[i])?;
+                    cell.copy_from_slice(&bufs[i]);
+                }
+                Redundancy::Mirror { copies } => {
+                    let Some((chunk, _)) = self.layout.mirror_chunk_at(self.data_rows, slot, row)
+                    else {
+                        cell.fill(0); // a cell no chunk uses
+                        continue;
+                    };
+                    self.read_mirror_chunk(chunk, copies, cell, 0)?;
+                    if self.writable {
+                        self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes `data` at logical `offset`.
@@ -899,12 +978,11 @@ impl Array {
                 };
                 match res {
                     Ok(p) => p,
-                    Err(e) if e.kind() == ErrorKind::Checksum => {
-                        verify_all = true;
-                        continue;
-                    }
+                    // A block failing its checksum or unreadable: the next attempt rebuilds
+                    // the span from redundancy (and rewrites the bad blocks) first.
                     Err(_) => {
                         self.check_alive()?;
+                        verify_all = true;
                         continue;
                     }
                 }

@@ -98,6 +98,8 @@ pub struct Dev {
     pub(crate) wear_base: Mutex<WearRecord>,
     pub(crate) written: [AtomicU64; 4],
     pub(crate) read_errors: AtomicU64,
+    /// Read errors since the array was opened (the limit before a member is failed).
+    pub(crate) read_errors_open: AtomicU64,
     pub(crate) write_errors: AtomicU64,
     /// Blocks that read back different from their checksum (counted once per repair).
     pub(crate) csum_errors: AtomicU64,
@@ -121,6 +123,7 @@ impl Dev {
             wear_base: Mutex::new(wear_base),
             written: Default::default(),
             read_errors: AtomicU64::new(0),
+            read_errors_open: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
             csum_errors: AtomicU64::new(0),
             csum: std::sync::OnceLock::new(),

@@ -1228,3 +1228,68 @@ fn journal_entry_left_on_a_failed_member_is_never_replayed_after_it_returns() {
     a.read(&mut got, 0).unwrap();
     assert!(got.iter().all(|&b| b == 0x33), "flushed data reverted");
 }
+
+/// Issue bug 8: one read error failed the whole member, so a bad sector on a survivor during
+/// a rebuild failed the array. Now a read error is repaired from redundancy and rewritten
+/// where redundancy allows, counted, and the member stays in.
+#[test]
+fn unreadable_sectors_on_a_survivor_during_a_rebuild_are_rewritten_and_the_member_stays() {
+    // RAID6 with one member being rebuilt: a survivor's bad blocks still have parity.
+    let p = params(Level::Raid6, 5, 16384);
+    let (a, faults) = make(&p, 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(8).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(4)).unwrap();
+    for row in [1u64, 7, 20] {
+        faults[1].bad_block(a.cell_offset(row, 4096));
+    }
+    let m = a.take_failed(&PathBuf::from("m4")).unwrap();
+    a.add(m, &PathBuf::from("m4"), None, true).unwrap();
+    let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
+    assert!(a.slots[1].usable().is_some(), "the survivor stays in");
+    assert_eq!(faults[1].bad_blocks(), 0, "its bad blocks were rewritten");
+    assert!(
+        a.slots[1]
+            .usable()
+            .unwrap()
+            .read_errors
+            .load(Ordering::Relaxed)
+            >= 3
+    );
+    assert_eq!(reps.iter().map(|r| r.unrecoverable_blocks).sum::<u64>(), 0);
+    let mut got = vec![0u8; model.len()];
+    a.read(&mut got, 0).unwrap();
+    assert!(got == model, "the array reads back");
+    assert_consistent(&a);
+
+    // RAID5 being rebuilt: a survivor's bad block has no redundancy left. The rebuild still
+    // completes and the member stays in; the block reads as an error, never as wrong data.
+    let p = params(Level::Raid5, 4, 16384);
+    let (a, faults) = make(&p, 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(9).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    faults[0].bad_block(a.cell_offset(5, 0));
+    let m = a.take_failed(&PathBuf::from("m3")).unwrap();
+    a.add(m, &PathBuf::from("m3"), None, true).unwrap();
+    let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
+    assert!(a.slots[0].usable().is_some(), "the survivor stays in");
+    assert_eq!(reps.iter().map(|r| r.unrecoverable_blocks).sum::<u64>(), 1);
+    // Every block of the array reads back as written, except the two that shared the lost
+    // column (the survivor's and the rebuilt one), which read as errors.
+    let mut errors = 0;
+    for (i, want) in model.chunks(4096).enumerate() {
+        let mut got = vec![0u8; 4096];
+        match a.read(&mut got, i as u64 * 4096) {
+            Ok(()) => assert!(got == want, "block {i} reads wrong data"),
+            Err(_) => errors += 1,
+        }
+    }
+    assert_eq!(errors, 2);
+}

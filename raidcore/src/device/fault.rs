@@ -1,5 +1,6 @@
-//! Fault-injecting member wrapper for tests: EIO after N operations, or at once, and bit flips
-//! on reads of chosen offsets.
+//! Fault-injecting member wrapper for tests: EIO after N operations, or at once, unreadable
+//! ranges (bad sectors, healed when rewritten, as an SSD remaps them), and bit flips on reads of
+//! chosen offsets.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,8 @@ pub struct FaultMember {
     ops: AtomicU64,
     fail_after: AtomicU64,
     flips: Mutex<Vec<u64>>,
+    /// Unreadable 4 KiB blocks (byte offsets).
+    bad_blocks: Mutex<Vec<u64>>,
 }
 
 impl FaultMember {
@@ -23,6 +26,7 @@ impl FaultMember {
             ops: AtomicU64::new(0),
             fail_after: AtomicU64::new(u64::MAX),
             flips: Mutex::new(Vec::new()),
+            bad_blocks: Mutex::new(Vec::new()),
         }
     }
 
@@ -35,6 +39,19 @@ impl FaultMember {
     /// Stops injecting I/O errors.
     pub fn heal(&self) {
         self.fail_after.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    /// Reads touching the 4 KiB block at `offset` fail with EIO until the block is written.
+    pub fn bad_block(&self, offset: u64) {
+        self.bad_blocks
+            .lock()
+            .expect("lock")
+            .push(offset / 4096 * 4096);
+    }
+
+    /// Unreadable blocks left (not yet rewritten).
+    pub fn bad_blocks(&self) -> usize {
+        self.bad_blocks.lock().expect("lock").len()
     }
 
     /// Reads covering byte `offset` return it with its lowest bit flipped.
@@ -68,6 +85,21 @@ impl Member for FaultMember {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.tick("read", offset)?;
+        let end = offset + buf.len() as u64;
+        if let Some(&b) = self
+            .bad_blocks
+            .lock()
+            .expect("lock")
+            .iter()
+            .find(|&&b| b < end && offset < b + 4096)
+        {
+            return Err(Error::io(
+                io::Error::from_raw_os_error(libc::EIO),
+                "read",
+                &self.describe(),
+                b,
+            ));
+        }
         self.inner.read_at(buf, offset)?;
         for &f in self.flips.lock().expect("lock").iter() {
             if f >= offset && f < offset + buf.len() as u64 {
@@ -79,7 +111,13 @@ impl Member for FaultMember {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.tick("write", offset)?;
-        self.inner.write_at(buf, offset)
+        self.inner.write_at(buf, offset)?;
+        let end = offset + buf.len() as u64;
+        self.bad_blocks
+            .lock()
+            .expect("lock")
+            .retain(|&b| !(b >= offset && b + 4096 <= end));
+        Ok(())
     }
 
     fn flush(&self) -> Result<()> {

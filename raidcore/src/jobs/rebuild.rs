@@ -421,18 +421,35 @@ fn fill_batch(
     match layout.redundancy() {
         Redundancy::Parity { parity } => {
             // One sequential read per survivor for the whole batch, all survivors at once.
-            let read_one = |slot: usize, buf: &mut AlignedBuf| -> Option<Vec<usize>> {
-                // A member failing now is recovered below if tolerated.
-                if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
-                    return None;
-                }
-                let bad = array
-                    .source(slot, r0)
-                    .map(|d| array.csum_mismatches(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]))
-                    .unwrap_or_default();
-                Some(bad)
-            };
-            let read: Vec<Option<Vec<usize>>> = if crate::sim::sched::is_actor() {
+            // Per survivor: the blocks failing their checksums and the blocks it could not read
+            // (block indices in the batch); None when the member is gone.
+            let read_one =
+                |slot: usize, buf: &mut AlignedBuf| -> Option<(Vec<usize>, Vec<usize>)> {
+                    let mut unreadable = Vec::new();
+                    if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
+                        // A few bad sectors must not cost the member: read block by block and
+                        // treat the unreadable ones like blocks failing their checksums (rebuilt
+                        // from the others where parity allows, and rewritten).
+                        const B: usize = crate::array::csum::BLOCK as usize;
+                        let per_row = c / B;
+                        for blk in 0..b * c / B {
+                            let (row, within) = (r0 + (blk / per_row) as u64, (blk % per_row) * B);
+                            // None when failed now (dead, or past its error limit).
+                            array.source(slot, row)?;
+                            let dst = &mut buf[blk * B..(blk + 1) * B];
+                            if array.member_read(slot, dst, row, within as u64).is_err() {
+                                dst.fill(0);
+                                unreadable.push(blk);
+                            }
+                        }
+                    }
+                    let d = array.source(slot, r0)?;
+                    let mut bad =
+                        array.csum_mismatches(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]);
+                    bad.retain(|x| unreadable.binary_search(x).is_err());
+                    Some((bad, unreadable))
+                };
+            let read: Vec<Option<(Vec<usize>, Vec<usize>)>> = if crate::sim::sched::is_actor() {
                 // In the simulator, on the actor's thread, where the scheduler sees it.
                 ins.iter_mut()
                     .zip(&lost)
@@ -506,7 +523,16 @@ fn fill_batch(
             let bad: Vec<(usize, usize)> = read
                 .iter()
                 .enumerate()
-                .flat_map(|(slot, x)| x.iter().flatten().map(move |&blk| (slot, blk)))
+                .flat_map(|(slot, x)| {
+                    x.iter()
+                        .flat_map(|(b, u)| b.iter().chain(u))
+                        .map(move |&blk| (slot, blk))
+                })
+                .collect();
+            let unreadable: Vec<(usize, usize)> = read
+                .iter()
+                .enumerate()
+                .flat_map(|(slot, x)| x.iter().flat_map(|(_, u)| u).map(move |&blk| (slot, blk)))
                 .collect();
             if !bad.is_empty() {
                 fix_bad_blocks(
@@ -515,7 +541,7 @@ fn fill_batch(
                     parity,
                     &ok,
                     &target_of,
-                    &bad,
+                    (&bad, &unreadable),
                     ins,
                     outs,
                     &mut damage,
@@ -580,6 +606,10 @@ fn fill_batch(
     Ok(damage)
 }
 
+/// (slot, block in the batch) of survivor blocks to rebuild: all bad ones (failing their
+/// checksums or unreadable), and the unreadable ones among them.
+type BadBlocks<'a> = (&'a [(usize, usize)], &'a [(usize, usize)]);
+
 /// Rebuilds the block columns where survivors' blocks failed their checksums: the bad blocks
 /// count as missing too; when parity covers them the targets get the right data and the
 /// survivors are repaired, otherwise the targets' blocks are poisoned.
@@ -590,7 +620,7 @@ fn fix_bad_blocks(
     parity: usize,
     ok: &[bool],
     target_of: &[Option<usize>],
-    bad: &[(usize, usize)],
+    (bad, unreadable): BadBlocks<'_>,
     ins: &[AlignedBuf],
     outs: &mut [AlignedBuf],
     damage: &mut Damage,
@@ -601,6 +631,9 @@ fn fix_bad_blocks(
     let mut cols: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
     for &(slot, blk) in bad {
         cols.entry(blk).or_default().push(slot);
+        if unreadable.contains(&(slot, blk)) {
+            continue; // counted as a read error already
+        }
         if let Some(d) = array.source(slot, r0 + (blk / per_row) as u64) {
             d.csum_errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -703,7 +736,16 @@ fn replace_pass(
             return Ok(pass.report);
         }
         let len = (r1 - r0) as usize * c;
-        if array.member_read(slot, &mut buf[..len], r0, 0).is_err() {
+        let read = if array.slot_usable(slot) {
+            // Unreadable blocks on the source are rebuilt from redundancy (and rewritten).
+            array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)
+        } else {
+            Err(crate::Error::new(
+                crate::ErrorKind::Io,
+                "source member failed",
+            ))
+        };
+        if read.is_err() && !array.slot_usable(slot) {
             // The member is failed now: the replace becomes a rebuild (the next pass).
             drop(guard);
             array.replace_source_lost(slot)?;
@@ -711,6 +753,9 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
+        // Blocks neither the member nor redundancy can give: the replace stops with the error
+        // and the old member keeps serving.
+        read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
         let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
@@ -764,17 +809,5 @@ fn mirror_inverse(
     slot: usize,
     row: u64,
 ) -> Option<(u64, usize)> {
-    let chunks = layout.logical_chunks(rows);
-    let (c, k) = match layout.level() {
-        Level::Raid1 => (row, slot),
-        Level::Raid10 => {
-            let x = row * layout.members() as u64 + slot as u64;
-            (
-                x / layout.copies() as u64,
-                (x % layout.copies() as u64) as usize,
-            )
-        }
-        _ => return None,
-    };
-    (c < chunks).then_some((c, k))
+    layout.mirror_chunk_at(rows, slot, row)
 }

@@ -314,7 +314,13 @@ type Pool = crate::sync::Mutex<Vec<AlignedBuf>>;
 
 /// Reads member rows `rows` of one slot. None when its device is unavailable for the whole
 /// batch; Err when the read failed (the member is failed by then).
-fn read_one(array: &Array, slot: usize, rows: Range<u64>, pool: &Pool) -> Result<Option<Cells>> {
+fn read_one(
+    array: &Array,
+    slot: usize,
+    rows: Range<u64>,
+    pool: &Pool,
+    heal: bool,
+) -> Result<Option<Cells>> {
     let len = ((rows.end - rows.start) * array.layout().chunk()) as usize;
     let (Some(a), Some(b)) = (
         array.source(slot, rows.start),
@@ -331,7 +337,14 @@ fn read_one(array: &Array, slot: usize, rows: Range<u64>, pool: &Pool) -> Result
         .pop()
         .filter(|b| b.len() >= len)
         .unwrap_or_else(|| AlignedBuf::zeroed(len));
-    if let Err(e) = array.member_read(slot, &mut buf[..len], rows.start, 0) {
+    let read = if heal {
+        // Resync and scrub --repair: unreadable blocks are rebuilt from redundancy and
+        // rewritten, then checked like the rest.
+        array.read_rows_or_rebuild(slot, &mut buf[..len], rows.clone())
+    } else {
+        array.member_read(slot, &mut buf[..len], rows.start, 0)
+    };
+    if let Err(e) = read {
         pool.lock().expect("pool lock").push(buf);
         return Err(e);
     }
@@ -404,6 +417,7 @@ fn run_rows<'a>(
     let mut rate = RateLimit::new(opts.max_rate);
     let pool = Pool::default();
     let verify = matches!(mode, Mode::Scrub { .. });
+    let heal = array.is_writable() && matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
     let stop = || {
         opts.stop
             .as_ref()
@@ -427,7 +441,7 @@ fn run_rows<'a>(
             // never idle while its blocks are hashed.
             sc.spawn(move || {
                 for rr in crx {
-                    let r = read_one(array, slot, rr.clone(), pool);
+                    let r = read_one(array, slot, rr.clone(), pool, heal);
                     if htx.send((rr, r)).is_err() {
                         break;
                     }
@@ -462,7 +476,7 @@ fn run_rows<'a>(
             if inline {
                 let raw: BatchCells = (0..layout.members())
                     .map(|slot| {
-                        let mut r = read_one(array, slot, p.read_rows.clone(), pool);
+                        let mut r = read_one(array, slot, p.read_rows.clone(), pool, heal);
                         if verify {
                             if let Ok(Some(cl)) = &mut r {
                                 hash_cell(array, slot, &p.read_rows, cl);

@@ -172,15 +172,19 @@ impl Member for SimMember {
             return Ok(()); // the power is gone: nothing reaches the media
         }
         let end = offset + buf.len() as u64;
-        // A written range reads again (the drive remapped the sectors).
-        let mut healed = Vec::new();
+        // Written 4 KiB blocks read again (the drive remapped the sectors).
+        let mut left = Vec::new();
         for r in std::mem::take(&mut st.faults.bad_reads) {
-            if r.start >= offset && r.end <= end {
-                continue;
+            let mut b = r.start / 4096 * 4096;
+            while b < r.end {
+                let blk = b..b + 4096;
+                if !(blk.start >= offset && blk.end <= end) {
+                    left.push(blk.start.max(r.start)..blk.end.min(r.end));
+                }
+                b += 4096;
             }
-            healed.push(r);
         }
-        st.faults.bad_reads = healed;
+        st.faults.bad_reads = left;
         if let Some(d) = debug_offset() {
             if d >= offset && d < end {
                 eprintln!(
