@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::RateLimit;
 use crate::array::csum::{self, Digest, Expect, BLOCK};
 use crate::array::health::ScrubRecord;
-use crate::array::{now_secs, Array, WriteKind};
+use crate::array::{now_secs, Array, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
@@ -367,10 +367,26 @@ struct Plan {
 fn plan(array: &Array, rows: Range<u64>) -> Plan {
     let l = array.layout();
     match l.redundancy() {
-        Redundancy::Parity { .. } => Plan {
-            read_rows: rows.clone(),
-            rows,
-        },
+        Redundancy::Parity { .. } => {
+            // A batch never straddles a rebuild target's checkpoint: `read_one` reads a slot
+            // only when one device holds all of the batch's rows, so a straddling batch would
+            // treat the rows the target already holds as degraded (resync then skips their
+            // parity and their target's checksums, and a torn full-row write stays torn).
+            // The checkpoints do not move during the job (one job at a time).
+            let end = (0..l.members())
+                .filter(|&s| !array.slot_usable(s))
+                .filter_map(|s| array.slot_target(s))
+                .filter(|t| t.kind == TargetKind::Rebuild)
+                .map(|t| t.checkpoint.load(Ordering::Acquire))
+                .filter(|&cp| rows.start < cp && cp < rows.end)
+                .min()
+                .unwrap_or(rows.end);
+            let rows = rows.start..end;
+            Plan {
+                read_rows: rows.clone(),
+                rows,
+            }
+        }
         Redundancy::Mirror { .. } => {
             // The chunks whose first copy sits in these rows; their later copies may sit in
             // the next row, which is read and locked too (a job's batches may overlap).

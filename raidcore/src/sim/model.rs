@@ -100,6 +100,18 @@ impl Model {
         }
     }
 
+    /// A FUA write at `off` completed, its flush having begun at `seq0`: the write itself and
+    /// the writes completed before that flush began are durable.
+    pub fn flush_end_with(&mut self, seq0: u32, off: u64, len: usize) {
+        self.flush_end(seq0);
+        for b in off as usize..off as usize + len {
+            if self.unsure[b] && self.inflight[b] == 0 && !self.unknown[b] {
+                self.durable[b] = self.acked[b];
+                self.unsure[b] = false;
+            }
+        }
+    }
+
     /// A read of `got` at `off` while the power is on.
     pub fn check_read(&mut self, off: u64, got: &[u8]) -> Result<(), String> {
         let o = off as usize;

@@ -503,19 +503,25 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                     .lock()
                     .expect("model lock")
                     .begin_write(off, data.len());
-                let seq0 = w.model.lock().expect("model lock").flush_begin();
-                let res = a
-                    .write(&data, off)
-                    .and_then(|()| if fua { a.flush() } else { Ok(()) });
+                // Writes completed before the FUA write's flush began (taken when it begins:
+                // other clients' writes that complete while it runs are not covered).
+                let mut flush_seq = None;
+                let res = a.write(&data, off).and_then(|()| {
+                    if fua {
+                        flush_seq = Some(w.model.lock().expect("model lock").flush_begin());
+                        a.flush()
+                    } else {
+                        Ok(())
+                    }
+                });
                 let cut = cut_now(w, sched);
                 let ok = res.is_ok() && !cut;
                 {
                     let mut m = w.model.lock().expect("model lock");
                     m.end_write(off, &data, ok);
-                    if ok && fua {
-                        let s = m.flush_begin();
-                        // A FUA write is durable with everything completed before it.
-                        m.flush_end(s.max(seq0));
+                    if let (true, Some(s)) = (ok, flush_seq) {
+                        // A FUA write is durable, with everything completed before its flush.
+                        m.flush_end_with(s, off, data.len());
                     }
                 }
                 w.note(
