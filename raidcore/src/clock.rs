@@ -25,6 +25,15 @@ impl Instant {
         Instant::now().0.saturating_sub(self.0)
     }
 
+    /// Nanoseconds since the clock's start (for atomics).
+    pub fn nanos(&self) -> u64 {
+        self.0.as_nanos() as u64
+    }
+
+    pub fn from_nanos(n: u64) -> Instant {
+        Instant(Duration::from_nanos(n))
+    }
+
     pub fn duration_since(&self, earlier: Instant) -> Duration {
         self.0.saturating_sub(earlier.0)
     }

@@ -7,7 +7,7 @@
 //! extension record [`BITMAP_TAG`] (offset, bytes, rows per region).
 
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Instant;
@@ -97,15 +97,35 @@ impl BitmapGeometry {
 pub(crate) struct Bitmap {
     pub(crate) geo: BitmapGeometry,
     state: Mutex<State>,
+    activity: Vec<Activity>,
 }
 
 struct State {
     /// Bits as they are on the members.
     bits: Vec<u8>,
-    /// When the last write into each region completed.
-    last_write: Vec<Option<Instant>>,
-    /// Writes in flight into each region.
-    inflight: Vec<u32>,
+}
+
+/// A region's write activity, updated without the bitmap lock when a write completes.
+#[derive(Default)]
+struct Activity {
+    /// When the last write into the region started or completed (clock nanoseconds + 1; 0:
+    /// never).
+    last_write: AtomicU64,
+    /// Writes in flight into the region.
+    inflight: AtomicU32,
+}
+
+impl Activity {
+    fn touch(&self, now: Instant) {
+        self.last_write.store(now.nanos() + 1, Ordering::Release);
+    }
+
+    fn last(&self) -> Option<Instant> {
+        match self.last_write.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Instant::from_nanos(n - 1)),
+        }
+    }
 }
 
 /// Writes in flight into some regions: they count until this is dropped (when the write
@@ -117,11 +137,12 @@ pub(crate) struct BitmapHold<'a> {
 
 impl Drop for BitmapHold<'_> {
     fn drop(&mut self) {
-        let mut st = self.bm.state.lock().unwrap_or_else(|e| e.into_inner());
+        // No lock: the clear reads the count after the time (release, then acquire).
         let now = Instant::now();
         for r in self.regions.clone() {
-            st.inflight[r as usize] -= 1;
-            st.last_write[r as usize] = Some(now);
+            let a = &self.bm.activity[r as usize];
+            a.touch(now);
+            a.inflight.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -130,11 +151,8 @@ impl Bitmap {
     pub(crate) fn new(geo: BitmapGeometry, regions: u64, bits: Vec<u8>) -> Bitmap {
         Bitmap {
             geo,
-            state: Mutex::new(State {
-                bits,
-                last_write: vec![None; regions as usize],
-                inflight: vec![0; regions as usize],
-            }),
+            state: Mutex::new(State { bits }),
+            activity: (0..regions).map(|_| Activity::default()).collect(),
         }
     }
 
@@ -150,7 +168,7 @@ impl Bitmap {
     /// Regions whose bit is set.
     pub(crate) fn dirty_regions(&self) -> Vec<u64> {
         let st = self.state.lock().expect("bitmap lock");
-        (0..st.last_write.len() as u64)
+        (0..self.activity.len() as u64)
             .filter(|&r| st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0)
             .collect()
     }
@@ -191,13 +209,15 @@ impl Array {
         let first = rows.start / bm.geo.region_rows;
         let mut st = bm.state.lock().expect("bitmap lock");
         let last = (rows.end.saturating_sub(1) / bm.geo.region_rows)
-            .min(st.last_write.len() as u64 - 1)
+            .min(bm.activity.len() as u64 - 1)
             .max(first);
         let now = Instant::now();
         let mut changed = false;
         for r in first..=last {
-            st.last_write[r as usize] = Some(now);
-            st.inflight[r as usize] += 1;
+            bm.activity[r as usize].touch(now);
+            bm.activity[r as usize]
+                .inflight
+                .fetch_add(1, Ordering::AcqRel);
         }
         // Counted before the bits are written: a hold dropped on an error below uncounts.
         let hold = BitmapHold {
@@ -232,9 +252,13 @@ impl Array {
         };
         let mut st = bm.state.lock().expect("bitmap lock");
         let mut changed = false;
-        for r in 0..st.last_write.len() {
-            let durable = st.inflight[r] == 0 && st.last_write[r].is_none_or(|t| t < flush_start);
-            let idle = all || st.last_write[r].is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
+        for r in 0..bm.activity.len() {
+            // Marks happen under the lock held here; a completing write only lowers the count.
+            let a = &bm.activity[r];
+            let inflight = a.inflight.load(Ordering::Acquire);
+            let last = a.last();
+            let durable = inflight == 0 && last.is_none_or(|t| t < flush_start);
+            let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
             let (byte, bit) = (r / 8, 1u8 << (r % 8));
             if durable && idle && st.bits[byte] & bit != 0 {
                 st.bits[byte] &= !bit;
