@@ -25,6 +25,13 @@ struct State {
     pending: Vec<(u64, Vec<u8>)>,
 }
 
+/// A flush: every pending (unflushed) write reaches the durable image, in order.
+pub(crate) fn make_durable(durable: &mut [u8], pending: &mut Vec<(u64, Vec<u8>)>) {
+    for (off, data) in pending.drain(..) {
+        durable[off as usize..off as usize + data.len()].copy_from_slice(&data);
+    }
+}
+
 /// A member with a live and a durable image.
 pub struct CrashMember {
     state: Mutex<State>,
@@ -134,9 +141,7 @@ impl Member for CrashMember {
         let State {
             durable, pending, ..
         } = &mut *st;
-        for (off, data) in pending.drain(..) {
-            durable[off as usize..off as usize + data.len()].copy_from_slice(&data);
-        }
+        make_durable(durable, pending);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! ([`CrashMember`]); plus device probing (size, signatures of file systems and other arrays,
 //! mounts and other users). Knows nothing about RAID.
 
-mod crash;
+pub(crate) mod crash;
 mod fault;
 mod file;
 mod memory;

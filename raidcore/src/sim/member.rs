@@ -212,9 +212,7 @@ impl Member for SimMember {
         let State {
             durable, pending, ..
         } = &mut *st;
-        for (off, data) in pending.drain(..) {
-            durable[off as usize..off as usize + data.len()].copy_from_slice(&data);
-        }
+        crate::device::crash::make_durable(durable, pending);
         Ok(())
     }
 

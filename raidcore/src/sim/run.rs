@@ -529,7 +529,7 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                     format!(
                         "client{k} write{} {len} at {off}: {:?}",
                         if fua { "+fua" } else { "" },
-                        res.as_ref().err().map(|e| e.to_string())
+                        err_of(&res)
                     ),
                 );
                 if let Err(e) = res {
@@ -548,10 +548,7 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                 let cut = cut_now(w, sched);
                 w.note(
                     sched,
-                    format!(
-                        "client{k} read {len} at {off}: {:?}",
-                        res.as_ref().err().map(|e| e.to_string())
-                    ),
+                    format!("client{k} read {len} at {off}: {:?}", err_of(&res)),
                 );
                 match res {
                     Ok(()) if !cut => w.model.lock().expect("model lock").check_read(off, &got),
@@ -570,13 +567,7 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                 let seq0 = w.model.lock().expect("model lock").flush_begin();
                 let res = a.flush();
                 let cut = cut_now(w, sched);
-                w.note(
-                    sched,
-                    format!(
-                        "client{k} flush: {:?}",
-                        res.as_ref().err().map(|e| e.to_string())
-                    ),
-                );
+                w.note(sched, format!("client{k} flush: {:?}", err_of(&res)));
                 if res.is_ok() && !cut {
                     w.model.lock().expect("model lock").flush_end(seq0);
                 }
@@ -886,4 +877,9 @@ fn final_checks(
 /// Runs seeds `from..from+count`, returning the failures.
 pub fn run_many(from: u64, count: u64) -> Vec<Failure> {
     (from..from + count).filter_map(|s| run(s).err()).collect()
+}
+
+/// An operation's error, for the event log.
+fn err_of<T>(r: &crate::Result<T>) -> Option<String> {
+    r.as_ref().err().map(|e| e.to_string())
 }
