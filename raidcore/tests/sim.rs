@@ -110,12 +110,13 @@ fn resync_batch_straddling_a_rebuild_checkpoint_skipped_rows_the_target_held() {
     pass(558);
 }
 
-/// Open, found by a soak: RAID6 N=4, after the run the degraded read (slot 1 failed) returns
-/// data other than the last write while the healthy read and two scrubs passed. Not yet
-/// explained; ignored until it is fixed (run it with `cargo test -- --ignored`).
+/// Found by a soak: a RAID6 write that began healthy saw a member fail mid-way; its Q write
+/// came after the failure's superblock flush and was lost at a power cut, and the resync skipped
+/// the now degraded row (it assumed the journal covered it). The next failure rebuilt data from
+/// the stale Q. Resync now recomputes the surviving parity of a RAID6 row with one member
+/// missing from the data present.
 #[test]
-#[ignore = "open bug found by the soak: wrong data on a degraded RAID6 read"]
-fn soak_raid6_degraded_read_after_scrubs_returns_wrong_data() {
+fn resync_of_a_degraded_raid6_row_leaves_stale_q() {
     pass(239_968_249_721_195);
 }
 

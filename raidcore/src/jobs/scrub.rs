@@ -727,6 +727,68 @@ fn resync_parity_row(
         })
         .collect();
     let Some(row_cells) = row_cells else {
+        // RAID6 with one member missing: the write-hole journal only covers writes that began
+        // degraded. A write that began healthy and saw a member fail mid-way (its parity
+        // written after the failure's superblock flush) can leave the surviving parity stale
+        // after a crash, so make it agree with the data present ("data wins", as below).
+        let missing: Vec<usize> = (0..slots.len())
+            .filter(|&i| cells[slots[i]].is_none())
+            .collect();
+        if parity == 2 && missing.len() == 1 {
+            let m = missing[0];
+            let d = slots.len() - parity;
+            // The surviving parity to recompute: Q, unless Q is the missing one.
+            let other = if m == d + 1 { d } else { d + 1 };
+            let mut bufs: Vec<AlignedBuf> = slots
+                .iter()
+                .map(|&s| {
+                    let mut b = AlignedBuf::zeroed(cu);
+                    if let Some(x) = cells[s].as_ref() {
+                        b.copy_from_slice(&x.buf[(rel * c) as usize..((rel + 1) * c) as usize]);
+                    }
+                    b
+                })
+                .collect();
+            {
+                let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+                array.kernel().recover(&mut refs, parity, &[m, other])?;
+            }
+            rep.rows_checked += 1;
+            let disk = &cells[slots[other]].as_ref().expect("present").buf
+                [(rel * c) as usize..((rel + 1) * c) as usize];
+            if disk != &bufs[other][..] {
+                array.member_write(slots[other], &bufs[other], row, 0, WriteKind::Parity)?;
+                rep.bytes_written += c;
+                push(
+                    rep,
+                    Problem {
+                        row,
+                        slot: slots[other],
+                        member: member_path(array, slots[other], row),
+                        member_offset: array.cell_offset(row, 0),
+                        bytes: c,
+                        logical_offset: None,
+                        kind: if other == d { "parity" } else { "q-parity" },
+                        repaired: true,
+                        note: "parity of a degraded row recomputed from data after an unclean stop"
+                            .into(),
+                    },
+                );
+            } else if let Some(dev) = array.source(slots[other], row) {
+                array.csum_record(&dev, array.cell_offset(row, 0), disk);
+            }
+            for (i, &s) in slots.iter().enumerate() {
+                if i == m || i == other {
+                    continue;
+                }
+                if let Some(dev) = array.source(s, row) {
+                    let cell = &cells[s].as_ref().expect("present").buf
+                        [(rel * c) as usize..((rel + 1) * c) as usize];
+                    array.csum_record(&dev, array.cell_offset(row, 0), cell);
+                }
+            }
+            return Ok(());
+        }
         // Degraded: parity cannot be recomputed (the journal covers these rows), but the
         // blocks present are taken as they are, so their checksums match them again.
         for &s in slots {
