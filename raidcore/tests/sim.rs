@@ -128,3 +128,12 @@ fn resync_of_a_degraded_raid6_row_leaves_stale_q() {
 fn soak_raid6_power_cut_leaves_no_assemblable_member() {
     pass(239_968_249_722_384);
 }
+
+/// Open: seed 1520 (RAID6 N=5), a 191-byte request waited 11.4 s of virtual time, past the
+/// latency bound. Not yet explained (suspect: no queueing in the row lock manager, so a job
+/// batch waiting for rows is starved by requests while later requests wait behind the job).
+#[test]
+#[ignore = "open bug: a request waits past the latency bound"]
+fn request_waits_past_the_latency_bound_raid6() {
+    pass(1520);
+}
