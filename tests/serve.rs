@@ -92,9 +92,15 @@ fn cmd(prog: &str, args: &[&str]) -> std::process::Output {
 }
 
 fn array(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
+    array_with(dir, level, n, size, &[])
+}
+
+/// As [`array`], with more `create` flags.
+fn array_with(dir: &Path, level: &str, n: usize, size: &str, extra: &[&str]) -> Vec<String> {
     let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
     let ms = strs(&m);
     let mut args = vec!["create", "--level", level, "--size", size];
+    args.extend(extra);
     args.extend(ms.iter().map(|s| s.as_str()));
     raidctl(&args).ok();
     ms
@@ -549,11 +555,7 @@ fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
 #[test]
 fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn() {
     let dir = tempdir();
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", "5", "--chunk", "4K", "--size", "16M"];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
+    let ms = array_with(dir.path(), "5", 4, "16M", &["--chunk", "4K"]);
     let spare = dir.path().join("spare");
     sparse_file(&spare, 16 << 20);
     let spare = spare.display().to_string();
@@ -602,13 +604,7 @@ fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn()
 fn raid10_rebuild_under_nbd_writes_then_the_other_copies_fail() {
     for (copies, others) in [("2", vec!["0"]), ("3", vec!["0", "2"])] {
         let dir = tempdir();
-        let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-        let ms = strs(&m);
-        let mut args = vec![
-            "create", "--level", "10", "--copies", copies, "--size", "32M",
-        ];
-        args.extend(ms.iter().map(|s| s.as_str()));
-        raidctl(&args).ok();
+        let ms = array_with(dir.path(), "10", 4, "32M", &["--copies", copies]);
         let spare = dir.path().join("spare");
         sparse_file(&spare, 32 << 20);
         let spare = spare.display().to_string();
@@ -673,11 +669,7 @@ fn write_fua(s: &mut UnixStream, cookie: u64, offset: u64, data: &[u8]) -> std::
 #[test]
 fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     let dir = tempdir();
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", "5", "--size", "32M"];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
+    let ms = array(dir.path(), "5", 4, "32M");
     let size = raidctl(["status", "--json", &ms[1]]).ok().json()["size_bytes"]
         .as_u64()
         .unwrap() as usize;

@@ -4,9 +4,7 @@
 //! scheduler sees every wait and can interleave, and detect deadlocks. Outside a simulation
 //! each call is the std call plus one thread-local read. Guards are std's guards.
 
-use std::sync::{
-    LockResult, MutexGuard, PoisonError, RwLockReadGuard, RwLockWriteGuard, TryLockError,
-};
+use std::sync::{LockResult, MutexGuard, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use crate::sim::sched;
 
@@ -113,6 +111,3 @@ impl Condvar {
         self.0.notify_all()
     }
 }
-
-/// Keeps clippy's `PoisonError` import meaningful for callers that map poison away.
-pub type Poison<G> = PoisonError<G>;

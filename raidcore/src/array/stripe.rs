@@ -196,10 +196,6 @@ impl Array {
         (self.layout.chunk() * self.layout.data_per_row() as u64) as usize
     }
 
-    fn row_degraded(&self, row: u64, parity: usize) -> bool {
-        self.row_needs_journal(row, parity)
-    }
-
     /// Offers one piece of a parity-level write to the cache, under the row's write lock.
     /// Ok(true): the cache took it (held, or written out with parity from the cache). Ok(false):
     /// the caller writes it; any blocks the cache held for the row were written first.
@@ -216,7 +212,7 @@ impl Array {
         let aligned = range.start.is_multiple_of(BLOCK) && range.end.is_multiple_of(BLOCK);
         let cap = self.stripes.cap.load(Ordering::Acquire);
         let wanted = existing.is_some() || range.start == 0 || range.end == row_bytes;
-        if full || !aligned || cap == 0 || !wanted || self.row_degraded(row, parity) {
+        if full || !aligned || cap == 0 || !wanted || self.row_needs_journal(row, parity) {
             if let Some(s) = existing {
                 // A full row replaces everything held; anything else goes after it.
                 self.stripe_forget(row, parity, s, !full)?;
@@ -297,7 +293,7 @@ impl Array {
         let d_count = self.layout.data_per_row();
         let span = self.parity_span_known(st);
         match span {
-            Some(span) if !self.row_degraded(row, parity) => {
+            Some(span) if !self.row_needs_journal(row, parity) => {
                 let slots = self.row_slots(row, parity);
                 let bytes = span.start * BLOCK as usize..span.end * BLOCK as usize;
                 let data: Vec<&[u8]> = (0..d_count)

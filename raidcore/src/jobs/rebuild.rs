@@ -552,7 +552,7 @@ fn fill_batch(
             for (ti, (slot, _)) in targets.iter().enumerate() {
                 for r in r0..r1 {
                     let k = (r - r0) as usize;
-                    let Some((chunk, copy)) = mirror_inverse(layout, rows, *slot, r) else {
+                    let Some((chunk, copy)) = layout.mirror_chunk_at(rows, *slot, r) else {
                         outs[ti][k * c..(k + 1) * c].fill(0); // a cell no chunk uses
                         continue;
                     };
@@ -800,14 +800,4 @@ pub(crate) fn refresh_replace_targets(
         }
     }
     Ok(())
-}
-
-/// For mirror levels: which (logical chunk, copy) cell (slot, row) holds, if any.
-fn mirror_inverse(
-    layout: &crate::layout::Layout,
-    rows: u64,
-    slot: usize,
-    row: u64,
-) -> Option<(u64, usize)> {
-    layout.mirror_chunk_at(rows, slot, row)
 }

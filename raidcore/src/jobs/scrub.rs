@@ -756,27 +756,14 @@ fn resync_parity_row(
             rep.rows_checked += 1;
             let disk = &cells[slots[other]].as_ref().expect("present").buf
                 [(rel * c) as usize..((rel + 1) * c) as usize];
-            if disk != &bufs[other][..] {
-                array.member_write(slots[other], &bufs[other], row, 0, WriteKind::Parity)?;
-                rep.bytes_written += c;
-                push(
-                    rep,
-                    Problem {
-                        row,
-                        slot: slots[other],
-                        member: member_path(array, slots[other], row),
-                        member_offset: array.cell_offset(row, 0),
-                        bytes: c,
-                        logical_offset: None,
-                        kind: if other == d { "parity" } else { "q-parity" },
-                        repaired: true,
-                        note: "parity of a degraded row recomputed from data after an unclean stop"
-                            .into(),
-                    },
-                );
-            } else if let Some(dev) = array.source(slots[other], row) {
-                array.csum_record(&dev, array.cell_offset(row, 0), disk);
-            }
+            settle_parity(
+                array,
+                rep,
+                (slots[other], row, other == d),
+                disk,
+                &bufs[other],
+                "parity of a degraded row recomputed from data after an unclean stop",
+            )?;
             for (i, &s) in slots.iter().enumerate() {
                 if i == m || i == other {
                     continue;
@@ -805,32 +792,55 @@ fn resync_parity_row(
     let mut q = AlignedBuf::zeroed(if parity == 2 { cu } else { 0 });
     (array.kernel().gen_pq)(&row_cells[..d], &mut p, (parity == 2).then_some(&mut q[..]));
     for (i, fresh) in [(d, &p), (d + 1, &q)].into_iter().take(parity) {
-        if row_cells[i] != &fresh[..] {
-            array.member_write(slots[i], fresh, row, 0, WriteKind::Parity)?;
-            rep.bytes_written += c;
-            push(
-                rep,
-                Problem {
-                    row,
-                    slot: slots[i],
-                    member: member_path(array, slots[i], row),
-                    member_offset: array.cell_offset(row, 0),
-                    bytes: c,
-                    logical_offset: None,
-                    kind: if i == d { "parity" } else { "q-parity" },
-                    repaired: true,
-                    note: "parity recomputed from data after an unclean stop".into(),
-                },
-            );
-        } else if let Some(dev) = array.source(slots[i], row) {
-            array.csum_record(&dev, array.cell_offset(row, 0), row_cells[i]);
-        }
+        settle_parity(
+            array,
+            rep,
+            (slots[i], row, i == d),
+            row_cells[i],
+            fresh,
+            "parity recomputed from data after an unclean stop",
+        )?;
     }
     // The data may be newer than its checksums (or the other way round): data wins.
     for i in 0..d {
         if let Some(dev) = array.source(slots[i], row) {
             array.csum_record(&dev, array.cell_offset(row, 0), row_cells[i]);
         }
+    }
+    Ok(())
+}
+
+/// Resync of one parity chunk (`slot`, `row`, whether it is P): the chunk computed from the
+/// data is written when it differs from the one on the member (a repaired problem), else the
+/// chunk's checksums are recorded again (data wins over stale entries).
+fn settle_parity(
+    array: &Array,
+    rep: &mut ScrubReport,
+    (slot, row, is_p): (usize, u64, bool),
+    on_disk: &[u8],
+    fresh: &[u8],
+    note: &str,
+) -> Result<()> {
+    if on_disk != fresh {
+        let c = fresh.len() as u64;
+        array.member_write(slot, fresh, row, 0, WriteKind::Parity)?;
+        rep.bytes_written += c;
+        push(
+            rep,
+            Problem {
+                row,
+                slot,
+                member: member_path(array, slot, row),
+                member_offset: array.cell_offset(row, 0),
+                bytes: c,
+                logical_offset: None,
+                kind: if is_p { "parity" } else { "q-parity" },
+                repaired: true,
+                note: note.into(),
+            },
+        );
+    } else if let Some(dev) = array.source(slot, row) {
+        array.csum_record(&dev, array.cell_offset(row, 0), on_disk);
     }
     Ok(())
 }
