@@ -204,10 +204,14 @@ impl Array {
                     meta.events += 1;
                 }
                 s.set_reason(Some("removed".into()));
+                // The members that stay learn of it first: a crash between the two writes must
+                // not leave the leaving member with the newest superblock (it would be the
+                // authority at assembly, and it lists itself out).
+                self.persist()?;
                 if let Some(d) = old {
                     self.release(&d, i);
                 }
-                self.persist()
+                Ok(())
             }
             Found::Target(i) => self.fail_target(i, "removed by request"),
             Found::Spare(j) => {

@@ -1293,3 +1293,32 @@ fn unreadable_sectors_on_a_survivor_during_a_rebuild_are_rewritten_and_the_membe
     }
     assert_eq!(errors, 2);
 }
+
+/// Found by a soak (seed 239968249722384 before the simulator's scheduler changed): `remove`
+/// wrote the leaving member's superblock, at the new event count and recording itself out,
+/// before the members that stay. A crash between the two left the newest superblock on a
+/// member that is no longer in the array, and no member assembled. Here the members that stay
+/// cannot take their superblocks (the crash comes first): the leaving member must not be ahead.
+#[test]
+fn remove_writes_the_members_that_stay_before_the_leaving_one() {
+    let p = params(Level::Raid5, 4, 65536);
+    let (a, faults) = make(&p, 8 << 20);
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    let events = |f: &FaultMember| match crate::format::probe(f).unwrap() {
+        crate::format::Probe::Valid(l) => l.sb.events,
+        other => panic!("no superblock: {other:?}"),
+    };
+    for f in &faults[..3] {
+        f.fail_after(0);
+    }
+    let _ = a.remove(&MemberRef::Slot(3));
+    for f in &faults[..3] {
+        f.heal();
+    }
+    let stay = faults[..3].iter().map(|f| events(f)).max().unwrap();
+    let leaving = events(&faults[3]);
+    assert!(
+        leaving <= stay,
+        "the leaving member's superblock (events {leaving}) is newer than every member that stays ({stay})"
+    );
+}

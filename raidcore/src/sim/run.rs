@@ -377,7 +377,41 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
             Err(e) => why.push(format!("{}: {e}", p.display())),
         }
     }
-    Err(format!("no member assembles the array: {}", why.join("; ")))
+    Err(format!(
+        "no member assembles the array: {}; superblocks: {}",
+        why.join("; "),
+        superblock_summary(world)
+    ))
+}
+
+/// Each member's newest superblock in one line: events and the role of every slot it lists.
+fn superblock_summary(world: &World) -> String {
+    let mut out = Vec::new();
+    for p in world.store.paths() {
+        let Some(m) = world.store.get(&p) else {
+            continue;
+        };
+        let line = match crate::format::probe(m.as_ref()) {
+            Ok(crate::format::Probe::Valid(l)) => {
+                let roles: Vec<String> =
+                    l.sb.slots
+                        .iter()
+                        .map(|e| format!("{}={:?}", e.path_hint, e.state))
+                        .collect();
+                format!(
+                    "events {} gen {} slot {} [{}]",
+                    l.sb.events,
+                    l.generation,
+                    l.sb.slot,
+                    roles.join(" ")
+                )
+            }
+            Ok(other) => format!("{other:?}"),
+            Err(e) => format!("{e}"),
+        };
+        out.push(format!("{}: {line}", p.display()));
+    }
+    out.join("; ")
 }
 
 fn epoch_run(

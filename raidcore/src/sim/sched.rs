@@ -221,29 +221,33 @@ impl Sched {
             if free {
                 st.blocked_since = None;
             } else {
-                let wake = live
-                    .iter()
-                    .filter_map(|&i| match st.actors[i].wait {
-                        Some(Wait::Until(t)) => Some(t),
-                        _ => None,
-                    })
-                    .min();
-                if let Some(t) = wake {
-                    // Everyone else waits (a sleeper may hold the lock): jump to its wake-up.
-                    st.now = t.max(st.now);
-                    continue;
-                }
-                // Every actor waits for a lock: each retries in turn, oldest attempt first.
-                // When all of them failed again since this began, nobody can release anything.
+                // Every actor that can run waits for a lock: each retries in turn, oldest
+                // attempt first (a holder may have let go since). Only when all of them failed
+                // again since this began does time jump to the next sleeper's wake-up (a sleeper
+                // may hold the lock); with no sleeper, nobody can release anything.
                 let since = *st.blocked_since.get_or_insert(steps);
                 let at = |i: usize| match st.actors[i].wait {
                     Some(Wait::Lock(a)) => a,
                     _ => u64::MAX,
                 };
-                if live.iter().all(|&i| at(i) >= since) && st.abort.is_none() {
-                    let names: Vec<String> =
-                        live.iter().map(|&i| st.actors[i].name.clone()).collect();
-                    st.abort = Some(Abort::Deadlock(names.join(", ")));
+                if live.iter().all(|&i| at(i) >= since) {
+                    let wake = live
+                        .iter()
+                        .filter_map(|&i| match st.actors[i].wait {
+                            Some(Wait::Until(t)) => Some(t),
+                            _ => None,
+                        })
+                        .min();
+                    if let Some(t) = wake {
+                        st.now = t.max(st.now);
+                        st.blocked_since = None;
+                        continue;
+                    }
+                    if st.abort.is_none() {
+                        let names: Vec<String> =
+                            live.iter().map(|&i| st.actors[i].name.clone()).collect();
+                        st.abort = Some(Abort::Deadlock(names.join(", ")));
+                    }
                 }
                 forced = live.iter().copied().min_by_key(|&i| at(i));
                 cands = live;
