@@ -24,6 +24,9 @@ pub enum ErrorKind {
     Checksum,
     /// The operation is not supported on this level or device.
     Unsupported,
+    /// The data is on the array's bad-block list: its contents were lost (a member lost in a
+    /// crash); an error rather than a guess, until the block is written again.
+    BadBlock,
 }
 
 impl ErrorKind {
@@ -38,6 +41,7 @@ impl ErrorKind {
             ErrorKind::ArrayFailed => "array failed",
             ErrorKind::Io => "I/O error",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::BadBlock => "bad block",
         }
     }
 }

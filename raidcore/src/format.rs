@@ -580,7 +580,7 @@ pub fn write_next(member: &dyn Member, sb: &Superblock, loaded: &mut (u64, u32))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::device::MemMember;
     use crate::layout::Level;

@@ -27,7 +27,7 @@ pub fn code_for(kind: ErrorKind) -> u8 {
         ErrorKind::Corrupt | ErrorKind::Mismatch => METADATA,
         ErrorKind::InUse | ErrorKind::Busy => REFUSED,
         ErrorKind::ArrayFailed => ARRAY_FAILED,
-        ErrorKind::Io | ErrorKind::Checksum => FAILURE,
+        ErrorKind::Io | ErrorKind::Checksum | ErrorKind::BadBlock => FAILURE,
     }
 }
 

@@ -433,6 +433,7 @@ impl Array {
             }
         }
 
+        let was_clean = sb0.clean;
         let array = Array::from_parts(sb0, slots, spares, opts.writable)?;
         *array.notes.lock().expect("notes lock") = notes;
         if !opts.allow_failed || opts.writable {
@@ -441,17 +442,54 @@ impl Array {
                 .map_err(|e| e.context(format!("assembling {}", path.display())))?;
         }
         if opts.writable {
-            array.settle_entries()?;
+            let lost = array.settle_entries()?;
             // A degraded partial-row write cut short by a crash is completed from its journal.
             array.journal_replay()?;
+            if !was_clean {
+                array.mark_lost_in_crash(&lost)?;
+            }
         }
         Ok(array)
     }
 
+    /// After an unclean stop, for members that were in service then and are gone now: their
+    /// data in the rows the write-intent bitmap names can only be computed from rows a write
+    /// may have cut (new data on some members, old on others), so it goes on the bad-block
+    /// list rather than be guessed (see `badblocks`).
+    fn mark_lost_in_crash(&self, lost: &[usize]) -> Result<()> {
+        if lost.is_empty()
+            || !matches!(
+                self.layout.redundancy(),
+                crate::layout::Redundancy::Parity { .. }
+            )
+        {
+            return Ok(());
+        }
+        let rows = self.dirty_rows();
+        let mut notes = Vec::new();
+        for &slot in lost {
+            let marked: u64 = rows
+                .iter()
+                .map(|r| self.mark_lost_data(slot, r.clone()))
+                .sum();
+            if marked > 0 {
+                notes.push(format!(
+                    "slot {slot} was in service at an unclean stop and is gone: {marked} blocks of its data, in rows being written then, cannot be rebuilt with certainty and read as errors until written again (bad-block list)"
+                ));
+            }
+        }
+        if notes.is_empty() {
+            return Ok(());
+        }
+        self.notes.lock().expect("notes lock").extend(notes);
+        self.persist()
+    }
+
     /// After a writable assembly: records what is missing (events bumped, so absent members are
     /// recognised as stale when they return) and refreshes the path hints.
-    fn settle_entries(&self) -> Result<()> {
+    fn settle_entries(&self) -> Result<Vec<usize>> {
         let mut changed = false;
+        let mut lost = Vec::new();
         {
             let mut meta = self.meta.lock().expect("meta lock");
             let mut bump = false;
@@ -459,6 +497,7 @@ impl Array {
             for (i, s) in self.slots.iter().enumerate() {
                 if s.usable().is_none() && meta.slots[i].state == SlotState::Active {
                     meta.slots[i].state = SlotState::Faulty;
+                    lost.push(i);
                     bump = true;
                 }
                 if matches!(meta.slots[i].state, SlotState::Rebuilding { .. })
@@ -491,6 +530,6 @@ impl Array {
         if changed {
             self.persist()?;
         }
-        Ok(())
+        Ok(lost)
     }
 }

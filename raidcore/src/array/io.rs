@@ -431,6 +431,8 @@ impl Array {
         if self.stripe_overlay(row, range, out, true) {
             return Ok(());
         }
+        let row_bytes = self.layout.chunk() * self.layout.data_per_row() as u64;
+        self.check_bad(row * row_bytes + range.start, range.end - range.start)?;
         self.read_parity_row(row, parity, range, out)?;
         self.stripe_overlay(row, range, out, false);
         Ok(())
@@ -726,6 +728,7 @@ impl Array {
                 self.stripe_evict()?;
             }
         }
+        self.rewrote(offset, data.len() as u64);
         self.maybe_persist()
     }
 
@@ -865,6 +868,9 @@ impl Array {
                 for &(s, r) in &cells {
                     self.member_write(s, &zeros, r, 0, WriteKind::Data)?;
                 }
+            }
+            if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
+                self.rewrote_rows(unit..unit + 1);
             }
             done += unit_bytes;
         }

@@ -3,6 +3,7 @@
 //! targets, and per-member accounting. Shared by many threads (`Send + Sync`); prints nothing.
 
 mod assemble;
+pub mod badblocks;
 pub mod bitmap;
 mod create;
 pub mod csum;
@@ -270,6 +271,8 @@ pub struct Array {
     pub(crate) requests: AtomicUsize,
     /// Partial-row writes held until their row is complete (parity levels).
     stripes: stripe::StripeCache,
+    /// Blocks whose contents were lost (persisted with every superblock write). A leaf lock.
+    pub(crate) bad: Mutex<badblocks::BadBlocks>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -311,6 +314,7 @@ impl Array {
         let csum_geo = csum::CsumGeometry::from_superblock(&sb);
         let unverified_dirty = !writable && !sb.clean;
         let scrub_record = health::scrub_of(&sb);
+        let bad = badblocks::BadBlocks::from_superblock(&sb, slots.len());
         let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
@@ -355,6 +359,7 @@ impl Array {
             scrub_record: Mutex::new(scrub_record),
             requests: Default::default(),
             stripes: stripe::StripeCache::new(),
+            bad: Mutex::new(bad),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
@@ -732,6 +737,8 @@ impl Array {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
         meta.write_mix = self.write_mix();
+        // Before the health records: those give way when the body grows too large, this never.
+        self.bad.lock().expect("bad-block lock").store(&mut meta);
         self.store_health(&mut meta);
         let interval = meta.history_interval;
         for d in self.live_devs() {
@@ -889,8 +896,12 @@ impl Array {
         self.write_back(None)?;
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
+        let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
         self.csum_sync_all(false)?;
         self.flush_members()?;
+        if self.bad.lock().expect("bad-block lock").settle(&rewritten) {
+            self.persist()?;
+        }
         self.bitmap_clear(start, false)
     }
 
@@ -928,8 +939,10 @@ impl Array {
         self.write_back(None)?;
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
+        let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
         self.csum_sync_all(true)?;
         self.flush_members()?;
+        self.bad.lock().expect("bad-block lock").settle(&rewritten);
         self.bitmap_clear(start, true)?;
         for s in &self.slots {
             if let Some(t) = s.target() {

@@ -13,6 +13,12 @@ pub struct Model {
     unsure: Vec<bool>,
     /// Value not known (a write failed or was cut off): the next read tells.
     unknown: Vec<bool>,
+    /// On the array's bad-block list after a crash (a member lost with it): a read must fail
+    /// until a write succeeds.
+    lost: Vec<bool>,
+    /// Was lost at some crash (the array may keep a block of it on the list after a write that
+    /// covered only part of the block).
+    was_lost: Vec<bool>,
     /// Completion number of the last write to each byte.
     last_seq: Vec<u32>,
     inflight: Vec<u16>,
@@ -36,6 +42,8 @@ impl Model {
             durable: vec![0; n],
             unsure: vec![false; n],
             unknown: vec![false; n],
+            lost: vec![false; n],
+            was_lost: vec![false; n],
             last_seq: vec![0; n],
             inflight: vec![0; n],
             seq: 0,
@@ -62,7 +70,8 @@ impl Model {
             self.last_seq[r.clone()]
                 .iter_mut()
                 .for_each(|x| *x = self.seq);
-            self.unknown[r].iter_mut().for_each(|x| *x = false);
+            self.unknown[r.clone()].iter_mut().for_each(|x| *x = false);
+            self.lost[r].iter_mut().for_each(|x| *x = false);
         } else {
             self.unknown[r].iter_mut().for_each(|x| *x = true);
         }
@@ -117,6 +126,13 @@ impl Model {
         let o = off as usize;
         for (i, &g) in got.iter().enumerate() {
             let b = o + i;
+            if self.lost[b] {
+                return Err(format!(
+                    "array byte {} (4 KiB block {}) was lost in a crash (on the bad-block list) and reads back without an error (as {g:#04x})",
+                    b,
+                    b / 4096
+                ));
+            }
             if self.unknown[b] {
                 continue;
             }
@@ -134,10 +150,24 @@ impl Model {
         Ok(())
     }
 
-    /// After a power cut and restart: `got` is the whole array as read back.
-    pub fn after_crash(&mut self, got: &[u8]) -> Result<(), String> {
+    /// Whether some byte of the range was lost at a crash: only then may the array refuse to
+    /// read it as a bad block.
+    pub fn was_lost(&self, off: u64, len: usize) -> bool {
+        self.was_lost[off as usize..off as usize + len]
+            .iter()
+            .any(|&x| x)
+    }
+
+    /// After a power cut and restart: `got` is the whole array as read back, except the 4 KiB
+    /// blocks at `bad` (on the bad-block list: any value was possible, none is known now).
+    pub fn after_crash(&mut self, got: &[u8], bad: &[u64]) -> Result<(), String> {
+        let mut is_bad = vec![false; got.len()];
+        for &o in bad {
+            let r = o as usize..(o as usize + 4096).min(got.len());
+            is_bad[r].iter_mut().for_each(|x| *x = true);
+        }
         for (b, &g) in got.iter().enumerate() {
-            if !self.unsure[b] && !self.unknown[b] && g != self.durable[b] {
+            if !is_bad[b] && !self.unsure[b] && !self.unknown[b] && g != self.durable[b] {
                 return Err(diff(
                     "after the power cut (durable data)",
                     0,
@@ -151,6 +181,10 @@ impl Model {
         self.durable.copy_from_slice(got);
         self.unsure.iter_mut().for_each(|x| *x = false);
         self.unknown.iter_mut().for_each(|x| *x = false);
+        for (w, &b) in self.was_lost.iter_mut().zip(&is_bad) {
+            *w |= b;
+        }
+        self.lost.copy_from_slice(&is_bad);
         self.inflight.iter_mut().for_each(|x| *x = 0);
         Ok(())
     }

@@ -17,6 +17,7 @@ use super::sched::{Abort, Aborted, Sched};
 use crate::array::csum::CsumAlgo;
 use crate::array::{ArrayState, AssembleOptions, CreateSpec, MemberRef};
 use crate::device::Member;
+use crate::error::ErrorKind;
 use crate::jobs::rebuild::{self, RebuildOptions};
 use crate::jobs::scrub::{self, Mode};
 use crate::layout::{f1_weights, LayoutParams, Level};
@@ -321,11 +322,12 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     world.store.insert(&p, m);
                 }
                 array = reopen(&world, sched)?;
-                let mut got = vec![0u8; array.size() as usize];
-                array
-                    .read(&mut got, 0)
-                    .map_err(|e| format!("read after restart: {e}"))?;
-                world.model.lock().expect("model lock").after_crash(&got)?;
+                let (got, bad) = read_image(&array, "read after restart")?;
+                world
+                    .model
+                    .lock()
+                    .expect("model lock")
+                    .after_crash(&got, &bad)?;
                 let rep = scrub::run(
                     &array,
                     &[0..array.rows()],
@@ -352,6 +354,55 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         Ok(cuts)
     })();
     (world, r)
+}
+
+/// Reads the whole array. Blocks on its bad-block list fail to read (that is their point):
+/// they are left zero and returned apart, after checking that each follows a crash that lost
+/// a member (the model knows which blocks a crash may have lost).
+fn read_image(a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
+    let size = a.size() as usize;
+    let mut got = vec![0u8; size];
+    match a.read(&mut got, 0) {
+        Ok(()) => return Ok((got, Vec::new())),
+        Err(e) if e.kind() == ErrorKind::BadBlock => {}
+        Err(e) => return Err(format!("{what}: {e}")),
+    }
+    let mut bad = Vec::new();
+    for off in (0..size as u64).step_by(4096) {
+        let len = 4096.min(size - off as usize);
+        let out = &mut got[off as usize..off as usize + len];
+        match a.read(out, off) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::BadBlock => {
+                out.fill(0);
+                bad.push(off);
+            }
+            Err(e) => return Err(format!("{what}: {e}")),
+        }
+    }
+    Ok((got, bad))
+}
+
+/// Checks a whole-array image from [`read_image`] against the model: bad blocks must be ones
+/// a crash lost.
+fn check_image(w: &World, got: &[u8], bad: &[u64], what: &str) -> Result<(), String> {
+    let mut m = w.model.lock().expect("model lock");
+    let mut from = 0usize;
+    for &o in bad {
+        let o = o as usize;
+        let len = 4096.min(got.len() - o);
+        if !m.was_lost(o as u64, len) {
+            return Err(format!(
+                "{what}: 4 KiB block {} is on the bad-block list, but no crash lost it",
+                o / 4096
+            ));
+        }
+        m.check_read(from as u64, &got[from..o])
+            .map_err(|e| format!("{what}: {e}"))?;
+        from = o + len;
+    }
+    m.check_read(from as u64, &got[from..])
+        .map_err(|e| format!("{what}: {e}"))
 }
 
 /// Assembles the array from the store the way `raidctl` does: name a member (a stale one is
@@ -589,6 +640,15 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                     Ok(()) => Ok(()),
                     Err(e) if cut || a.state() == ArrayState::Failed => {
                         let _ = e;
+                        Ok(())
+                    }
+                    Err(e)
+                        if e.kind() == ErrorKind::BadBlock
+                            && w.model
+                                .lock()
+                                .expect("model lock")
+                                .was_lost(off, len as usize) =>
+                    {
                         Ok(())
                     }
                     Err(e) => Err(format!(
@@ -859,11 +919,8 @@ fn final_checks(
         rebuild::run(a, &RebuildOptions::default(), &mut |_, _, _| {})
             .map_err(|e| format!("final rebuild: {e}"))?;
     }
-    let size = a.size() as usize;
-    let mut got = vec![0u8; size];
-    a.read(&mut got, 0)
-        .map_err(|e| format!("final read: {e}"))?;
-    w.model.lock().expect("model lock").check_read(0, &got)?;
+    let (got, bad) = read_image(a, "final read")?;
+    check_image(w, &got, &bad, "final read")?;
     let all = [0..a.rows()];
     let rep = scrub::run(a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {})
         .map_err(|e| format!("final scrub --repair: {e}"))?;
@@ -886,9 +943,8 @@ fn final_checks(
             rep.unrepaired()
         ));
     }
-    a.read(&mut got, 0)
-        .map_err(|e| format!("read after scrub: {e}"))?;
-    w.model.lock().expect("model lock").check_read(0, &got)?;
+    let (got, bad) = read_image(a, "read after scrub")?;
+    check_image(w, &got, &bad, "read after scrub")?;
     // Degraded: every byte must still read back with one member gone.
     if spare_tolerance(w, a) {
         let usable: Vec<usize> = (0..a.layout().members())
@@ -897,13 +953,9 @@ fn final_checks(
         let s = usable[rng.below(usable.len() as u64) as usize];
         a.fail_member(s, "final degraded check")
             .map_err(|e| e.to_string())?;
-        a.read(&mut got, 0)
-            .map_err(|e| format!("degraded read without slot {s}: {e}"))?;
-        w.model
-            .lock()
-            .expect("model lock")
-            .check_read(0, &got)
-            .map_err(|e| format!("degraded (slot {s} failed): {e}"))?;
+        let what = format!("degraded read without slot {s}");
+        let (got, bad) = read_image(a, &what)?;
+        check_image(w, &got, &bad, &what)?;
     }
     Ok(())
 }

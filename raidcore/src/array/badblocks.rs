@@ -1,0 +1,413 @@
+//! The bad-block list: 4 KiB blocks of a slot whose contents the array cannot vouch for, so
+//! reads of them fail instead of returning a guess. Kept per slot (whichever device serves it),
+//! persisted in every superblock write as a compatible extension ([`BADBLOCKS_TAG`]), and
+//! cleared block by block once a full-block write or a trim is durable (a flush).
+//!
+//! Where marks come from: an array stopped uncleanly (power cut, kill -9) with a member that was
+//! in service at the crash and is gone at assembly. Any row a write was cutting at that moment
+//! may hold new data on some members and old on others; resync would fix parity from the data,
+//! but the lost member's data in such a row can only be computed from that torn parity, which
+//! gives a mix of versions. md refuses to start such an array ("dirty degraded") unless forced;
+//! raidctl starts it and marks the lost member's data in the rows the write-intent bitmap
+//! names, and only those.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use super::csum::BLOCK;
+use super::Array;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{Extension, Superblock};
+use crate::layout::Redundancy;
+
+/// Extension tag of the bad-block list.
+pub const BADBLOCKS_TAG: u32 = 6;
+/// Compatible feature bit: the bad-block list is kept.
+pub const FEATURE_BADBLOCKS: u64 = 16;
+/// At most this many ranges are kept (the list rides in the 4 KiB superblock). Past it the two
+/// nearest ranges of a slot merge: blocks between them read as bad too (an error, never a
+/// guess).
+pub const MAX_RANGES: usize = 32;
+
+/// A run of bad blocks: `blocks` 4 KiB blocks of slot `slot`'s data area from block `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BadRange {
+    pub slot: u32,
+    pub start: u64,
+    pub blocks: u64,
+}
+
+/// The list of one array. Lock: a leaf (nothing else is taken while it is held).
+#[derive(Debug, Default)]
+pub struct BadBlocks {
+    /// Per slot, sorted disjoint block ranges: what the superblock records.
+    marked: Vec<Vec<Range<u64>>>,
+    /// Per slot, blocks rewritten since the last flush: they read normally, and leave the
+    /// list when the flush makes the rewrite durable.
+    rewritten: Vec<Vec<Range<u64>>>,
+}
+
+fn insert(list: &mut Vec<Range<u64>>, r: Range<u64>) {
+    if r.is_empty() {
+        return;
+    }
+    list.push(r);
+    list.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(list.len());
+    for r in list.drain(..) {
+        match out.last_mut() {
+            Some(l) if r.start <= l.end => l.end = l.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    *list = out;
+}
+
+fn subtract(list: &mut Vec<Range<u64>>, r: &Range<u64>) {
+    let mut out = Vec::with_capacity(list.len() + 1);
+    for x in list.drain(..) {
+        if x.end <= r.start || x.start >= r.end {
+            out.push(x);
+            continue;
+        }
+        if x.start < r.start {
+            out.push(x.start..r.start);
+        }
+        if x.end > r.end {
+            out.push(r.end..x.end);
+        }
+    }
+    *list = out;
+}
+
+fn overlap(list: &[Range<u64>], r: &Range<u64>) -> Vec<Range<u64>> {
+    list.iter()
+        .filter(|x| x.start < r.end && x.end > r.start)
+        .map(|x| x.start.max(r.start)..x.end.min(r.end))
+        .collect()
+}
+
+impl BadBlocks {
+    pub fn new(slots: usize) -> BadBlocks {
+        BadBlocks {
+            marked: vec![Vec::new(); slots],
+            rewritten: vec![Vec::new(); slots],
+        }
+    }
+
+    /// The list a superblock records (empty without the feature bit; entries naming a slot
+    /// past `slots` are dropped).
+    pub fn from_superblock(sb: &Superblock, slots: usize) -> BadBlocks {
+        let mut b = BadBlocks::new(slots);
+        for r in ranges_of(sb) {
+            if (r.slot as usize) < slots {
+                insert(&mut b.marked[r.slot as usize], r.start..r.start + r.blocks);
+            }
+        }
+        b
+    }
+
+    /// Marks blocks of a slot bad. Returns whether the list changed.
+    pub fn mark(&mut self, slot: usize, blocks: Range<u64>) -> bool {
+        let before = self.marked[slot].clone();
+        insert(&mut self.marked[slot], blocks.clone());
+        subtract(&mut self.rewritten[slot], &blocks);
+        self.cap();
+        before != self.marked[slot]
+    }
+
+    /// Blocks of a slot were written whole (or unmapped): they read normally from now on and
+    /// leave the list at the next [`BadBlocks::settle`].
+    pub fn rewritten(&mut self, slot: usize, blocks: Range<u64>) {
+        for r in overlap(&self.marked[slot], &blocks) {
+            insert(&mut self.rewritten[slot], r);
+        }
+    }
+
+    /// What has been rewritten so far: the part a flush that starts now makes durable.
+    pub fn rewritten_now(&self) -> Vec<Vec<Range<u64>>> {
+        self.rewritten.clone()
+    }
+
+    /// After a flush of every member that began at [`BadBlocks::rewritten_now`]: those
+    /// rewritten blocks leave the list. Returns whether it changed (the superblock should then
+    /// be written).
+    pub fn settle(&mut self, durable: &[Vec<Range<u64>>]) -> bool {
+        let mut changed = false;
+        for (slot, done) in durable.iter().enumerate() {
+            for r in done {
+                changed |= !overlap(&self.marked[slot], r).is_empty();
+                subtract(&mut self.marked[slot], r);
+                subtract(&mut self.rewritten[slot], r);
+            }
+        }
+        changed
+    }
+
+    /// The first bad block of a slot in `blocks`, if any (rewritten ones are not bad).
+    pub fn first_bad(&self, slot: usize, blocks: Range<u64>) -> Option<u64> {
+        let mut bad = overlap(&self.marked[slot], &blocks);
+        for w in &self.rewritten[slot] {
+            subtract(&mut bad, w);
+        }
+        bad.first().map(|r| r.start)
+    }
+
+    /// Bad blocks per slot (rewritten ones excluded).
+    pub fn count(&self, slot: usize) -> u64 {
+        let mut bad = self.marked[slot].clone();
+        for w in &self.rewritten[slot] {
+            subtract(&mut bad, w);
+        }
+        bad.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Every recorded range (as the superblock stores them).
+    pub fn ranges(&self) -> Vec<BadRange> {
+        self.marked
+            .iter()
+            .enumerate()
+            .flat_map(|(s, l)| {
+                l.iter().map(move |r| BadRange {
+                    slot: s as u32,
+                    start: r.start,
+                    blocks: r.end - r.start,
+                })
+            })
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.marked.iter().all(|l| l.is_empty())
+    }
+
+    /// Keeps the list within [`MAX_RANGES`] by merging the two nearest ranges of a slot.
+    fn cap(&mut self) {
+        while self.marked.iter().map(|l| l.len()).sum::<usize>() > MAX_RANGES {
+            let mut best: Option<(u64, usize, usize)> = None;
+            for (s, l) in self.marked.iter().enumerate() {
+                for i in 1..l.len() {
+                    let gap = l[i].start - l[i - 1].end;
+                    if best.is_none_or(|(g, _, _)| gap < g) {
+                        best = Some((gap, s, i));
+                    }
+                }
+            }
+            let Some((_, s, i)) = best else {
+                // More slots with one range each than the cap: cannot happen below 32 slots.
+                return;
+            };
+            let l = &mut self.marked[s];
+            l[i - 1].end = l[i].end;
+            l.remove(i);
+        }
+    }
+
+    /// Writes the list into a superblock about to be written (once it was ever non-empty).
+    pub fn store(&self, sb: &mut Superblock) {
+        if self.is_empty() && sb.compat_features & FEATURE_BADBLOCKS == 0 {
+            return;
+        }
+        let data = postcard::to_stdvec(&self.ranges()).expect("bad-block list encodes");
+        sb.compat_features |= FEATURE_BADBLOCKS;
+        match sb.extensions.iter_mut().find(|e| e.tag == BADBLOCKS_TAG) {
+            Some(e) => e.data = data,
+            None => sb.extensions.push(Extension {
+                tag: BADBLOCKS_TAG,
+                data,
+            }),
+        }
+    }
+}
+
+impl Array {
+    /// The data cells of logical range [offset, offset + len) on a parity level, as (slot, row,
+    /// byte range within the chunk); nothing on mirror levels and RAID0 (never marked).
+    fn data_cells(&self, offset: u64, len: u64) -> Vec<(usize, u64, Range<u64>)> {
+        if !matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
+            return Vec::new();
+        }
+        let chunk = self.layout.chunk();
+        let mut out = Vec::new();
+        let (mut pos, end) = (offset, offset + len);
+        while pos < end {
+            let c = pos / chunk;
+            let (row, d) = (
+                c / self.layout.data_per_row() as u64,
+                c % self.layout.data_per_row() as u64,
+            );
+            let within = pos % chunk;
+            let stop = (end - c * chunk).min(chunk);
+            out.push((self.layout.data_slot(row, d as usize), row, within..stop));
+            pos = c * chunk + stop;
+        }
+        out
+    }
+
+    /// Member blocks (of the data area) that a cell byte range touches; `whole` keeps only
+    /// those it covers entirely.
+    fn cell_blocks(&self, row: u64, within: &Range<u64>, whole: bool) -> Range<u64> {
+        let base = row * self.layout.chunk();
+        let (lo, hi) = (base + within.start, base + within.end);
+        if whole {
+            lo.div_ceil(BLOCK)..hi / BLOCK
+        } else {
+            lo / BLOCK..hi.div_ceil(BLOCK)
+        }
+    }
+
+    /// Fails when any data block of a logical range is on the bad-block list.
+    pub(crate) fn check_bad(&self, offset: u64, len: u64) -> Result<()> {
+        let bad = self.bad.lock().expect("bad-block lock");
+        if bad.is_empty() {
+            return Ok(());
+        }
+        for (slot, row, within) in self.data_cells(offset, len) {
+            if let Some(b) = bad.first_bad(slot, self.cell_blocks(row, &within, false)) {
+                return Err(Error::new(
+                    ErrorKind::BadBlock,
+                    format!(
+                        "slot {slot} block {b} (member offset {}) is on the bad-block list: its contents were lost (raidctl status lists them; a write of the whole block restores it)",
+                        self.data_offset + b * BLOCK
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some data block of a logical range is on the bad-block list.
+    pub fn is_bad(&self, offset: u64, len: u64) -> bool {
+        self.check_bad(offset, len).is_err()
+    }
+
+    /// A write of logical [offset, offset + len) succeeded: the whole blocks it covered read
+    /// normally again.
+    pub(crate) fn rewrote(&self, offset: u64, len: u64) {
+        let mut bad = self.bad.lock().expect("bad-block lock");
+        if bad.is_empty() {
+            return;
+        }
+        for (slot, row, within) in self.data_cells(offset, len) {
+            bad.rewritten(slot, self.cell_blocks(row, &within, true));
+        }
+    }
+
+    /// Rows trimmed whole: every slot's blocks there are zeros now, data and parity alike.
+    pub(crate) fn rewrote_rows(&self, rows: Range<u64>) {
+        let mut bad = self.bad.lock().expect("bad-block lock");
+        if bad.is_empty() {
+            return;
+        }
+        let per_row = self.layout.chunk() / BLOCK;
+        for slot in 0..self.slots.len() {
+            bad.rewritten(slot, rows.start * per_row..rows.end * per_row);
+        }
+    }
+
+    /// Marks the data of `slot` in `rows` bad (parity rows where it holds parity are left).
+    /// Returns the blocks newly marked.
+    pub(crate) fn mark_lost_data(&self, slot: usize, rows: Range<u64>) -> u64 {
+        let per_row = self.layout.chunk() / BLOCK;
+        let parity = self.layout.parity_count();
+        let mut bad = self.bad.lock().expect("bad-block lock");
+        let before = bad.count(slot);
+        for row in rows {
+            let holds_parity =
+                self.layout.p_slot(row) == slot || (parity > 1 && self.layout.q_slot(row) == slot);
+            if !holds_parity {
+                bad.mark(slot, row * per_row..(row + 1) * per_row);
+            }
+        }
+        bad.count(slot) - before
+    }
+
+    /// Bad blocks per slot.
+    pub fn bad_block_counts(&self) -> Vec<u64> {
+        let bad = self.bad.lock().expect("bad-block lock");
+        (0..self.slots.len()).map(|s| bad.count(s)).collect()
+    }
+
+    /// The recorded bad-block ranges.
+    pub fn bad_blocks(&self) -> Vec<BadRange> {
+        self.bad.lock().expect("bad-block lock").ranges()
+    }
+}
+
+/// The ranges a superblock records.
+pub fn ranges_of(sb: &Superblock) -> Vec<BadRange> {
+    if sb.compat_features & FEATURE_BADBLOCKS == 0 {
+        return Vec::new();
+    }
+    sb.extensions
+        .iter()
+        .find(|e| e.tag == BADBLOCKS_TAG)
+        .and_then(|e| postcard::from_bytes(&e.data).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_merge_rewrites_settle_and_the_cap_holds() {
+        let mut b = BadBlocks::new(4);
+        assert!(b.mark(1, 10..20));
+        assert!(b.mark(1, 15..30));
+        assert!(!b.mark(1, 12..14));
+        assert_eq!(b.count(1), 20);
+        assert_eq!(b.first_bad(1, 0..11), Some(10));
+        assert_eq!(b.first_bad(1, 30..40), None);
+        assert_eq!(b.first_bad(2, 0..100), None);
+        // A rewrite reads normally at once, leaves the list only when settled.
+        b.rewritten(1, 10..12);
+        assert_eq!(b.first_bad(1, 10..12), None);
+        assert_eq!(b.ranges()[0].start, 10);
+        let snap = b.rewritten_now();
+        assert!(b.settle(&snap));
+        assert_eq!(
+            b.ranges(),
+            vec![BadRange {
+                slot: 1,
+                start: 12,
+                blocks: 18
+            }]
+        );
+        // A new mark over a rewritten block wins.
+        b.rewritten(1, 12..13);
+        b.mark(1, 12..13);
+        assert_eq!(b.first_bad(1, 12..13), Some(12));
+        for i in 0..100u64 {
+            b.mark(3, i * 10..i * 10 + 1);
+        }
+        assert!(b.ranges().len() <= MAX_RANGES);
+        // Merging only ever widens: every marked block is still bad.
+        for i in 0..100u64 {
+            assert_eq!(b.first_bad(3, i * 10..i * 10 + 1), Some(i * 10));
+        }
+    }
+
+    #[test]
+    fn the_list_round_trips_through_a_superblock() {
+        let mut sb = crate::format::tests::sample();
+        let mut b = BadBlocks::new(4);
+        b.store(&mut sb);
+        assert_eq!(
+            sb.compat_features & FEATURE_BADBLOCKS,
+            0,
+            "never marked: no record"
+        );
+        b.mark(2, 100..164);
+        b.store(&mut sb);
+        let back = BadBlocks::from_superblock(&sb, 4);
+        assert_eq!(back.ranges(), b.ranges());
+        // Emptied later, the record stays (empty), so the clearing is recorded too.
+        b.rewritten(2, 0..1000);
+        let snap = b.rewritten_now();
+        b.settle(&snap);
+        b.store(&mut sb);
+        assert!(BadBlocks::from_superblock(&sb, 4).is_empty());
+    }
+}
