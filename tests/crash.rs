@@ -89,3 +89,97 @@ fn kill_9_during_writes_then_resync_and_scrub_clean() {
         "too few trials hit a write in progress: {dirty}"
     );
 }
+
+/// A member gone at the same crash that cut a write (kill -9 of the writer, then the member's
+/// file is lost): its data in the rows being written could only be computed from torn rows.
+/// Those blocks go on the bad-block list: status names them, reads of them fail with that
+/// reason (every other byte reads back as written), a rebuild onto a new member keeps them
+/// listed, and writing them again makes them good.
+#[test]
+fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
+    let dir = tempdir();
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--chunk", "16K", "--size", "64M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let a = Path::new(&ms[0]);
+    let keep = pattern("keep", 1 << 20);
+    write_at(a, 0, &keep, dir.path());
+    let big = dir.path().join("big");
+    std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
+    let mut cut = false;
+    for t in 0..60u64 {
+        let mut w = Command::new(BIN)
+            .args(["write", &ms[0], "--offset", "4194304", "--input"])
+            .arg(&big)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5 + (t * 7) % 60));
+        let _ = w.kill();
+        let _ = w.wait();
+        if !raidctl(["examine", "--json", &ms[1]]).ok().json()["clean"]
+            .as_bool()
+            .unwrap()
+        {
+            cut = true;
+            break;
+        }
+    }
+    assert!(cut, "no kill in 60 tries left the array dirty");
+    // Slot 3's member is lost with the crash.
+    std::fs::remove_file(&m[3]).unwrap();
+    let r = raidctl(["scrub", "--json", &ms[0]]);
+    assert!(r.stderr.contains("bad-block list"), "{}", r.stderr);
+    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let bad_before = st["members"][3]["bad_blocks"].as_u64().unwrap();
+    assert!(bad_before > 0, "{st}");
+    assert!(!st["bad_block_ranges"].as_array().unwrap().is_empty());
+    // Reads: 64 KiB pieces of the data written and flushed before come back as written, or
+    // fail naming the bad-block list; never anything else.
+    let check_keep = |what: &str| {
+        let mut failed = 0;
+        for p in 0..16usize {
+            let r = read_at(a, (p as u64) << 16, 1 << 16);
+            if r.code == 0 {
+                assert!(
+                    r.stdout == keep[p << 16..(p + 1) << 16],
+                    "{what}: piece {p} reads wrong data"
+                );
+            } else {
+                assert!(
+                    r.stderr.contains("bad-block list"),
+                    "{what}: piece {p}: {}",
+                    r.stderr
+                );
+                failed += 1;
+            }
+        }
+        failed
+    };
+    assert!(
+        check_keep("degraded") > 0,
+        "slot 3 holds data in every 48 KiB of rows"
+    );
+    // A rebuild onto a new member cannot bring the lost data back: the blocks stay listed.
+    let new = dir.path().join("new");
+    std::fs::write(&new, b"").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&new)
+        .unwrap()
+        .set_len(std::fs::metadata(&m[0]).unwrap().len())
+        .unwrap();
+    raidctl(["add", &ms[0], &new.display().to_string()]).ok();
+    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(st["members"][3]["bad_blocks"].as_u64().unwrap(), bad_before);
+    assert!(check_keep("rebuilt") > 0);
+    // Written again (whole blocks, flushed at exit): good again, and no longer listed.
+    write_at(a, 0, &keep, dir.path());
+    assert_eq!(check_keep("rewritten"), 0);
+    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    assert!(st["members"][3]["bad_blocks"].as_u64().unwrap() < bad_before);
+    assert_eq!(raidctl(["scrub", "--json", &ms[0]]).code, 0);
+}

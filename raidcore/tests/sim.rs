@@ -137,3 +137,15 @@ fn scheduler_jumped_time_before_lock_waiters_retried() {
 fn member_lost_in_a_crash_reads_torn_rows_as_data() {
     pass(1893);
 }
+
+/// Found by a soak: RAID5 N=5, a member starts failing writes while a write is in flight; the
+/// member is recorded faulty (durably) while that write, begun healthy and so not journaled,
+/// is still cutting its row; then the power goes. The faulty member's data in that row was
+/// computed from the torn row after restart (0x05 where 0x00 was durable). Rows with writes
+/// in flight at a failure are now recorded as suspect with it, and a crash before those
+/// writes are flushed puts the failed member's data there on the bad-block list.
+#[test]
+fn member_failed_with_writes_in_flight_then_a_crash_reads_torn_rows() {
+    pass(5512);
+    pass(8473);
+}

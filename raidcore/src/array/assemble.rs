@@ -445,9 +445,15 @@ impl Array {
             let lost = array.settle_entries()?;
             // A degraded partial-row write cut short by a crash is completed from its journal.
             array.journal_replay()?;
-            if !was_clean {
-                array.mark_lost_in_crash(&lost)?;
-            }
+            array.mark_lost_in_crash(&lost, was_clean, true)?;
+        } else if !was_clean {
+            // Read-only: the same marks, in memory only, so reads fail rather than guess.
+            let lost: Vec<usize> = (0..n)
+                .filter(|&i| {
+                    entries[i].state == SlotState::Active && array.slots[i].usable().is_none()
+                })
+                .collect();
+            array.mark_lost_in_crash(&lost, was_clean, false)?;
         }
         Ok(array)
     }
@@ -455,33 +461,57 @@ impl Array {
     /// After an unclean stop, for members that were in service then and are gone now: their
     /// data in the rows the write-intent bitmap names can only be computed from rows a write
     /// may have cut (new data on some members, old on others), so it goes on the bad-block
-    /// list rather than be guessed (see `badblocks`).
-    fn mark_lost_in_crash(&self, lost: &[usize]) -> Result<()> {
-        if lost.is_empty()
-            || !matches!(
-                self.layout.redundancy(),
-                crate::layout::Redundancy::Parity { .. }
-            )
-        {
-            return Ok(());
-        }
-        let rows = self.dirty_rows();
+    /// list rather than be guessed (see `badblocks`). Likewise for a member failed earlier
+    /// while writes were in flight, in the rows those writes were cutting. The suspect record
+    /// is spent either way.
+    fn mark_lost_in_crash(&self, lost: &[usize], was_clean: bool, persist: bool) -> Result<()> {
+        let suspect = self.bad.lock().expect("bad-block lock").suspect();
+        let had_suspect = suspect.iter().any(|l| !l.is_empty());
+        let parity = matches!(
+            self.layout.redundancy(),
+            crate::layout::Redundancy::Parity { .. }
+        );
         let mut notes = Vec::new();
-        for &slot in lost {
-            let marked: u64 = rows
-                .iter()
-                .map(|r| self.mark_lost_data(slot, r.clone()))
-                .sum();
-            if marked > 0 {
-                notes.push(format!(
-                    "slot {slot} was in service at an unclean stop and is gone: {marked} blocks of its data, in rows being written then, cannot be rebuilt with certainty and read as errors until written again (bad-block list)"
-                ));
+        if parity && !was_clean {
+            let dirty = self.dirty_rows();
+            for (slot, slot_suspect) in suspect.iter().enumerate() {
+                if self.slots[slot].usable().is_some() {
+                    continue;
+                }
+                let rows: Vec<std::ops::Range<u64>> = if lost.contains(&slot) {
+                    dirty.clone()
+                } else {
+                    slot_suspect
+                        .iter()
+                        .flat_map(|s| {
+                            dirty
+                                .iter()
+                                .map(|d| s.start.max(d.start)..s.end.min(d.end))
+                                .filter(|r| !r.is_empty())
+                        })
+                        .collect()
+                };
+                let marked: u64 = rows
+                    .iter()
+                    .map(|r| self.mark_lost_data(slot, r.clone()))
+                    .sum();
+                if marked > 0 {
+                    notes.push(format!(
+                        "slot {slot} was lost with writes in flight at an unclean stop: {marked} blocks of its data, in rows being written then, cannot be rebuilt with certainty and read as errors until written again (bad-block list)"
+                    ));
+                }
             }
         }
-        if notes.is_empty() {
+        self.notes.lock().expect("notes lock").extend(notes.clone());
+        if !persist {
             return Ok(());
         }
-        self.notes.lock().expect("notes lock").extend(notes);
+        if had_suspect {
+            self.bad.lock().expect("bad-block lock").clear_suspect();
+        }
+        if notes.is_empty() && !had_suspect {
+            return Ok(());
+        }
         self.persist()
     }
 

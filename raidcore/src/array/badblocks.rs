@@ -10,6 +10,11 @@
 //! gives a mix of versions. md refuses to start such an array ("dirty degraded") unless forced;
 //! raidctl starts it and marks the lost member's data in the rows the write-intent bitmap
 //! names, and only those.
+//!
+//! The same holds for a member failed while writes were in flight (they began healthy, so they
+//! are not journaled): the rows they were writing are recorded as *suspect* with the failure,
+//! and a crash before those writes are flushed turns the failed member's data there into marks.
+//! A flush that begins once none of them is in flight any more drops the record.
 
 use std::ops::Range;
 
@@ -46,6 +51,16 @@ pub struct BadBlocks {
     /// Per slot, blocks rewritten since the last flush: they read normally, and leave the
     /// list when the flush makes the rewrite durable.
     rewritten: Vec<Vec<Range<u64>>>,
+    /// Per slot, rows that writes in flight when the slot's member failed were writing (not
+    /// blocks): a crash before they are durable loses the member's data there.
+    suspect: Vec<Vec<Range<u64>>>,
+}
+
+/// The persisted form: bad block ranges, then suspect row ranges (`start`/`blocks` count rows).
+#[derive(Default, Serialize, Deserialize)]
+struct Record {
+    bad: Vec<BadRange>,
+    suspect: Vec<BadRange>,
 }
 
 fn insert(list: &mut Vec<Range<u64>>, r: Range<u64>) {
@@ -93,6 +108,7 @@ impl BadBlocks {
         BadBlocks {
             marked: vec![Vec::new(); slots],
             rewritten: vec![Vec::new(); slots],
+            suspect: vec![Vec::new(); slots],
         }
     }
 
@@ -100,9 +116,15 @@ impl BadBlocks {
     /// past `slots` are dropped).
     pub fn from_superblock(sb: &Superblock, slots: usize) -> BadBlocks {
         let mut b = BadBlocks::new(slots);
-        for r in ranges_of(sb) {
+        let rec = record_of(sb);
+        for r in rec.bad {
             if (r.slot as usize) < slots {
                 insert(&mut b.marked[r.slot as usize], r.start..r.start + r.blocks);
+            }
+        }
+        for r in rec.suspect {
+            if (r.slot as usize) < slots {
+                insert(&mut b.suspect[r.slot as usize], r.start..r.start + r.blocks);
             }
         }
         b
@@ -156,11 +178,16 @@ impl BadBlocks {
 
     /// Bad blocks per slot (rewritten ones excluded).
     pub fn count(&self, slot: usize) -> u64 {
+        self.live_ranges(slot).iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// A slot's bad block ranges, rewritten ones excluded.
+    pub fn live_ranges(&self, slot: usize) -> Vec<Range<u64>> {
         let mut bad = self.marked[slot].clone();
         for w in &self.rewritten[slot] {
             subtract(&mut bad, w);
         }
-        bad.iter().map(|r| r.end - r.start).sum()
+        bad
     }
 
     /// Every recorded range (as the superblock stores them).
@@ -180,6 +207,37 @@ impl BadBlocks {
 
     pub fn is_empty(&self) -> bool {
         self.marked.iter().all(|l| l.is_empty())
+    }
+
+    /// Records rows writes in flight were writing when `slot`'s member failed.
+    pub fn add_suspect(&mut self, slot: usize, rows: Range<u64>) {
+        insert(&mut self.suspect[slot], rows);
+        // Bounded like the marks: merging only widens.
+        while self.suspect[slot].len() > MAX_RANGES / 2 {
+            let l = &mut self.suspect[slot];
+            let i = (1..l.len())
+                .min_by_key(|&i| l[i].start - l[i - 1].end)
+                .expect("two or more");
+            l[i - 1].end = l[i].end;
+            l.remove(i);
+        }
+    }
+
+    /// Suspect rows per slot.
+    pub fn suspect(&self) -> Vec<Vec<Range<u64>>> {
+        self.suspect.clone()
+    }
+
+    /// Forgets every suspect row (their writes are durable, or a crash turned them into marks).
+    /// Returns whether there were any.
+    pub fn clear_suspect(&mut self) -> bool {
+        let any = self.suspect.iter().any(|l| !l.is_empty());
+        self.suspect.iter_mut().for_each(|l| l.clear());
+        any
+    }
+
+    fn has_suspect(&self) -> bool {
+        self.suspect.iter().any(|l| !l.is_empty())
     }
 
     /// Keeps the list within [`MAX_RANGES`] by merging the two nearest ranges of a slot.
@@ -206,10 +264,25 @@ impl BadBlocks {
 
     /// Writes the list into a superblock about to be written (once it was ever non-empty).
     pub fn store(&self, sb: &mut Superblock) {
-        if self.is_empty() && sb.compat_features & FEATURE_BADBLOCKS == 0 {
+        if self.is_empty() && !self.has_suspect() && sb.compat_features & FEATURE_BADBLOCKS == 0 {
             return;
         }
-        let data = postcard::to_stdvec(&self.ranges()).expect("bad-block list encodes");
+        let rec = Record {
+            bad: self.ranges(),
+            suspect: self
+                .suspect
+                .iter()
+                .enumerate()
+                .flat_map(|(s, l)| {
+                    l.iter().map(move |r| BadRange {
+                        slot: s as u32,
+                        start: r.start,
+                        blocks: r.end - r.start,
+                    })
+                })
+                .collect(),
+        };
+        let data = postcard::to_stdvec(&rec).expect("bad-block list encodes");
         sb.compat_features |= FEATURE_BADBLOCKS;
         match sb.extensions.iter_mut().find(|e| e.tag == BADBLOCKS_TAG) {
             Some(e) => e.data = data,
@@ -306,27 +379,43 @@ impl Array {
         }
     }
 
-    /// Marks the data of `slot` in `rows` bad (parity rows where it holds parity are left).
-    /// Returns the blocks newly marked.
+    /// Marks the cells of `slot` in `rows` bad, as one range. Where the slot holds parity the
+    /// mark does nothing (parity is never read as data, and a rebuild recomputes it from the
+    /// data); only data cells count. Returns the data blocks newly marked.
     pub(crate) fn mark_lost_data(&self, slot: usize, rows: Range<u64>) -> u64 {
         let per_row = self.layout.chunk() / BLOCK;
-        let parity = self.layout.parity_count();
-        let mut bad = self.bad.lock().expect("bad-block lock");
-        let before = bad.count(slot);
-        for row in rows {
-            let holds_parity =
-                self.layout.p_slot(row) == slot || (parity > 1 && self.layout.q_slot(row) == slot);
-            if !holds_parity {
-                bad.mark(slot, row * per_row..(row + 1) * per_row);
-            }
-        }
-        bad.count(slot) - before
+        let before = self.bad_block_counts()[slot];
+        self.bad
+            .lock()
+            .expect("bad-block lock")
+            .mark(slot, rows.start * per_row..rows.end * per_row);
+        self.bad_block_counts()[slot] - before
     }
 
-    /// Bad blocks per slot.
+    /// Bad data blocks per slot (listed blocks of rows where the slot holds parity are not
+    /// counted).
     pub fn bad_block_counts(&self) -> Vec<u64> {
+        let per_row = self.layout.chunk() / BLOCK;
+        let parity = self.layout.parity_count();
         let bad = self.bad.lock().expect("bad-block lock");
-        (0..self.slots.len()).map(|s| bad.count(s)).collect()
+        (0..self.slots.len())
+            .map(|slot| {
+                let holds_parity = |row: u64| {
+                    parity > 0
+                        && (self.layout.p_slot(row) == slot
+                            || (parity > 1 && self.layout.q_slot(row) == slot))
+                };
+                bad.live_ranges(slot)
+                    .iter()
+                    .map(|r| {
+                        (r.start / per_row..r.end.div_ceil(per_row))
+                            .filter(|&row| !holds_parity(row))
+                            .map(|row| r.end.min((row + 1) * per_row) - r.start.max(row * per_row))
+                            .sum::<u64>()
+                    })
+                    .sum()
+            })
+            .collect()
     }
 
     /// The recorded bad-block ranges.
@@ -335,16 +424,20 @@ impl Array {
     }
 }
 
-/// The ranges a superblock records.
-pub fn ranges_of(sb: &Superblock) -> Vec<BadRange> {
+fn record_of(sb: &Superblock) -> Record {
     if sb.compat_features & FEATURE_BADBLOCKS == 0 {
-        return Vec::new();
+        return Record::default();
     }
     sb.extensions
         .iter()
         .find(|e| e.tag == BADBLOCKS_TAG)
         .and_then(|e| postcard::from_bytes(&e.data).ok())
         .unwrap_or_default()
+}
+
+/// The bad-block ranges a superblock records.
+pub fn ranges_of(sb: &Superblock) -> Vec<BadRange> {
+    record_of(sb).bad
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub use stripe::DEFAULT_STRIPE_CACHE;
 use crate::device::Member;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, SlotInfo, SlotState, Superblock, WearRecord};
-use crate::layout::Layout;
+use crate::layout::{Layout, Redundancy};
 use crate::parity::Kernel;
 pub(crate) use locks::{RowGuard, RowLocks};
 
@@ -606,6 +606,15 @@ impl Array {
             return Ok(());
         }
         s.set_reason(Some(reason.to_string()));
+        if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
+            // Writes in flight began healthy and are not journaled: until they are durable, a
+            // crash may leave their rows torn, with this member's data no longer computable.
+            let rows = self.rows_in_flight();
+            let mut bad = self.bad.lock().expect("bad-block lock");
+            for r in rows {
+                bad.add_suspect(slot, r);
+            }
+        }
         {
             let mut meta = self.meta.lock().expect("meta lock");
             meta.slots[slot].state = SlotState::Faulty;
@@ -896,10 +905,21 @@ impl Array {
         self.write_back(None)?;
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
-        let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
+        let (rewritten, suspect) = {
+            let bad = self.bad.lock().expect("bad-block lock");
+            (bad.rewritten_now(), bad.suspect())
+        };
+        // The writes a member failure caught in flight are done once none is in flight there.
+        let suspect_done =
+            suspect.iter().any(|l| !l.is_empty()) && suspect.iter().all(|l| self.rows_idle(l));
         self.csum_sync_all(false)?;
         self.flush_members()?;
-        if self.bad.lock().expect("bad-block lock").settle(&rewritten) {
+        let changed = {
+            let mut bad = self.bad.lock().expect("bad-block lock");
+            let a = bad.settle(&rewritten);
+            a | (suspect_done && bad.clear_suspect())
+        };
+        if changed {
             self.persist()?;
         }
         self.bitmap_clear(start, false)
@@ -942,7 +962,12 @@ impl Array {
         let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
         self.csum_sync_all(true)?;
         self.flush_members()?;
-        self.bad.lock().expect("bad-block lock").settle(&rewritten);
+        {
+            // No write is in flight (exclusive): everything is durable now.
+            let mut bad = self.bad.lock().expect("bad-block lock");
+            bad.settle(&rewritten);
+            bad.clear_suspect();
+        }
         self.bitmap_clear(start, true)?;
         for s in &self.slots {
             if let Some(t) = s.target() {

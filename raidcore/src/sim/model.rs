@@ -73,7 +73,10 @@ impl Model {
             self.unknown[r.clone()].iter_mut().for_each(|x| *x = false);
             self.lost[r].iter_mut().for_each(|x| *x = false);
         } else {
-            self.unknown[r].iter_mut().for_each(|x| *x = true);
+            // Whatever it left (a trim may have zeroed rows, clearing their bad blocks) is
+            // unknown, not lost: the next read tells.
+            self.unknown[r.clone()].iter_mut().for_each(|x| *x = true);
+            self.lost[r].iter_mut().for_each(|x| *x = false);
         }
     }
 

@@ -618,7 +618,14 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                     ),
                 );
                 if let Err(e) = res {
-                    if !cut && a.state() != ArrayState::Failed {
+                    // A write of part of a block a crash lost cannot be merged with the rest.
+                    let lost_block = e.kind() == ErrorKind::BadBlock
+                        && w.model.lock().expect("model lock").was_lost(
+                            off / 4096 * 4096,
+                            ((off + len).div_ceil(4096) * 4096).min(a.size()) as usize
+                                - (off / 4096 * 4096) as usize,
+                        );
+                    if !cut && !lost_block && a.state() != ArrayState::Failed {
                         w.fail(format!(
                             "client{k}: write of {len} at {off} failed while the array is {}: {e}",
                             a.state().name()

@@ -24,6 +24,7 @@ pub struct StatusArgs {
 pub fn report(a: &Array) -> Value {
     let sb = a.superblock();
     let l = a.layout();
+    let bad = a.bad_block_counts();
     let members: Vec<Value> = a
         .members()
         .into_iter()
@@ -46,6 +47,7 @@ pub fn report(a: &Array) -> Value {
                 "read_errors": m.read_errors,
                 "write_errors": m.write_errors,
                 "checksum_errors": m.checksum_errors,
+                "bad_blocks": m.slot.filter(|_| m.state.name() != "spare").and_then(|s| bad.get(s)).copied().unwrap_or(0),
             })
         })
         .collect();
@@ -67,6 +69,15 @@ pub fn report(a: &Array) -> Value {
         "checksums": a.has_checksums(),
         "checksum_hash": a.checksum_algo().map(|h| h.name()),
         "scrub": scrub_json(&a.scrub_record(), a.rows()),
+        "bad_block_ranges": a
+            .bad_blocks()
+            .iter()
+            .map(|r| json!({
+                "slot": r.slot,
+                "member_offset": sb.data_offset + r.start * 4096,
+                "bytes": r.blocks * 4096,
+            }))
+            .collect::<Vec<_>>(),
     });
     if l.parity_count() == 1 {
         v["parity_weights"] = json!(l.weights());
@@ -179,8 +190,8 @@ fn print_human(r: &Value) {
     }
     println!();
     println!(
-        "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5}  path",
-        "slot", "state", "written", "data", "parity", "read", "write", "cksum"
+        "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5} {:>5}  path",
+        "slot", "state", "written", "data", "parity", "read", "write", "cksum", "bad"
     );
     for m in r["members"].as_array().into_iter().flatten() {
         let state = match m["progress"].as_f64() {
@@ -188,7 +199,7 @@ fn print_human(r: &Value) {
             None => s(&m["state"]),
         };
         println!(
-            "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5}  {}{}",
+            "{:>4}  {:<15} {:>10} {:>10} {:>10} {:>5} {:>5} {:>5} {:>5}  {}{}",
             m["slot"]
                 .as_u64()
                 .map(|x| x.to_string())
@@ -200,11 +211,31 @@ fn print_human(r: &Value) {
             n(&m["read_errors"]),
             n(&m["write_errors"]),
             n(&m["checksum_errors"]),
+            n(&m["bad_blocks"]),
             m["path"].as_str().unwrap_or("-"),
             m["reason"]
                 .as_str()
                 .map(|r| format!("  ({r})"))
                 .unwrap_or_default()
         );
+    }
+    let ranges = r["bad_block_ranges"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !ranges.is_empty() {
+        println!();
+        println!("bad blocks (lost; reads fail until written again):");
+        for b in ranges.iter().take(8) {
+            println!(
+                "  slot {} member offset {} length {}",
+                n(&b["slot"]),
+                n(&b["member_offset"]),
+                human(n(&b["bytes"]))
+            );
+        }
+        if ranges.len() > 8 {
+            println!("  ... {} more ranges (--json lists all)", ranges.len() - 8);
+        }
     }
 }
