@@ -249,9 +249,104 @@ pub struct Extension {
     pub data: Vec<u8>,
 }
 
+/// Feature bits (compatible and incompatible) and extension tags of format v1, all here so
+/// none is given out twice; the modules that own each feature use these names.
+pub mod feature {
+    /// compat: write-intent bitmap (`array::bitmap`).
+    pub const BITMAP: u64 = 1;
+    /// compat: write-hole journal (`array::journal`).
+    pub const JOURNAL: u64 = 2;
+    /// compat: per-member error counters (`array::health`).
+    pub const COUNTERS: u64 = 4;
+    /// compat: the scrub record (`array::health`).
+    pub const SCRUB: u64 = 8;
+    /// compat: the bad-block list (`array::badblocks`).
+    pub const BADBLOCKS: u64 = 16;
+    /// incompat: per-block checksums (`array::csum`).
+    pub const CSUM: u64 = 1;
+    /// incompat: checksum entries are xxh3-128 (only with CSUM).
+    pub const CSUM_XXH3: u64 = 2;
+
+    pub const TAG_BITMAP: u32 = 1;
+    pub const TAG_JOURNAL: u32 = 2;
+    pub const TAG_CSUM: u32 = 3;
+    pub const TAG_COUNTERS: u32 = 4;
+    pub const TAG_SCRUB: u32 = 5;
+    pub const TAG_BADBLOCKS: u32 = 6;
+}
+
+/// One feature of the format: its bit, whether an older reader must refuse it, and the
+/// extension tag that carries its record.
+#[derive(Clone, Copy, Debug)]
+pub struct FeatureDef {
+    pub name: &'static str,
+    pub incompat: bool,
+    pub bit: u64,
+    pub tag: Option<u32>,
+}
+
+/// The table of every feature (docs/format.md lists the same, checked by a test).
+pub const FEATURES: &[FeatureDef] = &[
+    FeatureDef {
+        name: "write-intent bitmap",
+        incompat: false,
+        bit: feature::BITMAP,
+        tag: Some(feature::TAG_BITMAP),
+    },
+    FeatureDef {
+        name: "write-hole journal",
+        incompat: false,
+        bit: feature::JOURNAL,
+        tag: Some(feature::TAG_JOURNAL),
+    },
+    FeatureDef {
+        name: "error counters",
+        incompat: false,
+        bit: feature::COUNTERS,
+        tag: Some(feature::TAG_COUNTERS),
+    },
+    FeatureDef {
+        name: "scrub record",
+        incompat: false,
+        bit: feature::SCRUB,
+        tag: Some(feature::TAG_SCRUB),
+    },
+    FeatureDef {
+        name: "bad-block list",
+        incompat: false,
+        bit: feature::BADBLOCKS,
+        tag: Some(feature::TAG_BADBLOCKS),
+    },
+    FeatureDef {
+        name: "per-block checksums",
+        incompat: true,
+        bit: feature::CSUM,
+        tag: Some(feature::TAG_CSUM),
+    },
+    FeatureDef {
+        name: "xxh3 checksum entries",
+        incompat: true,
+        bit: feature::CSUM_XXH3,
+        tag: None,
+    },
+];
+
+const fn known(incompat: bool) -> u64 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < FEATURES.len() {
+        if FEATURES[i].incompat == incompat {
+            bits |= FEATURES[i].bit;
+        }
+        i += 1;
+    }
+    bits
+}
+
 /// Incompatible feature bits this version understands.
-pub const KNOWN_INCOMPAT: u64 =
-    crate::array::csum::FEATURE_CSUM | crate::array::csum::FEATURE_CSUM_XXH3;
+pub const KNOWN_INCOMPAT: u64 = known(true);
+/// Compatible feature bits this version writes (unknown ones are kept as they are).
+pub const KNOWN_COMPAT: u64 = known(false);
 
 /// Member geometry chosen at create time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -628,6 +723,33 @@ pub(crate) mod tests {
         let (back, generation) = Superblock::decode(&raw).unwrap();
         assert_eq!(back, sb);
         assert_eq!(generation, 7);
+    }
+
+    #[test]
+    fn feature_bits_and_tags_are_unique_and_documented() {
+        let doc = include_str!("../../docs/format.md");
+        for (i, a) in FEATURES.iter().enumerate() {
+            assert_eq!(a.bit.count_ones(), 1, "{}", a.name);
+            for b in &FEATURES[i + 1..] {
+                assert!(
+                    a.incompat != b.incompat || a.bit != b.bit,
+                    "{} / {}",
+                    a.name,
+                    b.name
+                );
+                assert!(a.tag.is_none() || a.tag != b.tag, "{} / {}", a.name, b.name);
+            }
+            let kind = if a.incompat { "incompat" } else { "compat" };
+            let row = match a.tag {
+                Some(t) => format!("| {kind} {} | {t}", a.bit),
+                None => format!("| {kind} {} | (none", a.bit),
+            };
+            assert!(
+                doc.contains(&row),
+                "docs/format.md has no row \"{row}\" for {}",
+                a.name
+            );
+        }
     }
 
     #[test]

@@ -27,9 +27,9 @@ use crate::format::{Extension, Superblock};
 use crate::layout::Redundancy;
 
 /// Extension tag of the bad-block list.
-pub const BADBLOCKS_TAG: u32 = 6;
+pub const BADBLOCKS_TAG: u32 = crate::format::feature::TAG_BADBLOCKS;
 /// Compatible feature bit: the bad-block list is kept.
-pub const FEATURE_BADBLOCKS: u64 = 16;
+pub const FEATURE_BADBLOCKS: u64 = crate::format::feature::BADBLOCKS;
 /// At most this many ranges are kept (the list rides in the 4 KiB superblock). Past it the two
 /// nearest ranges of a slot merge: blocks between them read as bad too (an error, never a
 /// guess).

@@ -19,9 +19,9 @@ use crate::error::Result;
 use crate::format::{Extension, Superblock, METADATA_OFFSET};
 
 /// Extension record tag of the bitmap geometry.
-pub const BITMAP_TAG: u32 = 1;
+pub const BITMAP_TAG: u32 = crate::format::feature::TAG_BITMAP;
 /// Compatible feature bit: the members carry a write-intent bitmap.
-pub const FEATURE_BITMAP: u64 = 1;
+pub const FEATURE_BITMAP: u64 = crate::format::feature::BITMAP;
 /// A region is cleared once it has had no writes for this long and a flush completed (a
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
 /// the in-flight counts).

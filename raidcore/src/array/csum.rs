@@ -35,13 +35,13 @@ use crate::error::Result;
 use crate::format::{Extension, Superblock, METADATA_OFFSET};
 
 /// Extension record tag of the checksum area geometry.
-pub const CSUM_TAG: u32 = 3;
+pub const CSUM_TAG: u32 = crate::format::feature::TAG_CSUM;
 /// Incompatible feature bit: members carry per-block checksums (an older raidctl would write
 /// without updating them, so it must refuse the array).
-pub const FEATURE_CSUM: u64 = 1;
+pub const FEATURE_CSUM: u64 = crate::format::feature::CSUM;
 /// Incompatible feature bit, with [`FEATURE_CSUM`]: the entries are xxh3-128 digests (a
 /// raidctl that only knows blake3 entries would find every block failing its checksum).
-pub const FEATURE_CSUM_XXH3: u64 = 2;
+pub const FEATURE_CSUM_XXH3: u64 = crate::format::feature::CSUM_XXH3;
 /// Bytes covered by one checksum.
 pub const BLOCK: u64 = 4096;
 /// Entries per table page.

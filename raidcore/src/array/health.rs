@@ -11,13 +11,13 @@ use super::Array;
 use crate::format::{Extension, Superblock};
 
 /// Extension tag of the per-member error counters.
-pub const COUNTERS_TAG: u32 = 4;
+pub const COUNTERS_TAG: u32 = crate::format::feature::TAG_COUNTERS;
 /// Extension tag of the scrub record.
-pub const SCRUB_TAG: u32 = 5;
+pub const SCRUB_TAG: u32 = crate::format::feature::TAG_SCRUB;
 /// Compatible feature bit: error counters are recorded.
-pub const FEATURE_COUNTERS: u64 = 4;
+pub const FEATURE_COUNTERS: u64 = crate::format::feature::COUNTERS;
 /// Compatible feature bit: the scrub record is kept.
-pub const FEATURE_SCRUB: u64 = 8;
+pub const FEATURE_SCRUB: u64 = crate::format::feature::SCRUB;
 
 /// One member's error counters, keyed by member uuid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

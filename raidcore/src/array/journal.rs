@@ -13,8 +13,8 @@ use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::format::{Extension, Superblock};
 
-pub const JOURNAL_TAG: u32 = 2;
-pub const FEATURE_JOURNAL: u64 = 2;
+pub const JOURNAL_TAG: u32 = crate::format::feature::TAG_JOURNAL;
+pub const FEATURE_JOURNAL: u64 = crate::format::feature::JOURNAL;
 const MAGIC: &[u8; 8] = b"RDJOURNL";
 const HEADER: usize = 4096;
 const HASH_AT: usize = HEADER - 32;
