@@ -757,3 +757,26 @@ fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     );
     assert!(srv.stop().success());
 }
+
+/// Issue 15 bug 8: `serve --socket PATH` deleted whatever regular file was at PATH (here a
+/// member of the array itself) and put its socket there. Only a stale socket is replaced.
+#[test]
+fn serve_socket_over_a_member_is_refused_and_the_member_untouched() {
+    let dir = tempdir();
+    let m = array(dir.path(), "5", 3, "16M");
+    let before = hashes(&[PathBuf::from(&m[2])]);
+    // Bounded: before the fix the server took the path and ran.
+    let r = Command::new("timeout")
+        .args(["10", BIN, "serve", &m[0], "--socket", &m[2]])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("is not a socket"), "{stderr}");
+    assert_eq!(
+        hashes(&[PathBuf::from(&m[2])]),
+        before,
+        "the member changed"
+    );
+    raidctl(["status", &m[0]]).ok();
+}

@@ -74,7 +74,18 @@ fn bind_unix(path: &Path) -> Result<UnixListener> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
     }
-    if path.exists() {
+    if let Ok(md) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        // Only a socket is ever replaced: a member, or any other file, is left alone.
+        if !md.file_type().is_socket() {
+            return Err(Error::new(
+                ErrorKind::InUse,
+                format!(
+                    "{} exists and is not a socket; refusing to replace it (choose another --socket path)",
+                    path.display()
+                ),
+            ));
+        }
         // A live daemon answers; a stale socket file from a crash does not and is replaced.
         if UnixStream::connect(path).is_ok() {
             return Err(Error::new(
