@@ -780,3 +780,31 @@ fn serve_socket_over_a_member_is_refused_and_the_member_untouched() {
     );
     raidctl(["status", &m[0]]).ok();
 }
+
+/// Issue 15 bug 12: a user who may not use the control socket of a served array was told its
+/// members are "locked by another raidctl process"; the cause is permission denied, and the
+/// message says so.
+#[test]
+fn status_without_permission_for_the_daemon_says_permission_denied() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = array(dir.path(), "5", 3, "16M");
+    let mut srv = Server::start(&m[0], &dir.path().join("sock"));
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            BIN,
+            "status",
+        ])
+        .arg(&m[0])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("permission denied"), "{stderr}");
+    assert!(!stderr.contains("locked by another"), "{stderr}");
+    assert!(srv.stop().success());
+}

@@ -11,13 +11,27 @@ use raidcore::{Error, ErrorKind, Result};
 use serde_json::Value;
 
 /// The control connection of the daemon serving the array `member` belongs to, if one runs.
-pub fn daemon_for(member: &Path) -> Option<UnixStream> {
-    let m = FileMember::open(member, OpenMode::Peek).ok()?;
-    let Probe::Valid(l) = format::probe(&m).ok()? else {
-        return None;
+pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
+    let Ok(m) = FileMember::open(member, OpenMode::Peek) else {
+        return Ok(None);
+    };
+    let Ok(Probe::Valid(l)) = format::probe(&m) else {
+        return Ok(None);
     };
     let path = crate::daemon::control_path(&crate::output::uuid(&l.sb.array_uuid));
-    UnixStream::connect(path).ok()
+    match UnixStream::connect(&path) {
+        Ok(s) => Ok(Some(s)),
+        // A daemon serves the array, and its members are locked by it: say what stops us,
+        // rather than "locked by another process" from the members.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
+            ErrorKind::Busy,
+            format!(
+                "the array is served by `raidctl serve`, and its control socket {} refused the connection: permission denied (run as root)",
+                path.display()
+            ),
+        )),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Sends one request and returns the result, or the daemon's error with its exit code's kind.

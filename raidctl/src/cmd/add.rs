@@ -81,7 +81,7 @@ pub fn endurance_bytes(tbw: Option<f64>) -> Result<Option<u64>> {
 
 pub fn run(a: AddArgs) -> Result<ExitCode> {
     let endurance = endurance_bytes(a.join.endurance)?;
-    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+    if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,

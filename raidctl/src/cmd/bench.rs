@@ -97,7 +97,7 @@ fn run_array(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode> {
             "--duration must be at least 1 second",
         ));
     }
-    if crate::control::daemon_for(path).is_some() {
+    if crate::control::daemon_for(path)?.is_some() {
         return Err(Error::new(
             ErrorKind::Busy,
             "the array is being served; stop `raidctl serve` to benchmark it",

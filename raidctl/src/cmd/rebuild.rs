@@ -125,7 +125,7 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
 }
 
 pub fn run(a: RebuildArgs) -> Result<ExitCode> {
-    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+    if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let r = crate::control::call(c, json!({"cmd": "rebuild"}))?;
         eprintln!(
             "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",

@@ -19,7 +19,7 @@ pub struct RemoveArgs {
 }
 
 pub fn run(a: RemoveArgs) -> Result<ExitCode> {
-    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+    if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         crate::control::call(c, serde_json::json!({"cmd": "remove", "member": a.member}))?;
         eprintln!("raidctl: removed {} from the served array", a.member);
         return Ok(ExitCode::SUCCESS);

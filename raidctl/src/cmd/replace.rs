@@ -29,7 +29,7 @@ pub struct ReplaceArgs {
 
 pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
     let endurance = super::add::endurance_bytes(a.join.endurance)?;
-    if let Some(c) = crate::control::daemon_for(&a.array.array) {
+    if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,

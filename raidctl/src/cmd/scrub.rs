@@ -59,7 +59,7 @@ pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<
 }
 
 pub fn run(a: ScrubArgs) -> Result<ExitCode> {
-    let r = match crate::control::daemon_for(&a.array.array) {
+    let r = match crate::control::daemon_for(&a.array.array)? {
         Some(c) => crate::control::call(
             c,
             json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate}),

@@ -111,7 +111,7 @@ fn scrub_json(r: &raidcore::array::health::ScrubRecord, rows: u64) -> Value {
 }
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
-    let r = match crate::control::daemon_for(&a.array.array) {
+    let r = match crate::control::daemon_for(&a.array.array)? {
         Some(c) => crate::control::call(c, json!({"cmd": "status"}))?,
         // A failed array is still reported (state "failed"), like mdadm --detail does.
         None => report(&super::assemble_with(&a.array, false, true)?),

@@ -100,7 +100,7 @@ fn report_for(
     opts: &WearOpts,
     collision_days: Option<f64>,
 ) -> Result<Value> {
-    if let Some(c) = crate::control::daemon_for(path) {
+    if let Some(c) = crate::control::daemon_for(path)? {
         let mut req = opts.to_json();
         req["cmd"] = json!("wear");
         req["collision_days"] = json!(collision_days);
