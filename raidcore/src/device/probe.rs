@@ -243,3 +243,41 @@ pub fn inspect(path: &Path) -> std::io::Result<DeviceInfo> {
     }
     Ok(info)
 }
+
+/// What kind of file system holds a path (the file itself, or the directory it would be
+/// created in), as far as member placement cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// devtmpfs: /dev. A regular file there is a typo of a device name, never a member.
+    Devtmpfs,
+    /// tmpfs or ramfs: memory; the data is gone at reboot.
+    Memory,
+    Other,
+}
+
+/// The file system holding `path` (or its parent directory when it does not exist yet).
+pub fn holder(path: &Path) -> Holder {
+    use nix::sys::statfs::{statfs, FsType, TMPFS_MAGIC};
+    let probe = if path.exists() {
+        path.to_path_buf()
+    } else {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    // DEVTMPFS has no magic of its own: it is a tmpfs mounted by the kernel at /dev.
+    let Ok(s) = statfs(&probe) else {
+        return Holder::Other;
+    };
+    let ramfs = FsType(0x8584_58f6_u32 as _);
+    let t = s.filesystem_type();
+    if t == TMPFS_MAGIC || t == ramfs {
+        let canon = std::fs::canonicalize(&probe).unwrap_or(probe);
+        if canon.starts_with("/dev") && !canon.starts_with("/dev/shm") {
+            return Holder::Devtmpfs;
+        }
+        return Holder::Memory;
+    }
+    Holder::Other
+}

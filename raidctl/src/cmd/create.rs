@@ -213,25 +213,86 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
             )));
         }
     }
-    preflight(&existing, a.force)?;
-    if let Some(size) = a.size {
-        for m in &a.members {
-            let meta = std::fs::metadata(m).ok();
-            if meta.as_ref().is_some_and(|md| !md.is_file()) {
-                continue; // block devices keep their size
+    for m in &a.members {
+        use raidcore::device::probe::{holder, Holder};
+        let file = std::fs::metadata(m).map_or(true, |md| md.is_file());
+        match holder(m) {
+            Holder::Devtmpfs if file => {
+                return Err(invalid(format!(
+                    "{} would be a regular file on devtmpfs (/dev): a mistyped device name? Name an existing block device",
+                    m.display()
+                )));
             }
-            if meta.as_ref().is_none_or(|md| md.len() < size) {
-                let f = OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(m)
-                    .map_err(|e| Error::io(e, "create", &m.display().to_string(), 0))?;
-                f.set_len(size)
-                    .map_err(|e| Error::io(e, "extend", &m.display().to_string(), size))?;
+            Holder::Memory if file => eprintln!(
+                "raidctl: warning: {} is on tmpfs or ramfs: its data is gone at reboot",
+                m.display()
+            ),
+            _ => {}
+        }
+    }
+    preflight(&existing, a.force)?;
+    // Member files this run creates or extends are put back as they were if it fails.
+    let mut undo = Undo::default();
+    let r = create_members(&a, &mut undo);
+    let r = r.and_then(|()| build(&a, params, endurance_bytes));
+    if r.is_err() {
+        undo.run();
+    }
+    r
+}
+
+/// Files created (removed on failure) and files extended (truncated back) by `create`.
+#[derive(Default)]
+struct Undo {
+    created: Vec<PathBuf>,
+    extended: Vec<(PathBuf, u64)>,
+}
+
+impl Undo {
+    fn run(&self) {
+        for p in &self.created {
+            let _ = std::fs::remove_file(p);
+        }
+        for (p, len) in &self.extended {
+            if let Ok(f) = OpenOptions::new().write(true).open(p) {
+                let _ = f.set_len(*len);
             }
         }
     }
+}
+
+fn create_members(a: &CreateArgs, undo: &mut Undo) -> Result<()> {
+    let Some(size) = a.size else {
+        return Ok(());
+    };
+    for m in &a.members {
+        let meta = std::fs::metadata(m).ok();
+        if meta.as_ref().is_some_and(|md| !md.is_file()) {
+            continue; // block devices keep their size
+        }
+        if meta.as_ref().is_none_or(|md| md.len() < size) {
+            let f = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(m)
+                .map_err(|e| Error::io(e, "create", &m.display().to_string(), 0))?;
+            match &meta {
+                None => undo.created.push(m.clone()),
+                Some(md) => undo.extended.push((m.clone(), md.len())),
+            }
+            f.set_len(size)
+                .map_err(|e| Error::io(e, "extend", &m.display().to_string(), size))?;
+        }
+    }
+    Ok(())
+}
+
+fn build(
+    a: &CreateArgs,
+    params: LayoutParams,
+    endurance_bytes: Vec<Option<u64>>,
+) -> Result<ExitCode> {
     let spec = CreateSpec {
         name: a.name.clone(),
         layout: params,
