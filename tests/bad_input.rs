@@ -438,14 +438,14 @@ fn failed_create_leaves_nothing_behind_and_dev_typos_are_refused() {
     // An existing, shorter file is extended by --size and put back to its length on failure.
     std::fs::write(&m[0], vec![7u8; 8192]).unwrap();
     // Too small for the metadata: refused after the files were made.
-    let r = raidctl(&args(&["create", "--level", "5", "--size", "64K"], &m));
+    let r = raidctl(args(&["create", "--level", "5", "--size", "64K"], &m));
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(!m[1].exists() && !m[2].exists(), "member files left behind");
     assert_eq!(std::fs::read(&m[0]).unwrap(), vec![7u8; 8192]);
     // A mistyped device name under /dev is never turned into a member file.
     let typo = PathBuf::from("/dev/raidctl-test-lop3");
     let _ = std::fs::remove_file(&typo);
-    let r = raidctl(&args(
+    let r = raidctl(args(
         &["create", "--level", "1", "--size", "16M"],
         &[typo.clone(), m[1].clone()],
     ));
