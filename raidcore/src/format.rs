@@ -509,11 +509,58 @@ impl Superblock {
     }
 
     /// Encodes this superblock into one 4 KiB copy.
+    /// Makes the body fit its 3968 bytes, giving up what can be given up, in this order: the
+    /// error counters and the scrub record (kept in memory by a running array), then wear
+    /// history resolution (older samples thinned, down to the two newest), then path hints,
+    /// longest first (only hints: members are also found by scanning). Identity, roles, the
+    /// layout and every feature record that keeps data correct are never dropped; with them
+    /// the body stays under the limit at every allowed member count (a test checks the
+    /// largest).
+    pub fn fit(&mut self) {
+        let size = |sb: &Superblock| postcard::to_stdvec(sb).map(|b| b.len()).unwrap_or(0);
+        for (tag, bit) in [
+            (feature::TAG_COUNTERS, feature::COUNTERS),
+            (feature::TAG_SCRUB, feature::SCRUB),
+        ] {
+            if size(self) <= MAX_BODY {
+                return;
+            }
+            self.extensions.retain(|e| e.tag != tag);
+            self.compat_features &= !bit;
+        }
+        while size(self) > MAX_BODY && self.wear.history.len() > 2 {
+            let before = self.wear.history.len();
+            self.wear.thin();
+            if self.wear.history.len() == before {
+                self.wear.history.remove(0);
+            }
+        }
+        while size(self) > MAX_BODY {
+            let Some(e) = self
+                .slots
+                .iter_mut()
+                .filter(|e| !e.path_hint.is_empty())
+                .max_by_key(|e| e.path_hint.len())
+            else {
+                return;
+            };
+            e.path_hint.clear();
+        }
+    }
+
     pub fn encode(&self, generation: u64, copy: u32) -> Result<Vec<u8>> {
         self.validate()?;
-        let body = postcard::to_stdvec(self).map_err(|e| {
-            Error::new(ErrorKind::InvalidInput, format!("encoding superblock: {e}"))
-        })?;
+        let enc = |sb: &Superblock| {
+            postcard::to_stdvec(sb).map_err(|e| {
+                Error::new(ErrorKind::InvalidInput, format!("encoding superblock: {e}"))
+            })
+        };
+        let mut body = enc(self)?;
+        if body.len() > MAX_BODY {
+            let mut fitted = self.clone();
+            fitted.fit();
+            body = enc(&fitted)?;
+        }
         if body.len() > MAX_BODY {
             bail!(
                 InvalidInput,
@@ -723,6 +770,87 @@ pub(crate) mod tests {
         let (back, generation) = Superblock::decode(&raw).unwrap();
         assert_eq!(back, sb);
         assert_eq!(generation, 7);
+    }
+
+    /// Issue 15 bug 5: the body grew with every wear sample until a superblock could no longer
+    /// be written (RAID6 over 16 members with long paths failed after 29 daily samples, and the
+    /// array with it). The largest array allowed, the longest names and paths allowed, every
+    /// health record and the fullest bad-block list, over ten years of daily samples: every
+    /// superblock still encodes, and keeps what matters.
+    #[test]
+    fn the_largest_superblock_fits_after_years_of_daily_samples() {
+        let n = crate::layout::MAX_MEMBERS;
+        let params = LayoutParams::with_defaults(Level::Raid6, n, 65536);
+        let l = Layout::new(&params).unwrap();
+        let mut sb = sample();
+        sb.layout = params;
+        sb.name = "n".repeat(MAX_NAME);
+        sb.array_bytes = l.logical_chunks(sb.data_rows) * 65536;
+        sb.slots = (0..n)
+            .map(|i| SlotInfo {
+                member_uuid: [i as u8 + 1; 16],
+                state: SlotState::Active,
+                path_hint: format!("/{}{i:03}", "p".repeat(MAX_PATH_HINT - 4)),
+            })
+            .collect();
+        sb.slot = 5;
+        sb.member_uuid = sb.slots[5].member_uuid;
+        // Every health record at its largest.
+        let counters: Vec<([u8; 16], u64, u64, u64)> = (0..n)
+            .map(|i| ([i as u8; 16], u64::MAX, u64::MAX, u64::MAX))
+            .collect();
+        sb.compat_features |= feature::COUNTERS | feature::SCRUB;
+        sb.extensions.push(Extension {
+            tag: feature::TAG_COUNTERS,
+            data: postcard::to_stdvec(&counters).unwrap(),
+        });
+        sb.extensions.push(Extension {
+            tag: feature::TAG_SCRUB,
+            data: vec![0xff; 80],
+        });
+        // Members of 16 TiB: block and row numbers as large as they get in practice.
+        sb.data_rows = 1 << 28;
+        sb.member_bytes = sb.data_offset + (1u64 << 28) * 65536;
+        sb.array_bytes = l.logical_chunks(sb.data_rows) * 65536;
+        let mut bad = crate::array::badblocks::BadBlocks::new(n);
+        let far = (1u64 << 32) - 100_000;
+        for slot in 0..n {
+            for k in 0..40u64 {
+                bad.mark(slot, far + k * 1000..far + k * 1000 + 1);
+                bad.add_suspect(
+                    slot,
+                    (1 << 28) - 50_000 + k * 1000..(1 << 28) - 50_000 + k * 1000 + 1,
+                );
+            }
+        }
+        bad.store(&mut sb);
+        let mut t = 1_700_000_000u64;
+        for day in 0..3650u64 {
+            sb.wear.data_bytes = day << 40;
+            sb.wear.sample(
+                t,
+                DEFAULT_HISTORY_INTERVAL,
+                Some((Some(99.5), Some(u64::MAX))),
+                false,
+            );
+            t += DEFAULT_HISTORY_INTERVAL;
+            let raw = sb
+                .encode(day + 1, (day % 2) as u32)
+                .unwrap_or_else(|e| panic!("day {day}: {e}"));
+            if day % 365 == 0 || day == 3649 {
+                let (back, _) = Superblock::decode(&raw).unwrap();
+                assert_eq!(back.slots.len(), n);
+                assert_eq!(back.member_uuid, sb.member_uuid);
+                assert_eq!(back.wear.history.last(), sb.wear.history.last());
+                let kept = crate::array::badblocks::BadBlocks::from_superblock(&back, n);
+                assert_eq!(
+                    kept.ranges(),
+                    bad.ranges(),
+                    "the bad-block list is never dropped"
+                );
+                assert_eq!(kept.suspect(), bad.suspect());
+            }
+        }
     }
 
     #[test]

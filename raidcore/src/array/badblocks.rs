@@ -96,6 +96,24 @@ fn subtract(list: &mut Vec<Range<u64>>, r: &Range<u64>) {
     *list = out;
 }
 
+/// Merges the two nearest ranges of one slot until at most `cap` ranges are left in all, or
+/// every slot has one (a slot's list is never dropped, only widened).
+fn merge_nearest(lists: &mut [Vec<Range<u64>>], cap: usize) {
+    while lists.iter().map(|l| l.len()).sum::<usize>() > cap {
+        let best = lists
+            .iter()
+            .enumerate()
+            .flat_map(|(s, l)| (1..l.len()).map(move |i| (l[i].start - l[i - 1].end, s, i)))
+            .min();
+        let Some((_, s, i)) = best else {
+            return;
+        };
+        let l = &mut lists[s];
+        l[i - 1].end = l[i].end;
+        l.remove(i);
+    }
+}
+
 fn overlap(list: &[Range<u64>], r: &Range<u64>) -> Vec<Range<u64>> {
     list.iter()
         .filter(|x| x.start < r.end && x.end > r.start)
@@ -112,22 +130,55 @@ impl BadBlocks {
         }
     }
 
-    /// The list a superblock records (empty without the feature bit; entries naming a slot
-    /// past `slots` are dropped).
-    pub fn from_superblock(sb: &Superblock, slots: usize) -> BadBlocks {
+    /// The list a superblock records (empty without the feature bit). A record that does not
+    /// decode, or names a slot or blocks outside the array, is corrupt: ignoring it could hand
+    /// out lost data as good.
+    pub fn load(sb: &Superblock) -> Result<BadBlocks> {
+        let slots = sb.layout.members;
         let mut b = BadBlocks::new(slots);
-        let rec = record_of(sb);
-        for r in rec.bad {
-            if (r.slot as usize) < slots {
-                insert(&mut b.marked[r.slot as usize], r.start..r.start + r.blocks);
+        if sb.compat_features & FEATURE_BADBLOCKS == 0 {
+            return Ok(b);
+        }
+        let corrupt =
+            |what: String| Error::new(ErrorKind::Corrupt, format!("bad-block list: {what}"));
+        let data = sb
+            .extensions
+            .iter()
+            .find(|e| e.tag == BADBLOCKS_TAG)
+            .ok_or_else(|| corrupt("feature bit set but no record".into()))?;
+        let rec: Record = postcard::from_bytes(&data.data)
+            .map_err(|e| corrupt(format!("does not decode: {e}")))?;
+        let blocks = sb.data_rows.saturating_mul(sb.layout.chunk_bytes / BLOCK);
+        for (list, limit, what) in [
+            (&rec.bad, blocks, "blocks"),
+            (&rec.suspect, sb.data_rows, "rows"),
+        ] {
+            for r in list {
+                let end = r
+                    .start
+                    .checked_add(r.blocks)
+                    .filter(|&e| e <= limit && r.blocks > 0);
+                if r.slot as usize >= slots || end.is_none() {
+                    return Err(corrupt(format!(
+                        "entry slot {} {what} {}+{} is outside the array ({slots} slots, {limit} {what})",
+                        r.slot, r.start, r.blocks
+                    )));
+                }
             }
+        }
+        for r in rec.bad {
+            insert(&mut b.marked[r.slot as usize], r.start..r.start + r.blocks);
         }
         for r in rec.suspect {
-            if (r.slot as usize) < slots {
-                insert(&mut b.suspect[r.slot as usize], r.start..r.start + r.blocks);
-            }
+            insert(&mut b.suspect[r.slot as usize], r.start..r.start + r.blocks);
         }
-        b
+        Ok(b)
+    }
+
+    /// As [`BadBlocks::load`], for tests of lists built in memory.
+    #[cfg(test)]
+    pub fn from_superblock(sb: &Superblock, _slots: usize) -> BadBlocks {
+        BadBlocks::load(sb).expect("valid bad-block list")
     }
 
     /// Marks blocks of a slot bad. Returns whether the list changed.
@@ -213,14 +264,7 @@ impl BadBlocks {
     pub fn add_suspect(&mut self, slot: usize, rows: Range<u64>) {
         insert(&mut self.suspect[slot], rows);
         // Bounded like the marks: merging only widens.
-        while self.suspect[slot].len() > MAX_RANGES / 2 {
-            let l = &mut self.suspect[slot];
-            let i = (1..l.len())
-                .min_by_key(|&i| l[i].start - l[i - 1].end)
-                .expect("two or more");
-            l[i - 1].end = l[i].end;
-            l.remove(i);
-        }
+        merge_nearest(&mut self.suspect, MAX_RANGES / 2);
     }
 
     /// Suspect rows per slot.
@@ -242,24 +286,7 @@ impl BadBlocks {
 
     /// Keeps the list within [`MAX_RANGES`] by merging the two nearest ranges of a slot.
     fn cap(&mut self) {
-        while self.marked.iter().map(|l| l.len()).sum::<usize>() > MAX_RANGES {
-            let mut best: Option<(u64, usize, usize)> = None;
-            for (s, l) in self.marked.iter().enumerate() {
-                for i in 1..l.len() {
-                    let gap = l[i].start - l[i - 1].end;
-                    if best.is_none_or(|(g, _, _)| gap < g) {
-                        best = Some((gap, s, i));
-                    }
-                }
-            }
-            let Some((_, s, i)) = best else {
-                // More slots with one range each than the cap: cannot happen below 32 slots.
-                return;
-            };
-            let l = &mut self.marked[s];
-            l[i - 1].end = l[i].end;
-            l.remove(i);
-        }
+        merge_nearest(&mut self.marked, MAX_RANGES);
     }
 
     /// Writes the list into a superblock about to be written (once it was ever non-empty).

@@ -314,7 +314,7 @@ impl Array {
         let csum_geo = csum::CsumGeometry::from_superblock(&sb);
         let unverified_dirty = !writable && !sb.clean;
         let scrub_record = health::scrub_of(&sb);
-        let bad = badblocks::BadBlocks::from_superblock(&sb, slots.len());
+        let bad = badblocks::BadBlocks::load(&sb)?;
         let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
