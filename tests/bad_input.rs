@@ -453,3 +453,111 @@ fn failed_create_leaves_nothing_behind_and_dev_typos_are_refused() {
     assert!(r.stderr.contains("devtmpfs"), "{}", r.stderr);
     assert!(!typo.exists() && !m[1].exists());
 }
+
+/// Rewrites both superblock copies of `member` with `f` applied to the body, bypassing every
+/// check the encoder makes (an attacker's or a bit flip's superblock: hashes are valid).
+fn forge(member: &std::path::Path, f: impl Fn(&mut raidcore::format::Superblock)) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(member)
+        .unwrap();
+    for off in [4096u64, 8192] {
+        let mut raw = vec![0u8; 4096];
+        file.read_exact_at(&mut raw, off).unwrap();
+        let (mut sb, _) = raidcore::format::Superblock::decode(&raw).unwrap();
+        f(&mut sb);
+        let body = postcard::to_stdvec(&sb).unwrap();
+        raw[24..28].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        raw[32..64].copy_from_slice(blake3::hash(&body).as_bytes());
+        let hh = *blake3::hash(&raw[..64]).as_bytes();
+        raw[64..96].copy_from_slice(&hh);
+        raw[128..].fill(0);
+        raw[128..128 + body.len()].copy_from_slice(&body);
+        file.write_all_at(&raw, off).unwrap();
+    }
+}
+
+/// Issue 15 bug 6: a crafted extension record (a bitmap length near 2^64) passed validation
+/// and panicked `raidctl status` (exit 101); a missing or malformed checksum record under
+/// incompat feature 1 opened the array without checksums. Each is now a corrupt superblock:
+/// exit 3 naming the record, never a panic, never an array opened without what the bit demands.
+#[test]
+fn crafted_extension_records_are_refused_as_corrupt() {
+    use raidcore::format::feature;
+    type Craft = fn(&mut raidcore::format::Superblock);
+    let cases: &[(&str, Craft, &str)] = &[
+        (
+            "bitmap length near 2^64",
+            |sb| {
+                let e = sb
+                    .extensions
+                    .iter_mut()
+                    .find(|e| e.tag == feature::TAG_BITMAP)
+                    .unwrap();
+                e.data[8..16].copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
+            },
+            "write-intent bitmap record",
+        ),
+        (
+            "checksum record missing",
+            |sb| sb.extensions.retain(|e| e.tag != feature::TAG_CSUM),
+            "checksum area record",
+        ),
+        (
+            "checksum record truncated",
+            |sb| {
+                let e = sb
+                    .extensions
+                    .iter_mut()
+                    .find(|e| e.tag == feature::TAG_CSUM)
+                    .unwrap();
+                e.data.truncate(23);
+            },
+            "checksum area record",
+        ),
+        (
+            "checksum table past the data offset",
+            |sb| {
+                let e = sb
+                    .extensions
+                    .iter_mut()
+                    .find(|e| e.tag == feature::TAG_CSUM)
+                    .unwrap();
+                e.data[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+            },
+            "checksum area record",
+        ),
+        (
+            "journal offset wrapping around",
+            |sb| {
+                let e = sb
+                    .extensions
+                    .iter_mut()
+                    .find(|e| e.tag == feature::TAG_JOURNAL)
+                    .unwrap();
+                e.data[0..8].copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
+            },
+            "write-hole journal record",
+        ),
+    ];
+    for (what, craft, needle) in cases {
+        let dir = tempdir();
+        let m = array(dir.path(), "x", "5", 3);
+        for p in &m {
+            forge(p, *craft);
+        }
+        for cmd in ["status", "examine", "read"] {
+            let mut a = vec![cmd.to_string(), m[0].display().to_string()];
+            if cmd == "read" {
+                a.extend(["--length".to_string(), "4096".to_string()]);
+            }
+            let before = hashes(&m);
+            let r = raidctl(&a);
+            assert_eq!(r.code, 3, "{what}: {cmd}: {}", r.stderr);
+            assert!(r.stderr.contains(needle), "{what}: {cmd}: {}", r.stderr);
+            assert_eq!(hashes(&m), before, "{what}: {cmd} wrote");
+        }
+    }
+}

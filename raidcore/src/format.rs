@@ -489,6 +489,11 @@ impl Superblock {
                 self.array_bytes
             ));
         }
+        // Every feature record this version knows, checked before anything uses it.
+        crate::array::bitmap::BitmapGeometry::parse(self)?;
+        crate::array::journal::JournalGeometry::parse(self)?;
+        crate::array::csum::CsumGeometry::parse(self)?;
+        crate::array::badblocks::BadBlocks::load(self)?;
         Ok(layout)
     }
 
@@ -721,6 +726,61 @@ pub fn write_next(member: &dyn Member, sb: &Superblock, loaded: &mut (u64, u32))
     Ok(())
 }
 
+/// A valid superblock of a small F1 array (fuzz targets and tests start from it).
+#[doc(hidden)]
+pub fn example_superblock() -> Superblock {
+    let layout = LayoutParams::with_defaults(crate::layout::Level::F1, 4, 65536);
+    let g = plan_geometry(64 << 20, 65536, 0.0, 0).unwrap();
+    let l = Layout::new(&layout).unwrap();
+    Superblock {
+        array_uuid: [1; 16],
+        name: "demo".into(),
+        member_uuid: [2; 16],
+        slot: 0,
+        slots: (0..4)
+            .map(|i| SlotInfo {
+                member_uuid: [2 + i as u8; 16],
+                state: SlotState::Active,
+                path_hint: format!("/tmp/m{i}"),
+            })
+            .collect(),
+        events: 1,
+        member_bytes: 64 << 20,
+        metadata_offset: g.metadata_offset,
+        metadata_bytes: g.metadata_bytes,
+        data_offset: g.data_offset,
+        data_rows: g.data_rows,
+        array_bytes: l.logical_chunks(g.data_rows) * 65536,
+        created: 1,
+        updated: 1,
+        clean: true,
+        wear: WearRecord::default(),
+        write_mix: WriteMix::default(),
+        history_interval: DEFAULT_HISTORY_INTERVAL,
+        compat_features: 0,
+        incompat_features: 0,
+        extensions: Vec::new(),
+        layout,
+    }
+}
+
+/// For fuzzing and property tests: validates `sb` (must not panic whatever its records hold);
+/// when it passes, every record parses and the superblock survives an encode and decode.
+#[doc(hidden)]
+pub fn check_records(sb: &Superblock) {
+    if sb.validate().is_err() {
+        return;
+    }
+    assert!(crate::array::bitmap::BitmapGeometry::parse(sb).is_ok());
+    assert!(crate::array::journal::JournalGeometry::parse(sb).is_ok());
+    let csum = crate::array::csum::CsumGeometry::parse(sb).expect("checksum record");
+    assert_eq!(csum.is_some(), sb.incompat_features & feature::CSUM != 0);
+    assert!(crate::array::badblocks::BadBlocks::load(sb).is_ok());
+    let raw = sb.encode(1, 0).expect("a valid superblock encodes");
+    let (back, _) = Superblock::decode(&raw).expect("and decodes");
+    assert_eq!(&back, sb);
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -728,39 +788,7 @@ pub(crate) mod tests {
     use crate::layout::Level;
 
     pub(crate) fn sample() -> Superblock {
-        let layout = LayoutParams::with_defaults(Level::F1, 4, 65536);
-        let g = plan_geometry(64 << 20, 65536, 0.0, 0).unwrap();
-        let l = Layout::new(&layout).unwrap();
-        Superblock {
-            array_uuid: [1; 16],
-            name: "demo".into(),
-            member_uuid: [2; 16],
-            slot: 0,
-            slots: (0..4)
-                .map(|i| SlotInfo {
-                    member_uuid: [2 + i as u8; 16],
-                    state: SlotState::Active,
-                    path_hint: format!("/tmp/m{i}"),
-                })
-                .collect(),
-            events: 1,
-            member_bytes: 64 << 20,
-            metadata_offset: g.metadata_offset,
-            metadata_bytes: g.metadata_bytes,
-            data_offset: g.data_offset,
-            data_rows: g.data_rows,
-            array_bytes: l.logical_chunks(g.data_rows) * 65536,
-            created: 1,
-            updated: 1,
-            clean: true,
-            wear: WearRecord::default(),
-            write_mix: WriteMix::default(),
-            history_interval: DEFAULT_HISTORY_INTERVAL,
-            compat_features: 0,
-            incompat_features: 0,
-            extensions: Vec::new(),
-            layout,
-        }
+        example_superblock()
     }
 
     #[test]
@@ -850,6 +878,33 @@ pub(crate) mod tests {
                 );
                 assert_eq!(kept.suspect(), bad.suspect());
             }
+        }
+    }
+
+    /// The fuzz target `extension_records`, over seeded random records (CI runs this; the
+    /// fuzzer runs longer): records of every tag, length and content under every feature bit
+    /// never panic validation, and what passes is usable.
+    #[test]
+    fn random_extension_records_never_panic_and_what_passes_is_usable() {
+        let mut r = crate::rng::SplitMix64(7);
+        let base = example_superblock();
+        for _ in 0..20_000 {
+            let mut sb = base.clone();
+            sb.compat_features = r.below(64);
+            sb.incompat_features = r.below(4);
+            for _ in 0..r.below(5) {
+                let tag = r.below(8) as u32;
+                let len = [0, 8, 16, 23, 24, 25, 40][r.below(7) as usize];
+                let data = (0..len)
+                    .map(|_| match r.below(4) {
+                        0 => 0,
+                        1 => 0xff,
+                        _ => r.below(256) as u8,
+                    })
+                    .collect();
+                sb.extensions.push(Extension { tag, data });
+            }
+            check_records(&sb);
         }
     }
 

@@ -64,15 +64,32 @@ impl BitmapGeometry {
         }
     }
 
-    /// The geometry recorded in a superblock, if valid.
+    /// The geometry recorded in a superblock, if the feature is on and its record valid.
     pub fn from_superblock(sb: &Superblock) -> Option<BitmapGeometry> {
+        Self::parse(sb).ok().flatten()
+    }
+
+    /// The geometry recorded in a superblock: None without the feature; an error when the
+    /// feature bit is set and the record is missing or does not fit (checked arithmetic: a
+    /// crafted record is refused, never trusted).
+    pub fn parse(sb: &Superblock) -> crate::error::Result<Option<BitmapGeometry>> {
         if sb.compat_features & FEATURE_BITMAP == 0 {
-            return None;
+            return Ok(None);
         }
+        let bad = |why: &str| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::Corrupt,
+                format!("write-intent bitmap record: {why}"),
+            )
+        };
         let e = sb
             .extensions
             .iter()
-            .find(|e| e.tag == BITMAP_TAG && e.data.len() == 24)?;
+            .find(|e| e.tag == BITMAP_TAG)
+            .ok_or_else(|| bad("feature bit set but no record"))?;
+        if e.data.len() != 24 {
+            return Err(bad(&format!("{} bytes, not 24", e.data.len())));
+        }
         let u =
             |i: usize| u64::from_le_bytes(e.data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let g = BitmapGeometry {
@@ -82,10 +99,20 @@ impl BitmapGeometry {
         };
         let fits = g.offset >= METADATA_OFFSET
             && g.bytes.is_multiple_of(4096)
-            && g.offset + g.bytes <= sb.data_offset
+            && g.bytes > 0
+            && g.bytes <= 1 << 20
+            && g.offset
+                .checked_add(g.bytes)
+                .is_some_and(|end| end <= sb.data_offset)
             && g.region_rows > 0
             && sb.data_rows.div_ceil(g.region_rows) <= g.bytes * 8;
-        fits.then_some(g)
+        if !fits {
+            return Err(bad(&format!(
+                "offset {}, {} bytes, {} rows per region do not fit the metadata area",
+                g.offset, g.bytes, g.region_rows
+            )));
+        }
+        Ok(Some(g))
     }
 
     pub fn regions(&self, data_rows: u64) -> u64 {

@@ -207,13 +207,30 @@ impl CsumGeometry {
 
     /// The geometry recorded in a superblock, if the feature is on and the record is sound.
     pub fn from_superblock(sb: &Superblock) -> Option<CsumGeometry> {
+        Self::parse(sb).ok().flatten()
+    }
+
+    /// The checksum area recorded in a superblock: None without the feature. Under the
+    /// incompatible bit a missing or malformed record is an error: opening without checksums
+    /// is exactly what the bit forbids (checked arithmetic throughout).
+    pub fn parse(sb: &Superblock) -> crate::error::Result<Option<CsumGeometry>> {
         if sb.incompat_features & FEATURE_CSUM == 0 {
-            return None;
+            return Ok(None);
         }
+        let bad = |why: String| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::Corrupt,
+                format!("checksum area record: {why}"),
+            )
+        };
         let e = sb
             .extensions
             .iter()
-            .find(|e| e.tag == CSUM_TAG && e.data.len() == 24)?;
+            .find(|e| e.tag == CSUM_TAG)
+            .ok_or_else(|| bad("incompatible feature bit set but no record".into()))?;
+        if e.data.len() != 24 {
+            return Err(bad(format!("{} bytes, not 24", e.data.len())));
+        }
         let u =
             |i: usize| u64::from_le_bytes(e.data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let g = CsumGeometry {
@@ -226,13 +243,28 @@ impl CsumGeometry {
                 CsumAlgo::Blake3
             },
         };
-        let blocks = sb.data_rows * sb.layout.chunk_bytes / BLOCK;
+        let blocks = sb
+            .data_rows
+            .checked_mul(sb.layout.chunk_bytes)
+            .map(|b| b / BLOCK);
+        let end = g
+            .table_pages
+            .checked_add(g.log_pages)
+            .and_then(|p| p.checked_add(2))
+            .and_then(|p| p.checked_mul(PAGE as u64))
+            .and_then(|b| b.checked_add(g.offset));
         let fits = g.offset.is_multiple_of(4096)
             && g.offset >= METADATA_OFFSET
-            && g.table_pages == blocks.div_ceil(PER_PAGE)
+            && blocks.is_some_and(|b| g.table_pages == b.div_ceil(PER_PAGE))
             && g.log_pages >= 1
-            && g.end() <= sb.data_offset;
-        fits.then_some(g)
+            && end.is_some_and(|e| e <= sb.data_offset);
+        if !fits {
+            return Err(bad(format!(
+                "offset {}, {} table pages, {} log pages do not fit the metadata area and the data",
+                g.offset, g.table_pages, g.log_pages
+            )));
+        }
+        Ok(Some(g))
     }
 }
 

@@ -46,24 +46,50 @@ impl JournalGeometry {
     }
 
     pub fn from_superblock(sb: &Superblock) -> Option<JournalGeometry> {
+        Self::parse(sb).ok().flatten()
+    }
+
+    /// The journal recorded in a superblock: None without the feature; an error when the
+    /// feature bit is set and the record is missing or does not fit (checked arithmetic).
+    pub fn parse(sb: &Superblock) -> crate::error::Result<Option<JournalGeometry>> {
         if sb.compat_features & FEATURE_JOURNAL == 0 {
-            return None;
+            return Ok(None);
         }
+        let bad = |why: String| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::Corrupt,
+                format!("write-hole journal record: {why}"),
+            )
+        };
         let e = sb
             .extensions
             .iter()
-            .find(|e| e.tag == JOURNAL_TAG && e.data.len() == 16)?;
+            .find(|e| e.tag == JOURNAL_TAG)
+            .ok_or_else(|| bad("feature bit set but no record".into()))?;
+        if e.data.len() != 16 {
+            return Err(bad(format!("{} bytes, not 16", e.data.len())));
+        }
         let g = JournalGeometry {
             offset: u64::from_le_bytes(e.data[..8].try_into().expect("8 bytes")),
             bytes: u64::from_le_bytes(e.data[8..].try_into().expect("8 bytes")),
         };
+        // One entry: a header and one chunk per member, as create lays it out.
+        let need = (sb.layout.members as u64)
+            .checked_mul(sb.layout.chunk_bytes)
+            .and_then(|x| x.checked_add(HEADER as u64));
         let fits = g.offset.is_multiple_of(4096)
             && g.offset >= crate::format::METADATA_OFFSET
-            && g.offset + g.bytes <= sb.data_offset
-            && g.bytes
-                >= HEADER as u64
-                    + sb.slots.len().min(sb.layout.members) as u64 * sb.layout.chunk_bytes;
-        fits.then_some(g)
+            && g.offset
+                .checked_add(g.bytes)
+                .is_some_and(|end| end <= sb.data_offset)
+            && need.is_some_and(|n| g.bytes >= n && g.bytes <= n + 4096);
+        if !fits {
+            return Err(bad(format!(
+                "offset {}, {} bytes do not fit the metadata area and the layout",
+                g.offset, g.bytes
+            )));
+        }
+        Ok(Some(g))
     }
 }
 
