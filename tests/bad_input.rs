@@ -561,3 +561,60 @@ fn crafted_extension_records_are_refused_as_corrupt() {
         }
     }
 }
+
+/// Issue 15 bug 3: a full copy of an array's member files (`cp -r A B`), assembled from B/m0,
+/// was B/m0 + A/m1 + A/m2 through the absolute path hints: writes to the copy landed in the
+/// original. Two copies of a member are now refused, naming both; with the original set moved
+/// away the copy assembles from its own directory and the original stays byte-identical.
+#[test]
+fn a_copy_of_an_arrays_files_never_reaches_into_the_original() {
+    let root = tempdir();
+    let a_dir = root.path().join("A");
+    std::fs::create_dir(&a_dir).unwrap();
+    let a = array(&a_dir, "m", "5", 3);
+    let b_dir = root.path().join("B");
+    assert!(Command::new("cp")
+        .args([
+            "-r",
+            &a_dir.display().to_string(),
+            &b_dir.display().to_string()
+        ])
+        .status()
+        .unwrap()
+        .success());
+    let b: Vec<PathBuf> = (0..3).map(|i| b_dir.join(format!("m{i}"))).collect();
+    let before = hashes(&a);
+    let w = raidctl(args(
+        &["write", "--offset", "0", "--input", "/etc/hostname"],
+        &b[..1],
+    ));
+    assert_eq!(w.code, 3, "{}", w.stderr);
+    assert!(
+        w.stderr.contains("copies of one member")
+            && w.stderr.contains(&b_dir.display().to_string())
+            && w.stderr.contains(&a_dir.display().to_string()),
+        "{}",
+        w.stderr
+    );
+    assert_eq!(hashes(&a), before, "the original changed");
+    // The original set moved away: the copy is an array of its own files.
+    let c_dir = root.path().join("C");
+    std::fs::rename(&a_dir, &c_dir).unwrap();
+    let c: Vec<PathBuf> = (0..3).map(|i| c_dir.join(format!("m{i}"))).collect();
+    write_at(&b[0], 4096, &pattern("copy", 100_000), root.path());
+    assert_eq!(hashes(&c), before, "the original changed");
+    let st = raidctl(["status", "--json", &b[1].display().to_string()])
+        .ok()
+        .json();
+    for (i, m) in st["members"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            m["path"].as_str().unwrap(),
+            b[i].display().to_string(),
+            "{st}"
+        );
+    }
+    assert_eq!(
+        read_at(&b[2], 4096, 100_000).ok().stdout,
+        pattern("copy", 100_000)
+    );
+}

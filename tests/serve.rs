@@ -838,3 +838,37 @@ fn sigterm_with_a_stalled_client_keeps_acknowledged_writes_and_closes_clean() {
     let got = read_at(Path::new(&ms[2]), 0, data.len()).ok().stdout;
     assert!(got == data, "acknowledged write lost");
 }
+
+/// Issue 15 bug 3, the control socket: it is named by the array uuid, which a copy of the
+/// member files shares, so `raidctl fail COPY/m0 1` failed a member of the served original.
+/// Commands now check that the daemon serves the member they name.
+#[test]
+fn a_command_on_a_copy_never_acts_on_the_served_original() {
+    let root = tempdir();
+    let a_dir = root.path().join("A");
+    std::fs::create_dir(&a_dir).unwrap();
+    let a = array(&a_dir, "5", 3, "16M");
+    let mut srv = Server::start(&a[0], &root.path().join("sock"));
+    let b_dir = root.path().join("B");
+    assert!(Command::new("cp")
+        .arg("-r")
+        .arg(&a_dir)
+        .arg(&b_dir)
+        .status()
+        .unwrap()
+        .success());
+    let b0 = b_dir.join(Path::new(&a[0]).file_name().unwrap());
+    let r = raidctl(["fail", &b0.display().to_string(), "1"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a member of the array"),
+        "{}",
+        r.stderr
+    );
+    let st = raidctl(["status", "--json", &a[0]]).ok().json();
+    assert_eq!(
+        st["state"], "clean",
+        "the served original was changed: {st}"
+    );
+    assert!(srv.stop().success());
+}

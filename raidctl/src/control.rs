@@ -20,7 +20,31 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
     };
     let path = crate::daemon::control_path(&crate::output::uuid(&l.sb.array_uuid));
     match UnixStream::connect(&path) {
-        Ok(s) => Ok(Some(s)),
+        Ok(s) => {
+            // The socket is named by the array's uuid, which a copy of its members shares:
+            // make sure the daemon serves this very member before acting through it.
+            let served = call(s, serde_json::json!({"cmd": "status"}))?;
+            let me = identity(member);
+            let paths: Vec<&str> = served["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["path"].as_str())
+                .collect();
+            if me.is_some() && !paths.iter().any(|p| identity(Path::new(p)) == me) {
+                return Err(Error::new(
+                    ErrorKind::Mismatch,
+                    format!(
+                        "{} is not a member of the array `raidctl serve` serves under this uuid ({}): it is a copy of that array's member; stop that server to use this set",
+                        member.display(),
+                        paths.join(", ")
+                    ),
+                ));
+            }
+            Ok(Some(UnixStream::connect(&path).map_err(|e| {
+                Error::io(e, "connect", &path.display().to_string(), 0)
+            })?))
+        }
         // A daemon serves the array, and its members are locked by it: say what stops us,
         // rather than "locked by another process" from the members.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
@@ -32,6 +56,18 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
         )),
         Err(_) => Ok(None),
     }
+}
+
+/// What a path is, whatever it is called: (device, inode) of a file, the device number of a
+/// block device.
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::metadata(p).ok()?;
+    Some(if m.file_type().is_block_device() {
+        (m.rdev(), 0)
+    } else {
+        (m.dev(), m.ino())
+    })
 }
 
 /// Sends one request and returns the result, or the daemon's error with its exit code's kind.

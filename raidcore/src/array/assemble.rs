@@ -211,46 +211,13 @@ impl Array {
             Ok(())
         };
 
-        // Path hints first.
-        for i in 0..count {
-            if found[i].is_some() || !wanted(i) {
-                continue;
-            }
-            let hint = PathBuf::from(&entries[i].path_hint);
-            let Some(id) = src.id(&hint) else {
-                reasons[i] = Some(format!("not found at {}", hint.display()));
-                continue;
-            };
-            if seen.contains(&id) {
-                continue;
-            }
-            match load(src, &hint) {
-                Ok(f) => match matches(&f, i)
-                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
-                {
-                    Ok(f) => {
-                        seen.insert(id);
-                        found[i] = Some(f);
-                    }
-                    Err(why) => reasons[i] = Some(why),
-                },
-                Err(e) => reasons[i] = Some(e.to_string()),
-            }
-        }
-
-        // Then the member's own directory and the scan locations.
-        if (0..count).any(|i| found[i].is_none() && wanted(i)) {
-            let mut locations = Vec::new();
-            if src.is_file(path) {
-                if let Some(dir) = path.parent() {
-                    locations.push(if dir.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        dir.to_path_buf()
-                    });
-                }
-            }
-            locations.extend(opts.scan.iter().cloned());
+        // The named member's own directory first (a copy of an array's files must assemble
+        // from the copy, never reach back into the original through its absolute hints),
+        // then the path hints, then the scan locations.
+        let by_scan = |locations: Vec<PathBuf>,
+                       found: &mut Vec<Option<Found>>,
+                       reasons: &mut Vec<Option<String>>,
+                       seen: &mut HashSet<(u64, u64)>| {
             for cand in src.candidates(&locations) {
                 if (0..count).all(|i| found[i].is_some() || !wanted(i)) {
                     break;
@@ -279,6 +246,74 @@ impl Array {
                     Err(why) => reasons[i] = Some(why),
                 }
             }
+        };
+        if src.is_file(path) {
+            if let Some(dir) = path.parent() {
+                let dir = if dir.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    dir.to_path_buf()
+                };
+                by_scan(vec![dir], &mut found, &mut reasons, &mut seen);
+            }
+        }
+
+        // Path hints.
+        for i in 0..count {
+            if found[i].is_some() || !wanted(i) {
+                continue;
+            }
+            let hint = PathBuf::from(&entries[i].path_hint);
+            let Some(id) = src.id(&hint) else {
+                reasons[i] = Some(format!("not found at {}", hint.display()));
+                continue;
+            };
+            if seen.contains(&id) {
+                continue;
+            }
+            match load(src, &hint) {
+                Ok(f) => match matches(&f, i)
+                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
+                {
+                    Ok(f) => {
+                        seen.insert(id);
+                        found[i] = Some(f);
+                    }
+                    Err(why) => reasons[i] = Some(why),
+                },
+                Err(e) => reasons[i] = Some(e.to_string()),
+            }
+        }
+
+        // A member found one place whose hint names another place holding the same member
+        // (the same member uuid): two copies of one member. Which one holds the array's data
+        // cannot be told, so neither is used.
+        for i in 0..count {
+            let Some(f) = &found[i] else { continue };
+            let hint = PathBuf::from(&entries[i].path_hint);
+            let (Some(at), Some(other)) = (src.id(&f.path), src.id(&hint)) else {
+                continue;
+            };
+            if at == other {
+                continue;
+            }
+            if let Ok(h) = load(src, &hint) {
+                if h.loaded.sb.array_uuid == sb0.array_uuid
+                    && h.loaded.sb.member_uuid == entries[i].member_uuid
+                {
+                    bail!(
+                        Mismatch,
+                        "{} and {} are both slot {i} of array {} (copies of one member): assemble from one set of copies only; move the other set away first",
+                        f.path.display(),
+                        hint.display(),
+                        uuid_str(&sb0.array_uuid)
+                    );
+                }
+            }
+        }
+
+        if (0..count).any(|i| found[i].is_none() && wanted(i)) && !opts.scan.is_empty() {
+            by_scan(opts.scan.clone(), &mut found, &mut reasons, &mut seen);
         }
 
         // The named member must be current: a member behind its siblings, or one recorded

@@ -270,6 +270,23 @@ impl Array {
         Ok(Some(hold))
     }
 
+    /// Writes the bits as they are to every live device (flushed): called when a device joins
+    /// (a rebuild or replace target, a spare). A mark writes the bitmap only when a bit changes,
+    /// so a device joining while a bit is set would otherwise never receive it, and once the
+    /// members that hold it leave, assembly (the union over the usable members) finds the
+    /// region clean after an unclean stop and skips its resync.
+    pub(crate) fn bitmap_rewrite(&self) -> Result<()> {
+        let Some(bm) = &self.bitmap else {
+            return Ok(());
+        };
+        // Under the lock: a concurrent mark writes after this, to the new device too.
+        let st = bm.state.lock().expect("bitmap lock");
+        let bits = st.bits.clone();
+        let r = self.write_bitmap(&bits, true);
+        drop(st);
+        r
+    }
+
     /// After a completed flush that started at `flush_start`: clears regions with no write in
     /// flight whose writes all completed before it, idle for at least [`IDLE_BEFORE_CLEAR`]
     /// (without the wait when `all`, at clean close).

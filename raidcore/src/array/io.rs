@@ -643,7 +643,12 @@ impl Array {
                 Redundancy::Mirror { copies } => {
                     let Some((chunk, _)) = self.layout.mirror_chunk_at(self.data_rows, slot, row)
                     else {
-                        cell.fill(0); // a cell no chunk uses
+                        // A cell no chunk uses: zeros, rewritten too (the unreadable sector is
+                        // remapped, and the next plain read of these rows succeeds).
+                        cell.fill(0);
+                        if self.writable {
+                            self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                        }
                         continue;
                     };
                     self.read_mirror_chunk(chunk, copies, cell, 0)?;

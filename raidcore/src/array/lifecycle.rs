@@ -397,6 +397,7 @@ impl Array {
                 (None, None)
             }
         };
+        self.bitmap_rewrite()?;
         self.persist()?;
         Ok(result)
     }
@@ -468,6 +469,7 @@ impl Array {
                 old_to_slot: old_to,
             },
         ));
+        self.bitmap_rewrite()?;
         self.persist()?;
         Ok(change)
     }
