@@ -618,3 +618,38 @@ fn a_copy_of_an_arrays_files_never_reaches_into_the_original() {
         pattern("copy", 100_000)
     );
 }
+
+/// Issue 15 bug 2: an old copy of a member (a backup taken before later writes, same event
+/// count) put back in place was accepted as current: reads mixed old and new data with exit
+/// 0, and `scrub --repair` made the stale data permanent. Every member now records every
+/// member's superblock generation; one found more than one update behind is an older copy:
+/// refused when named, left out (to be rebuilt) otherwise.
+#[test]
+fn a_restored_old_copy_of_a_member_is_never_trusted() {
+    let dir = tempdir();
+    let m = array(dir.path(), "g", "5", 3);
+    let old = pattern("old", 300_000);
+    let new = pattern("new", 300_000);
+    write_at(&m[0], 0, &old, dir.path());
+    // (Kept elsewhere: next to the members, an identical copy is refused as a second copy.)
+    let elsewhere = tempdir();
+    let backup = elsewhere.path().join("backup-of-g1");
+    std::fs::copy(&m[1], &backup).unwrap();
+    write_at(&m[0], 0, &new, dir.path());
+    // The old copy goes back in place of the member.
+    std::fs::copy(&backup, &m[1]).unwrap();
+    std::fs::remove_file(&backup).unwrap();
+    // Named itself: refused.
+    let r = raidctl(["read", &m[1].display().to_string(), "--length", "4096"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("older copy"), "{}", r.stderr);
+    // Through a current member: the old copy is left out, reads are the newest data.
+    assert_eq!(read_at(&m[0], 0, new.len()).ok().stdout, new);
+    let st = raidctl(["status", "--json", &m[2].display().to_string()])
+        .ok()
+        .json();
+    assert_ne!(st["members"][1]["state"], "active", "{st}");
+    // A scrub --repair must not turn the old copy's blocks into the array's data.
+    let _ = raidctl(["scrub", "--repair", &m[0].display().to_string()]);
+    assert_eq!(read_at(&m[2], 0, new.len()).ok().stdout, new);
+}

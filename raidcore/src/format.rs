@@ -262,6 +262,8 @@ pub mod feature {
     pub const SCRUB: u64 = 8;
     /// compat: the bad-block list (`array::badblocks`).
     pub const BADBLOCKS: u64 = 16;
+    /// compat: every member's superblock generation as of the last update (`format`).
+    pub const GENERATIONS: u64 = 32;
     /// incompat: per-block checksums (`array::csum`).
     pub const CSUM: u64 = 1;
     /// incompat: checksum entries are xxh3-128 (only with CSUM).
@@ -273,6 +275,7 @@ pub mod feature {
     pub const TAG_COUNTERS: u32 = 4;
     pub const TAG_SCRUB: u32 = 5;
     pub const TAG_BADBLOCKS: u32 = 6;
+    pub const TAG_GENERATIONS: u32 = 7;
 }
 
 /// One feature of the format: its bit, whether an older reader must refuse it, and the
@@ -318,6 +321,12 @@ pub const FEATURES: &[FeatureDef] = &[
         tag: Some(feature::TAG_BADBLOCKS),
     },
     FeatureDef {
+        name: "member generations",
+        incompat: false,
+        bit: feature::GENERATIONS,
+        tag: Some(feature::TAG_GENERATIONS),
+    },
+    FeatureDef {
         name: "per-block checksums",
         incompat: true,
         bit: feature::CSUM,
@@ -341,6 +350,38 @@ const fn known(incompat: bool) -> u64 {
         i += 1;
     }
     bits
+}
+
+impl Superblock {
+    /// The superblock generation each member got at the last update that wrote them all
+    /// (member uuid, generation); empty without the record.
+    pub fn member_generations(&self) -> Vec<([u8; 16], u64)> {
+        if self.compat_features & feature::GENERATIONS == 0 {
+            return Vec::new();
+        }
+        self.extensions
+            .iter()
+            .find(|e| e.tag == feature::TAG_GENERATIONS)
+            .and_then(|e| postcard::from_bytes(&e.data).ok())
+            .unwrap_or_default()
+    }
+
+    /// Records the generation each member gets in the update being written.
+    pub fn set_member_generations(&mut self, gens: &[([u8; 16], u64)]) {
+        let data = postcard::to_stdvec(gens).expect("generations encode");
+        self.compat_features |= feature::GENERATIONS;
+        match self
+            .extensions
+            .iter_mut()
+            .find(|e| e.tag == feature::TAG_GENERATIONS)
+        {
+            Some(e) => e.data = data,
+            None => self.extensions.push(Extension {
+                tag: feature::TAG_GENERATIONS,
+                data,
+            }),
+        }
+    }
 }
 
 /// Incompatible feature bits this version understands.

@@ -288,6 +288,18 @@ impl Array {
         // A member found one place whose hint names another place holding the same member
         // (the same member uuid): two copies of one member. Which one holds the array's data
         // cannot be told, so neither is used.
+        // When the generations tell them apart (one is an older copy), the current one is
+        // used and the older left alone.
+        let mut expected: std::collections::HashMap<[u8; 16], u64> = Default::default();
+        for f in found.iter().flatten() {
+            for (u, g) in f.loaded.sb.member_generations() {
+                let e = expected.entry(u).or_insert(0);
+                *e = (*e).max(g);
+            }
+        }
+        let current = |l: &LoadedSuperblock| {
+            l.generation.saturating_add(1) >= expected.get(&l.sb.member_uuid).copied().unwrap_or(0)
+        };
         for i in 0..count {
             let Some(f) = &found[i] else { continue };
             let hint = PathBuf::from(&entries[i].path_hint);
@@ -301,6 +313,17 @@ impl Array {
                 if h.loaded.sb.array_uuid == sb0.array_uuid
                     && h.loaded.sb.member_uuid == entries[i].member_uuid
                 {
+                    match (current(&f.loaded), current(&h.loaded)) {
+                        (true, false) => continue,
+                        (false, true) if i != slot0 => {
+                            if let Ok(h) = claim(src, h, opts.writable) {
+                                seen.insert(other);
+                                found[i] = Some(h);
+                                continue;
+                            }
+                        }
+                        _ => {}
+                    }
                     bail!(
                         Mismatch,
                         "{} and {} are both slot {i} of array {} (copies of one member): assemble from one set of copies only; move the other set away first",
@@ -363,12 +386,47 @@ impl Array {
             );
         }
 
+        // The generation every member should have at least, by the newest record any member
+        // holds. One behind is a superblock update a crash cut short (it missed no data); more
+        // is an older copy of the member put back (a backup, an old image): its blocks are
+        // older than its siblings', so it is stale whatever its event count says.
+        let mut expected: std::collections::HashMap<[u8; 16], u64> = Default::default();
+        for f in found.iter().flatten() {
+            for (u, g) in f.loaded.sb.member_generations() {
+                let e = expected.entry(u).or_insert(0);
+                *e = (*e).max(g);
+            }
+        }
+        let older_copy = |f: &Found| {
+            let want = expected.get(&f.loaded.sb.member_uuid).copied().unwrap_or(0);
+            (f.loaded.generation.saturating_add(1) < want).then_some(want)
+        };
+        if let Some(want) = found[slot0].as_ref().and_then(older_copy) {
+            bail!(
+                Mismatch,
+                "{} is an older copy of its member (superblock generation {}, its siblings record {want}): its data is out of date; name a current member and re-add {} with `raidctl add` to rebuild it",
+                path.display(),
+                found[slot0].as_ref().expect("primary").loaded.generation,
+                path.display()
+            );
+        }
         let n = sb0.layout.members;
         let mut notes = Vec::new();
         let mut devs: Vec<Option<Arc<Dev>>> = Vec::with_capacity(count);
         let mut is_stale = vec![false; count];
         for (i, f) in found.into_iter().enumerate() {
             devs.push(f.and_then(|f| {
+                if let Some(want) = older_copy(&f) {
+                    is_stale[i] = true;
+                    reasons[i] = Some(format!(
+                        "{} is an older copy (superblock generation {}, its siblings record {want}); it must be rebuilt",
+                        f.path.display(),
+                        f.loaded.generation
+                    ));
+                    if i >= n || !matches!(entries[i].state, SlotState::Active | SlotState::Faulty) {
+                        return None;
+                    }
+                }
                 // Behind the newest superblock, which no longer lists it as active: it was
                 // failed, removed or absent while the array changed. (One still listed active
                 // only missed a superblock update, at a crash: it holds every write.)

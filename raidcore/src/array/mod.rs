@@ -778,6 +778,14 @@ impl Array {
             }
         }
         let mut first_err = None;
+        // Each member's generation after this update, recorded in every member: a member
+        // found behind its record later is an older copy (a restored backup), never trusted.
+        let gens: Vec<([u8; 16], u64)> = self
+            .live_devs()
+            .iter()
+            .map(|d| (d.uuid, d.sb_state.lock().expect("sb lock").0 + 1))
+            .collect();
+        meta.set_member_generations(&gens);
         for d in self.live_devs() {
             let Some(index) = meta.slots.iter().position(|e| e.member_uuid == d.uuid) else {
                 continue;
