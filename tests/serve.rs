@@ -872,3 +872,31 @@ fn a_command_on_a_copy_never_acts_on_the_served_original() {
     );
     assert!(srv.stop().success());
 }
+
+/// Issue 15 bug 4: while an array was served, `raidctl write /dev/loopN` (a loop device over
+/// one member file) got past the lock (it locked the device node, not the file), marked the
+/// served member faulty and wrote one side only. Members are locked by what they are: a loop
+/// device takes the lock of its backing file too.
+#[test]
+fn a_loop_device_over_a_served_member_is_refused() {
+    let dir = tempdir();
+    let m = array(dir.path(), "5", 3, "16M");
+    let mut srv = Server::start(&m[0], &dir.path().join("sock"));
+    let mut lo = LoopDev::attach(Path::new(&m[1]));
+    let dev = lo.dev.display().to_string();
+    let before = hashes(&[PathBuf::from(&m[1])]);
+    let input = dir.path().join("in");
+    std::fs::write(&input, pattern("alias", 8192)).unwrap();
+    let r = raidctl(["write", &dev, "--input", &input.display().to_string()]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("loop device over"), "{}", r.stderr);
+    assert_eq!(
+        hashes(&[PathBuf::from(&m[1])]),
+        before,
+        "the member changed"
+    );
+    let st = raidctl(["status", "--json", &m[0]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    lo.detach();
+    assert!(srv.stop().success());
+}

@@ -63,6 +63,12 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
 fn identity(p: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let m = std::fs::metadata(p).ok()?;
+    if m.file_type().is_block_device() {
+        // A loop device is the file behind it.
+        if let Some(b) = raidcore::device::probe::loop_backing_file(p) {
+            return identity(&b);
+        }
+    }
     Some(if m.file_type().is_block_device() {
         (m.rdev(), 0)
     } else {

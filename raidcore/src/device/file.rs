@@ -39,6 +39,9 @@ pub struct FileMember {
     /// Backed by memory (tmpfs, ramfs, a RAM disk, zram, pmem): I/O is a copy on the
     /// caller's core, with no device to wait on.
     memory: bool,
+    /// For a loop device, the same lock on its backing file: a member is locked by what it
+    /// is, so the file and a loop device over it cannot be opened for writing at once.
+    _backing: Option<Flock<File>>,
 }
 
 /// The buffered descriptor, holding the advisory lock unless opened to peek.
@@ -136,6 +139,29 @@ impl FileMember {
                 }
             })?)
         };
+        let backing = match (mode, block_device) {
+            (OpenMode::Peek, _) | (_, false) => None,
+            (_, true) => match super::probe::loop_backing_file(path) {
+                None => None,
+                Some(b) => {
+                    let f = File::open(&b)
+                        .map_err(|e| Error::io(e, "open the backing file of", &name, 0))?;
+                    Some(Flock::lock(f, lock).map_err(|(_, errno)| {
+                        if errno == nix::errno::Errno::EWOULDBLOCK {
+                            Error::new(
+                                ErrorKind::Busy,
+                                format!(
+                                    "{name} is a loop device over {}, which another raidctl process holds",
+                                    b.display()
+                                ),
+                            )
+                        } else {
+                            Error::io(io::Error::from_raw_os_error(errno as i32), "flock", &b.display().to_string(), 0)
+                        }
+                    })?)
+                }
+            },
+        };
         let len = file_size(&file, path)?;
         // O_DIRECT is refused by some file systems (tmpfs): fall back to buffered I/O there.
         let direct = OpenOptions::new()
@@ -160,6 +186,7 @@ impl FileMember {
             len,
             block_device,
             memory,
+            _backing: backing,
         })
     }
 

@@ -122,6 +122,18 @@ pub fn in_use(path: &Path) -> Option<String> {
     None
 }
 
+/// The backing file of loop device `dev` (e.g. /dev/loop3), if it is one and has one.
+pub fn loop_backing_file(dev: &Path) -> Option<PathBuf> {
+    let canon = std::fs::canonicalize(dev).ok()?;
+    let name = canon.file_name()?.to_str()?;
+    if !name.starts_with("loop") {
+        return None;
+    }
+    let b = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    let b = b.trim_end();
+    Some(PathBuf::from(b.strip_suffix(" (deleted)").unwrap_or(b)))
+}
+
 /// The loop device whose backing file is `path`, if any.
 pub fn loop_device_backed_by(path: &Path) -> Option<String> {
     let canon = std::fs::canonicalize(path).ok()?;
