@@ -268,3 +268,37 @@ fn an_interrupted_scrub_resumes_from_its_checkpoint() {
         .json();
     assert_eq!(st["scrub"]["state"], "finished", "{st}");
 }
+
+/// Issue 15 bug 7 (first part): RAID1 with the same corruption on both copies. Reads fail, as
+/// they should; then `scrub --repair` "repaired" it by rewriting the checksum entries to match
+/// the corrupt bytes, and reads returned the corruption with scrub clean. Agreeing copies
+/// confirm nothing (they are written from one buffer): the block stays an error.
+#[test]
+fn raid1_identical_corruption_stays_an_error_after_scrub_repair() {
+    let dir = tempdir();
+    let m = members(dir.path(), 2);
+    let mut args = vec!["create", "--level", "1", "--size", "16M"];
+    let ms = strs(&m);
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let data = pattern("both", 65536);
+    write_at(&m[0], 0, &data, dir.path());
+    let off = examine(&m[0])["data_offset"].as_u64().unwrap() + 8192;
+    for p in &m {
+        corrupt(p, off, 16);
+    }
+    assert_ne!(
+        read_at(&m[0], 0, data.len()).code,
+        0,
+        "corrupt data read without error"
+    );
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(code, 1, "scrub --repair claims success: {rep}");
+    let r = read_at(&m[0], 0, data.len());
+    assert_ne!(
+        r.code, 0,
+        "after scrub --repair the corruption reads as data"
+    );
+    let (code, _) = scrub(&m[0], false);
+    assert_eq!(code, 1, "a second scrub is clean over corrupt data");
+}

@@ -1269,23 +1269,18 @@ fn mirror_batch(
                     && bad.len() == avail.len()
                     && avail.iter().all(|&x| block(x) == block(avail[0]))
                 {
+                    // Copies are written from one buffer, so their agreeing confirms nothing:
+                    // the same corruption on every copy and a damaged entry look alike here.
+                    // Never bless the data by rewriting the entries (reads keep failing it).
+                    // Entries lagging their blocks after a crash are the resync's business.
                     for &x in &bad {
-                        if repair {
-                            if let Some(dev) = array.source(x.0, x.1) {
-                                array.csum_record(
-                                    &dev,
-                                    array.cell_offset(x.1, (b * B) as u64),
-                                    block(x),
-                                );
-                            }
-                        }
                         push(
                             rep,
                             problem(
                                 x,
-                                "checksum",
-                                repair,
-                                "every copy agrees but not with its checksum entry".into(),
+                                "data checksum",
+                                false,
+                                "every copy agrees but none with its checksum entry: the block is damaged alike on every copy, or its entries are; left as it is (reads of it fail until it is written again)".into(),
                             ),
                         );
                     }
