@@ -1,6 +1,8 @@
 //! Every level over real loop devices; a member is removed by detaching its loop device.
 
 use crate::levels::scenario;
+use std::path::Path;
+
 use crate::util::*;
 
 fn over_loops(level_args: &[&str], n: usize) {
@@ -30,4 +32,54 @@ loop_tests! {
     raid5_loop: 3, ["--level", "5"];
     f1_loop: 4, ["--level", "f1"];
     raid6_loop: 4, ["--level", "6"];
+}
+
+/// Issue 15 bug 1: a renamed disk became stale. Members on block devices were found only at
+/// their stored path and with `--scan`; after a member's loop device came back under another
+/// number the array assembled degraded and the healthy member needed a full rebuild. Members
+/// are now found by uuid on every block device.
+#[test]
+fn a_renamed_loop_device_is_found_and_not_rebuilt() {
+    let dir = tempdir();
+    let files: Vec<_> = (0..3).map(|i| dir.path().join(format!("b{i}"))).collect();
+    for f in &files {
+        sparse_file(f, 24 << 20);
+    }
+    let mut loops: Vec<LoopDev> = files.iter().map(|f| LoopDev::attach(f)).collect();
+    let devs: Vec<String> = loops.iter().map(|l| l.dev.display().to_string()).collect();
+    let mut args = vec!["create", "--level", "5"];
+    args.extend(devs.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let data = pattern("renamed", 200_000);
+    write_at(Path::new(&devs[0]), 0, &data, dir.path());
+    // Member 1 comes back under another number (its old one taken by something else).
+    loops[1].detach();
+    let filler = dir.path().join("filler");
+    sparse_file(&filler, 1 << 20);
+    let _taken = LoopDev::attach(&filler);
+    let moved = LoopDev::attach(&files[1]);
+    assert_ne!(
+        moved.dev.display().to_string(),
+        devs[1],
+        "the device was not renamed"
+    );
+    let st = raidctl(["status", "--json", &devs[0]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    let paths: Vec<&str> = st["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&moved.dev.to_str().unwrap()), "{st}");
+    assert_eq!(
+        read_at(Path::new(&devs[2]), 0, data.len()).ok().stdout,
+        data
+    );
+    // The next writable open records where it is now.
+    write_at(Path::new(&devs[0]), 0, &data, dir.path());
+    let st = raidctl(["status", "--json", &devs[2]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    drop(moved);
+    loops.clear();
 }

@@ -47,6 +47,12 @@ pub trait MemberSource {
     fn candidates(&self, locations: &[PathBuf]) -> Vec<PathBuf>;
     /// True when `path` is a regular file (its directory is then searched too).
     fn is_file(&self, path: &Path) -> bool;
+
+    /// Every block device of the system, to find members by uuid wherever they are now (a
+    /// device renamed at boot); none by default.
+    fn block_devices(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
 }
 
 /// Members that are files or block devices.
@@ -102,6 +108,23 @@ impl MemberSource for Files {
         std::fs::metadata(path)
             .map(|m| m.is_file())
             .unwrap_or(false)
+    }
+
+    fn block_devices(&self) -> Vec<PathBuf> {
+        // As `mdadm --assemble --scan` does: every block device and partition the kernel
+        // lists, except optical and floppy drives (a read can wait for a medium).
+        let Ok(rd) = std::fs::read_dir("/sys/class/block") else {
+            return Vec::new();
+        };
+        let mut out: Vec<PathBuf> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with("sr") && !n.starts_with("fd"))
+            .map(|n| PathBuf::from("/dev").join(n))
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device()))
+            .collect();
+        out.sort();
+        out
     }
 }
 
@@ -337,6 +360,11 @@ impl Array {
 
         if (0..count).any(|i| found[i].is_none() && wanted(i)) && !opts.scan.is_empty() {
             by_scan(opts.scan.clone(), &mut found, &mut reasons, &mut seen);
+        }
+        // Members on block devices are looked for by uuid on every block device: kernel names
+        // change between boots, and a member found under a new name is not stale.
+        if (0..count).any(|i| found[i].is_none() && wanted(i)) && !src.is_file(path) {
+            by_scan(src.block_devices(), &mut found, &mut reasons, &mut seen);
         }
 
         // The named member must be current: a member behind its siblings, or one recorded
@@ -634,8 +662,10 @@ impl Array {
             meta.retain_extras(|e| present.contains(&e.member_uuid));
             bump |= meta.slots.len() != before;
             for d in self.live_devs() {
-                let hint = std::fs::canonicalize(&d.path)
-                    .unwrap_or_else(|_| d.path.clone())
+                let hint = crate::device::probe::stable_name(&d.path)
+                    .unwrap_or_else(|| {
+                        std::fs::canonicalize(&d.path).unwrap_or_else(|_| d.path.clone())
+                    })
                     .display()
                     .to_string();
                 if let Some(e) = meta.slots.iter_mut().find(|e| e.member_uuid == d.uuid) {

@@ -293,3 +293,33 @@ pub fn holder(path: &Path) -> Holder {
     }
     Holder::Other
 }
+
+/// A name of block device `dev` that survives reboots and renumbering: its /dev/disk/by-id,
+/// by-partuuid or by-uuid link (the first that exists, in that order). None for files and for
+/// devices without one (loop devices).
+pub fn stable_name(dev: &Path) -> Option<PathBuf> {
+    let m = std::fs::metadata(dev).ok()?;
+    if !m.file_type().is_block_device() {
+        return None;
+    }
+    let canon = std::fs::canonicalize(dev).ok()?;
+    for dir in [
+        "/dev/disk/by-id",
+        "/dev/disk/by-partuuid",
+        "/dev/disk/by-uuid",
+    ] {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == canon))
+            .collect();
+        names.sort();
+        if let Some(n) = names.into_iter().next() {
+            return Some(n);
+        }
+    }
+    None
+}
