@@ -421,10 +421,17 @@ fn loop_helpers_create_and_detach() {
             "/sys/block/{}/loop/backing_file",
             d.trim_start_matches("/dev/")
         );
-        assert!(
-            !std::path::Path::new(&backing).exists(),
-            "{d} still attached"
-        );
+        // Another test may attach the freed number meanwhile: only ours must be gone. A
+        // device another process has open at that moment (a parallel test's scan) detaches
+        // when it is closed.
+        let ours = |now: &str| now.starts_with(&sim.display().to_string());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut now = std::fs::read_to_string(&backing).unwrap_or_default();
+        while ours(&now) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            now = std::fs::read_to_string(&backing).unwrap_or_default();
+        }
+        assert!(!ours(&now), "{d} still attached to {now}");
     }
     raidctl([
         "loop",

@@ -120,6 +120,11 @@ impl MemberSource for Files {
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
             .filter(|n| !n.starts_with("sr") && !n.starts_with("fd"))
+            // Empty ones (an unattached loop device, a drive without medium) are not opened.
+            .filter(|n| {
+                std::fs::read_to_string(format!("/sys/class/block/{n}/size"))
+                    .is_ok_and(|s| s.trim().parse::<u64>().is_ok_and(|x| x > 0))
+            })
             .map(|n| PathBuf::from("/dev").join(n))
             .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device()))
             .collect();
