@@ -196,7 +196,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__add)
-            opts="-f -h -V --scan --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -362,7 +362,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__fail)
-            opts="-h -V --scan --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --max-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -874,7 +874,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__read)
-            opts="-o -n -h -V --scan --offset --length --output --help --version"
+            opts="-o -n -h -V --scan --force-assemble --offset --length --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -912,7 +912,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__rebuild)
-            opts="-h -V --scan --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --max-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -934,7 +934,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__remove)
-            opts="-h -V --scan --help --version"
+            opts="-h -V --scan --force-assemble --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -952,7 +952,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__replace)
-            opts="-f -h -V --scan --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -978,7 +978,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__scrub)
-            opts="-h -V --scan --repair --max-rate --json --help --version"
+            opts="-h -V --scan --force-assemble --repair --max-rate --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1000,7 +1000,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
+            opts="-h -V --scan --force-assemble --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1092,7 +1092,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__status)
-            opts="-h -V --scan --json --help --version"
+            opts="-h -V --scan --force-assemble --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1220,7 +1220,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__write)
-            opts="-o -i -h -V --scan --offset --input --help --version"
+            opts="-o -i -h -V --scan --force-assemble --offset --input --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

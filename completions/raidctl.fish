@@ -64,6 +64,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l json -d 'Prin
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -s V -l version -d 'Print version'
@@ -74,26 +75,31 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l scan -d 'Also l
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s o -l offset -d 'Byte offset in the array (K/M/G suffixes allowed)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s n -l length -d 'Bytes to read (default: to the end of the array)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l output -d 'Write to this file instead of stdout' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s o -l offset -d 'Byte offset in the array (K/M/G suffixes allowed)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s i -l input -d 'Read from this file instead of stdin' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand remove" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l endurance -d 'Rated endurance of the new member in terabytes written' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
@@ -103,6 +109,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s V -l version -d 
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l endurance -d 'Rated endurance of the new member in terabytes written' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
@@ -111,6 +118,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s h -l help -d
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role to the most-worn member'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
@@ -180,6 +188,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l listen -d 'Als
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l export -d 'Export name' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l max-rate -d 'Background rebuilds write at most this many bytes per second, leaving room for clients' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l readonly -d 'Export read-only'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l foreground -d 'Stay in the foreground (the default when stdout is not a terminal, as under systemd)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role when members are replaced'
@@ -187,6 +196,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s h -l help -d '
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l max-rate -d 'Read at most this many bytes per second' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l repair -d 'Rewrite what is wrong where the right content can be decided'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -s h -l help -d 'Print help'

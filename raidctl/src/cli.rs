@@ -59,4 +59,10 @@ pub struct ArrayArgs {
     /// repeatable, e.g. --scan /srv/raid or --scan /dev/loop3
     #[arg(long, value_name = "DIR")]
     pub scan: Vec<PathBuf>,
+    /// Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky
+    /// cable) failed more members than it tolerates: take back the most recently failed
+    /// members that are present until it runs (as mdadm --assemble --force). Writes they missed
+    /// after failing are lost; a writable open resyncs every row
+    #[arg(long)]
+    pub force_assemble: bool,
 }

@@ -26,6 +26,11 @@ pub struct AssembleOptions {
     /// Read-only opens only: assemble even when too many members are missing, so that status
     /// can report a failed array (every read still fails).
     pub allow_failed: bool,
+    /// When more members are failed than the level tolerates (a storm of write errors failed
+    /// them one after another), take back the most recently failed ones that are present,
+    /// newest first, until it does: `mdadm --assemble --force`. What they missed after they
+    /// failed is lost; a writable open resyncs the whole array.
+    pub force: bool,
 }
 
 struct Found {
@@ -447,8 +452,10 @@ impl Array {
         let mut notes = Vec::new();
         let mut devs: Vec<Option<Arc<Dev>>> = Vec::with_capacity(count);
         let mut is_stale = vec![false; count];
+        let mut dev_events = vec![0u64; count];
         for (i, f) in found.into_iter().enumerate() {
             devs.push(f.and_then(|f| {
+                dev_events[i] = f.loaded.sb.events;
                 if let Some(want) = older_copy(&f) {
                     is_stale[i] = true;
                     reasons[i] = Some(format!(
@@ -534,7 +541,7 @@ impl Array {
         for i in n..count {
             let Some(d) = devs[i].clone() else {
                 notes.push(format!(
-                    "{} {}: {}",
+                    "left out {} {}: {}",
                     entries[i].state.name(),
                     entries[i].path_hint,
                     reasons[i].clone().unwrap_or_else(|| "not found".into())
@@ -559,8 +566,47 @@ impl Array {
             }
         }
 
+        let mut sb0 = sb0;
+        let mut forced = Vec::new();
+        if opts.force {
+            let layout = crate::layout::Layout::new(&sb0.layout)?;
+            let mut lost: Vec<bool> = slots.iter().map(|s| s.usable().is_none()).collect();
+            let mut cands: Vec<usize> = (0..n)
+                .filter(|&i| {
+                    lost[i]
+                        && entries[i].state == SlotState::Faulty
+                        && slots[i].dev.read().expect("fresh").is_some()
+                })
+                .collect();
+            cands.sort_by_key(|&i| std::cmp::Reverse(dev_events[i]));
+            for i in cands {
+                if layout.survives(&lost) {
+                    break;
+                }
+                slots[i].failed.store(false, Ordering::Release);
+                slots[i].set_reason(None);
+                lost[i] = false;
+                sb0.slots[i].state = SlotState::Active;
+                forced.push(i);
+            }
+            if !forced.is_empty() {
+                sb0.events += 1;
+                // What the taken-back members missed is anywhere: every row is resynced.
+                sb0.clean = false;
+            }
+        }
         let was_clean = sb0.clean;
         let array = Array::from_parts(sb0, slots, spares, opts.writable)?;
+        for &i in &forced {
+            notes.push(format!(
+                "FORCED: slot {i} was failed (at events {}) and is taken back in by --force-assemble; writes made after it failed are missing from it and may read as old data",
+                dev_events[i]
+            ));
+        }
+        if !forced.is_empty() && opts.writable {
+            // Every row resyncs: set every region's bit.
+            drop(array.bitmap_mark(0..array.rows())?);
+        }
         *array.notes.lock().expect("notes lock") = notes;
         if !opts.allow_failed || opts.writable {
             array

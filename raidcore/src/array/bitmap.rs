@@ -317,21 +317,6 @@ impl Array {
         Ok(())
     }
 
-    /// Rows of the regions with a write in flight now (all rows without a bitmap, when any
-    /// request is in flight).
-    pub(crate) fn rows_in_flight(&self) -> Vec<Range<u64>> {
-        match &self.bitmap {
-            None if self.requests.load(Ordering::Acquire) > 0 => {
-                std::iter::once(0..self.data_rows).collect()
-            }
-            None => Vec::new(),
-            Some(bm) => (0..bm.activity.len() as u64)
-                .filter(|&r| bm.activity[r as usize].inflight.load(Ordering::Acquire) > 0)
-                .map(|r| r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows))
-                .collect(),
-        }
-    }
-
     /// Whether no write is in flight into any region touching `rows`.
     pub(crate) fn rows_idle(&self, rows: &[Range<u64>]) -> bool {
         match &self.bitmap {

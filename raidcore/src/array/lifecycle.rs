@@ -517,6 +517,11 @@ impl Array {
         let _cfg = self.config.write().unwrap_or_else(|e| e.into_inner());
         let s = &self.slots[slot];
         let Some(t) = s.target() else { return Ok(()) };
+        // A target not yet in sync (a replace turned into a rebuild under the job's feet, at
+        // checkpoint 0) is never promoted: it stays pending for the next pass.
+        if t.checkpoint.load(Ordering::Acquire) < self.data_rows {
+            return Ok(());
+        }
         let old = match t.kind {
             TargetKind::Rebuild => None,
             TargetKind::Replace { old_to_slot } => {

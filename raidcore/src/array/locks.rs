@@ -108,6 +108,29 @@ impl RowLocks {
         }
     }
 
+    /// Rows requests hold exclusively now (the rows writes are cutting), merged.
+    pub(crate) fn written_now(&self) -> Vec<Range<u64>> {
+        let mut v: Vec<Range<u64>> = Vec::new();
+        for sh in &self.shards {
+            let st = sh.st.lock().unwrap_or_else(|e| e.into_inner());
+            v.extend(
+                st.held
+                    .iter()
+                    .filter(|h| h.exclusive && h.owner.is_none())
+                    .map(|h| h.rows.clone()),
+            );
+        }
+        v.sort_by_key(|r| r.start);
+        let mut out: Vec<Range<u64>> = Vec::new();
+        for r in v {
+            match out.last_mut() {
+                Some(l) if r.start <= l.end => l.end = l.end.max(r.end),
+                _ => out.push(r),
+            }
+        }
+        out
+    }
+
     fn release(&self, shard: usize, id: u64) {
         let sh = &self.shards[shard];
         let mut st = sh.st.lock().unwrap_or_else(|e| e.into_inner());

@@ -609,7 +609,9 @@ impl Array {
         if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
             // Writes in flight began healthy and are not journaled: until they are durable, a
             // crash may leave their rows torn, with this member's data no longer computable.
-            let rows = self.rows_in_flight();
+            // Their rows are those requests hold exclusively now (a write plans and writes a row
+            // under its lock; rows it has not locked yet see the failure and are journaled).
+            let rows = self.locks.written_now();
             let mut bad = self.bad.lock().expect("bad-block lock");
             for r in rows {
                 bad.add_suspect(slot, r);

@@ -184,8 +184,16 @@ impl Pass<'_> {
 
     fn finish(mut self) -> Result<PassReport> {
         self.make_durable()?;
-        for (slot, _) in &self.targets {
-            self.array.complete_target(*slot)?;
+        for (slot, t) in &self.targets {
+            // Only the target this pass filled: one that was swapped (a replace turned into a
+            // rebuild) or dropped meanwhile is left to the next pass.
+            if self
+                .array
+                .slot_target(*slot)
+                .is_some_and(|x| Arc::ptr_eq(&x, t))
+            {
+                self.array.complete_target(*slot)?;
+            }
         }
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
@@ -756,6 +764,16 @@ fn replace_pass(
         // Blocks neither the member nor redundancy can give: the replace stops with the error
         // and the old member keeps serving.
         read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
+        if !pass.targets_alive() {
+            // The source failed during the read (its blocks came from redundancy): the replace
+            // is a rebuild of a new target now, whose checkpoint this pass does not move.
+            // Writing and advancing here would move only the old target's checkpoint, and
+            // writes to these rows would skip the device that then completes the slot.
+            drop(guard);
+            pass.make_durable()?;
+            pass.report.seconds = pass.start.elapsed().as_secs_f64();
+            return Ok(pass.report);
+        }
         let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);

@@ -281,6 +281,9 @@ struct Cells {
     /// Per block: the digest of what was read, and what the table says (empty without checksums).
     actual: Vec<Digest>,
     expect: Vec<Expect>,
+    /// End of the rows read (from the batch's first read row): short of the batch's end for a
+    /// rebuild target whose checkpoint falls inside a mirror batch.
+    held_end: u64,
 }
 
 impl Cells {
@@ -321,28 +324,50 @@ fn read_one(
     pool: &Pool,
     heal: bool,
 ) -> Result<Option<Cells>> {
-    let len = ((rows.end - rows.start) * array.layout().chunk()) as usize;
-    let (Some(a), Some(b)) = (
-        array.source(slot, rows.start),
-        array.source(slot, rows.end - 1),
-    ) else {
+    let Some(a) = array.source(slot, rows.start) else {
         return Ok(None);
     };
-    if !Arc::ptr_eq(&a, &b) {
-        return Ok(None);
-    }
+    let whole = array
+        .source(slot, rows.end - 1)
+        .is_some_and(|b| Arc::ptr_eq(&a, &b));
+    let held_end = if whole {
+        rows.end
+    } else {
+        // A mirror batch may straddle a rebuild target's checkpoint (its read rows reach one
+        // row past its rows, so `plan` cannot keep it from doing so): the target's rows below
+        // the checkpoint are read and checked (a resync must reach them: after a crash they
+        // may be torn against the other copies), the rest counts as unavailable. Parity
+        // batches never straddle a checkpoint (`plan`).
+        let cp = array
+            .slot_target(slot)
+            .filter(|t| t.kind == TargetKind::Rebuild && Arc::ptr_eq(&t.dev, &a))
+            .map(|t| t.checkpoint.load(Ordering::Acquire));
+        match cp {
+            Some(cp)
+                if matches!(array.layout().redundancy(), Redundancy::Mirror { .. })
+                    && rows.start < cp
+                    && cp < rows.end =>
+            {
+                cp
+            }
+            _ => return Ok(None),
+        }
+    };
+    let len = ((rows.end - rows.start) * array.layout().chunk()) as usize;
+    let held = ((held_end - rows.start) * array.layout().chunk()) as usize;
     let mut buf = pool
         .lock()
         .expect("pool lock")
         .pop()
         .filter(|b| b.len() >= len)
         .unwrap_or_else(|| AlignedBuf::zeroed(len));
+    buf[held..len].fill(0);
     let read = if heal {
         // Resync and scrub --repair: unreadable blocks are rebuilt from redundancy and
         // rewritten, then checked like the rest.
-        array.read_rows_or_rebuild(slot, &mut buf[..len], rows.clone())
+        array.read_rows_or_rebuild(slot, &mut buf[..held], rows.start..held_end)
     } else {
-        array.member_read(slot, &mut buf[..len], rows.start, 0)
+        array.member_read(slot, &mut buf[..held], rows.start, 0)
     };
     if let Err(e) = read {
         pool.lock().expect("pool lock").push(buf);
@@ -352,6 +377,7 @@ fn read_one(
         buf,
         actual: Vec::new(),
         expect: Vec::new(),
+        held_end,
     }))
 }
 
@@ -649,7 +675,7 @@ fn collect_cells(
 
 /// Digests of every block read from `slot` and what its table says.
 fn hash_cell(array: &Array, slot: usize, rows: &Range<u64>, cl: &mut Cells) {
-    let len = ((rows.end - rows.start) * array.layout().chunk()) as usize;
+    let len = ((cl.held_end - rows.start) * array.layout().chunk()) as usize;
     let Some(dev) = array.source(slot, rows.start) else {
         return;
     };
@@ -1175,7 +1201,9 @@ fn mirror_batch(
     for chunk in first..last {
         let avail: Vec<(usize, u64)> = (0..copies)
             .map(|i| l.mirror_cell(chunk, i))
-            .filter(|&(s, r)| r < read_rows.end && cells[s].is_some())
+            .filter(|&(s, r)| {
+                r < read_rows.end && cells[s].as_ref().is_some_and(|cl| r < cl.held_end)
+            })
             .collect();
         let cell = |s: usize| cells[s].as_ref().expect("available");
         for b in 0..(c as usize / B) {

@@ -193,6 +193,16 @@ impl Member for SimMember {
                     buf.len(),
                     buf[(d - offset) as usize]
                 );
+                if std::env::var_os("SIM_DEBUG_BT").is_some() {
+                    let bt = std::backtrace::Backtrace::force_capture().to_string();
+                    let f: Vec<&str> = bt
+                        .lines()
+                        .filter(|l| l.contains("raidcore::") && !l.contains("sim::member"))
+                        .map(|l| l.trim())
+                        .take(6)
+                        .collect();
+                    eprintln!("    {}", f.join(" <- "));
+                }
             }
         }
         st.live[offset as usize..end as usize].copy_from_slice(buf);

@@ -106,6 +106,7 @@ fn run_array(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode> {
     let args = crate::cli::ArrayArgs {
         array: path.to_path_buf(),
         scan: Vec::new(),
+        force_assemble: false,
     };
     let array = super::assemble(&args, true)?;
     array.set_stripe_cache(a.stripe_cache as usize)?;

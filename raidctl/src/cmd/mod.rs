@@ -61,6 +61,7 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
         writable,
         scan: args.scan.clone(),
         allow_failed,
+        force: args.force_assemble,
     };
     let array = Array::open(&args.array, &opts)
         .map_err(|e| e.context(format!("array {}", args.array.display())))?;
@@ -76,7 +77,7 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
         }
     }
     for note in array.notes() {
-        eprintln!("raidctl: warning: left out {note}");
+        eprintln!("raidctl: warning: {note}");
     }
     if writable && !array.superblock().clean {
         resync(&array)?;

@@ -463,6 +463,7 @@ fn open(array: &std::path::Path, scan: &[PathBuf], writable: bool) -> Result<Arr
         writable,
         scan: scan.to_vec(),
         allow_failed: !writable,
+        force: false,
     };
     Array::open(array, &opts).map_err(|e| e.context(format!("array {}", array.display())))
 }

@@ -74,7 +74,14 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
                 ),
             ));
         }
-        array.write(&buf[..n], pos)?;
+        if let Err(e) = array.write(&buf[..n], pos) {
+            // What was written stays: flushed, and the array closed clean when it still runs
+            // (a member failed by the error is recorded; the rows it caught are settled).
+            if array.flush().is_ok() {
+                let _ = array.close();
+            }
+            return Err(e);
+        }
         pos += n as u64;
         if n < block {
             break;
