@@ -677,8 +677,11 @@ fn two_members_out_of_space_then_force_assemble_reads_the_flushed_data() {
     }
     let _mnt = Unmount(small.clone());
     let m = vec![dir.path().join("m0"), small.join("m1"), small.join("m2")];
+    // Sparse members larger than the small file system: the data flushed first lies in the
+    // first write-intent region, the storm in a later one (so only the storm's rows are
+    // suspect when the members fail).
     raidctl(args(
-        &["create", "--level", "5", "--size", "40M", "--no-checksums"],
+        &["create", "--level", "5", "--size", "200M", "--no-checksums"],
         &m,
     ))
     .ok();
@@ -686,7 +689,7 @@ fn two_members_out_of_space_then_force_assemble_reads_the_flushed_data() {
     write_at(&m[0], 0, &keep, dir.path());
     // Fills the small file system: both members on it run out of space, one after the other.
     let big = dir.path().join("big");
-    std::fs::write(&big, pattern("storm", 60 << 20)).unwrap();
+    std::fs::write(&big, pattern("storm", 200 << 20)).unwrap();
     let faulty = || {
         let st = raidctl(["status", "--json", &m[0].display().to_string()]).json();
         st["members"]
@@ -703,7 +706,7 @@ fn two_members_out_of_space_then_force_assemble_reads_the_flushed_data() {
             "write",
             &m[0].display().to_string(),
             "--offset",
-            "2097152",
+            "157286400",
             "--input",
             &big.display().to_string(),
         ]);

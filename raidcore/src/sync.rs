@@ -37,6 +37,15 @@ impl<T: ?Sized> Mutex<T> {
         }
     }
 
+    /// The guard if the lock is free now (None when anyone holds it, the caller included).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        match self.0.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     pub fn get_mut(&mut self) -> LockResult<&mut T> {
         self.0.get_mut()
     }

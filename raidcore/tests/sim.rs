@@ -195,12 +195,13 @@ fn mirror_resync_reaches_a_rebuild_targets_rows() {
     pass(23053);
 }
 
-/// Open: RAID6 N=5, one member failed, a journaled partial write and a resync of the same
-/// degraded row both in flight at a power cut; after restart the missing member's data in that
-/// row reads as a mix (0x08 where 0x00 was durable). The resync recomputed Q differently from
-/// the write just before it. Not yet explained; kept failing so it is not forgotten.
+/// Found by a soak: a member failed with rows written healthy but not yet flushed (not only
+/// rows being written at that moment): a crash before the next flush tore such a row, and the
+/// failed member's data there was computed from it (6807: RAID6; 71682: RAID5, found once the
+/// suspect rows had been narrowed to the rows being written). Suspect rows are every row the
+/// write-intent bitmap marks when the member fails.
 #[test]
-#[ignore = "open bug: degraded RAID6 resync racing a journaled write at a power cut"]
-fn degraded_raid6_resync_and_journaled_write_at_a_power_cut() {
+fn a_member_failed_with_unflushed_rows_then_a_crash_reads_them_as_bad_blocks() {
     pass(6807);
+    pass(71682);
 }

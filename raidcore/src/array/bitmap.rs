@@ -125,6 +125,9 @@ pub(crate) struct Bitmap {
     pub(crate) geo: BitmapGeometry,
     state: Mutex<State>,
     activity: Vec<Activity>,
+    /// Start of the last completed flush (clock nanoseconds + 1; 0: none since open): a
+    /// region's writes that completed before it are durable.
+    flushed: AtomicU64,
 }
 
 struct State {
@@ -180,6 +183,7 @@ impl Bitmap {
             geo,
             state: Mutex::new(State { bits }),
             activity: (0..regions).map(|_| Activity::default()).collect(),
+            flushed: AtomicU64::new(0),
         }
     }
 
@@ -294,6 +298,8 @@ impl Array {
         let Some(bm) = &self.bitmap else {
             return Ok(());
         };
+        bm.flushed
+            .fetch_max(flush_start.nanos() + 1, Ordering::AcqRel);
         let mut st = bm.state.lock().expect("bitmap lock");
         let mut changed = false;
         for r in 0..bm.activity.len() {
@@ -315,6 +321,30 @@ impl Array {
             self.write_bitmap(&bits, false)?;
         }
         Ok(())
+    }
+
+    /// As [`Array::dirty_rows`], for a caller that may already hold the bitmap lock (a member
+    /// failed while the bitmap itself was being written): every row when the lock is taken.
+    pub(crate) fn dirty_rows_or_all(&self) -> Vec<Range<u64>> {
+        let Some(bm) = &self.bitmap else {
+            return std::iter::once(0..self.data_rows).collect();
+        };
+        let Some(st) = bm.state.try_lock() else {
+            return std::iter::once(0..self.data_rows).collect();
+        };
+        // Of the marked regions, those with a write in flight or one completed after the last
+        // flush began, and those marked before this open and not written since (a resync may
+        // still be settling them): everything else there is durable.
+        let flushed = bm.flushed.load(Ordering::Acquire);
+        (0..bm.activity.len() as u64)
+            .filter(|&r| st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0)
+            .filter(|&r| {
+                let a = &bm.activity[r as usize];
+                let last = a.last_write.load(Ordering::Acquire);
+                a.inflight.load(Ordering::Acquire) > 0 || last == 0 || last >= flushed
+            })
+            .map(|r| r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows))
+            .collect()
     }
 
     /// Whether no write is in flight into any region touching `rows`.

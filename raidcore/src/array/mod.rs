@@ -607,11 +607,12 @@ impl Array {
         }
         s.set_reason(Some(reason.to_string()));
         if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
-            // Writes in flight began healthy and are not journaled: until they are durable, a
-            // crash may leave their rows torn, with this member's data no longer computable.
-            // Their rows are those requests hold exclusively now (a write plans and writes a row
-            // under its lock; rows it has not locked yet see the failure and are journaled).
-            let rows = self.locks.written_now();
+            // Writes made healthy are not journaled: until they are durable, a crash may leave
+            // their rows torn, with this member's data no longer computable from them.
+            // Every row not yet durable may be cut by a crash: the regions the write-intent
+            // bitmap marks (writes completed but not flushed, and writes in flight).
+            let mut rows = self.dirty_rows_or_all();
+            rows.extend(self.locks.written_now());
             let mut bad = self.bad.lock().expect("bad-block lock");
             for r in rows {
                 bad.add_suspect(slot, r);
