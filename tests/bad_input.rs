@@ -454,6 +454,16 @@ fn failed_create_leaves_nothing_behind_and_dev_typos_are_refused() {
     assert!(!typo.exists() && !m[1].exists());
 }
 
+/// The data of extension record `tag` (the test fails if there is none).
+fn ext(sb: &mut raidcore::format::Superblock, tag: u32) -> &mut Vec<u8> {
+    &mut sb
+        .extensions
+        .iter_mut()
+        .find(|e| e.tag == tag)
+        .unwrap()
+        .data
+}
+
 /// Rewrites both superblock copies of `member` with `f` applied to the body, bypassing every
 /// check the encoder makes (an attacker's or a bit flip's superblock: hashes are valid).
 fn forge(member: &std::path::Path, f: impl Fn(&mut raidcore::format::Superblock)) {
@@ -491,12 +501,8 @@ fn crafted_extension_records_are_refused_as_corrupt() {
         (
             "bitmap length near 2^64",
             |sb| {
-                let e = sb
-                    .extensions
-                    .iter_mut()
-                    .find(|e| e.tag == feature::TAG_BITMAP)
-                    .unwrap();
-                e.data[8..16].copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
+                ext(sb, feature::TAG_BITMAP)[8..16]
+                    .copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
             },
             "write-intent bitmap record",
         ),
@@ -508,36 +514,22 @@ fn crafted_extension_records_are_refused_as_corrupt() {
         (
             "checksum record truncated",
             |sb| {
-                let e = sb
-                    .extensions
-                    .iter_mut()
-                    .find(|e| e.tag == feature::TAG_CSUM)
-                    .unwrap();
-                e.data.truncate(23);
+                ext(sb, feature::TAG_CSUM).truncate(23);
             },
             "checksum area record",
         ),
         (
             "checksum table past the data offset",
             |sb| {
-                let e = sb
-                    .extensions
-                    .iter_mut()
-                    .find(|e| e.tag == feature::TAG_CSUM)
-                    .unwrap();
-                e.data[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+                ext(sb, feature::TAG_CSUM)[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
             },
             "checksum area record",
         ),
         (
             "journal offset wrapping around",
             |sb| {
-                let e = sb
-                    .extensions
-                    .iter_mut()
-                    .find(|e| e.tag == feature::TAG_JOURNAL)
-                    .unwrap();
-                e.data[0..8].copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
+                ext(sb, feature::TAG_JOURNAL)[0..8]
+                    .copy_from_slice(&(u64::MAX - 4095).to_le_bytes());
             },
             "write-hole journal record",
         ),

@@ -138,6 +138,18 @@ impl MemberSource for Files {
     }
 }
 
+/// Per member uuid, the newest generation any found member records for it.
+fn expected_generations(found: &[Option<Found>]) -> std::collections::HashMap<[u8; 16], u64> {
+    let mut expected = std::collections::HashMap::new();
+    for f in found.iter().flatten() {
+        for (u, g) in f.loaded.sb.member_generations() {
+            let e = expected.entry(u).or_insert(0);
+            *e = (*e).max(g);
+        }
+    }
+    expected
+}
+
 fn uuid_str(u: &[u8; 16]) -> String {
     uuid::Uuid::from_bytes(*u).hyphenated().to_string()
 }
@@ -323,13 +335,7 @@ impl Array {
         // cannot be told, so neither is used.
         // When the generations tell them apart (one is an older copy), the current one is
         // used and the older left alone.
-        let mut expected: std::collections::HashMap<[u8; 16], u64> = Default::default();
-        for f in found.iter().flatten() {
-            for (u, g) in f.loaded.sb.member_generations() {
-                let e = expected.entry(u).or_insert(0);
-                *e = (*e).max(g);
-            }
-        }
+        let expected = expected_generations(&found);
         let current = |l: &LoadedSuperblock| {
             l.generation.saturating_add(1) >= expected.get(&l.sb.member_uuid).copied().unwrap_or(0)
         };
@@ -428,13 +434,7 @@ impl Array {
         // holds. One behind is a superblock update a crash cut short (it missed no data); more
         // is an older copy of the member put back (a backup, an old image): its blocks are
         // older than its siblings', so it is stale whatever its event count says.
-        let mut expected: std::collections::HashMap<[u8; 16], u64> = Default::default();
-        for f in found.iter().flatten() {
-            for (u, g) in f.loaded.sb.member_generations() {
-                let e = expected.entry(u).or_insert(0);
-                *e = (*e).max(g);
-            }
-        }
+        let expected = expected_generations(&found);
         let older_copy = |f: &Found| {
             let want = expected.get(&f.loaded.sb.member_uuid).copied().unwrap_or(0);
             (f.loaded.generation.saturating_add(1) < want).then_some(want)

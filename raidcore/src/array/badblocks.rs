@@ -114,6 +114,21 @@ fn merge_nearest(lists: &mut [Vec<Range<u64>>], cap: usize) {
     }
 }
 
+/// Per-slot lists as the records the superblock stores.
+fn flatten(lists: &[Vec<Range<u64>>]) -> Vec<BadRange> {
+    lists
+        .iter()
+        .enumerate()
+        .flat_map(|(s, l)| {
+            l.iter().map(move |r| BadRange {
+                slot: s as u32,
+                start: r.start,
+                blocks: r.end - r.start,
+            })
+        })
+        .collect()
+}
+
 fn overlap(list: &[Range<u64>], r: &Range<u64>) -> Vec<Range<u64>> {
     list.iter()
         .filter(|x| x.start < r.end && x.end > r.start)
@@ -243,17 +258,7 @@ impl BadBlocks {
 
     /// Every recorded range (as the superblock stores them).
     pub fn ranges(&self) -> Vec<BadRange> {
-        self.marked
-            .iter()
-            .enumerate()
-            .flat_map(|(s, l)| {
-                l.iter().map(move |r| BadRange {
-                    slot: s as u32,
-                    start: r.start,
-                    blocks: r.end - r.start,
-                })
-            })
-            .collect()
+        flatten(&self.marked)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -275,7 +280,7 @@ impl BadBlocks {
     /// Forgets every suspect row (their writes are durable, or a crash turned them into marks).
     /// Returns whether there were any.
     pub fn clear_suspect(&mut self) -> bool {
-        let any = self.suspect.iter().any(|l| !l.is_empty());
+        let any = self.has_suspect();
         self.suspect.iter_mut().for_each(|l| l.clear());
         any
     }
@@ -296,18 +301,7 @@ impl BadBlocks {
         }
         let rec = Record {
             bad: self.ranges(),
-            suspect: self
-                .suspect
-                .iter()
-                .enumerate()
-                .flat_map(|(s, l)| {
-                    l.iter().map(move |r| BadRange {
-                        slot: s as u32,
-                        start: r.start,
-                        blocks: r.end - r.start,
-                    })
-                })
-                .collect(),
+            suspect: flatten(&self.suspect),
         };
         let data = postcard::to_stdvec(&rec).expect("bad-block list encodes");
         sb.compat_features |= FEATURE_BADBLOCKS;

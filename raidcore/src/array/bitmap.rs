@@ -343,7 +343,7 @@ impl Array {
                 let last = a.last_write.load(Ordering::Acquire);
                 a.inflight.load(Ordering::Acquire) > 0 || last == 0 || last >= flushed
             })
-            .map(|r| r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows))
+            .map(|r| self.region_rows(bm, r))
             .collect()
     }
 
@@ -366,9 +366,13 @@ impl Array {
             Some(bm) => bm
                 .dirty_regions()
                 .into_iter()
-                .map(|r| r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows))
+                .map(|r| self.region_rows(bm, r))
                 .collect(),
         }
+    }
+
+    fn region_rows(&self, bm: &Bitmap, r: u64) -> Range<u64> {
+        r * bm.geo.region_rows..((r + 1) * bm.geo.region_rows).min(self.data_rows)
     }
 
     /// The bitmap's rows per region, if the array has a bitmap.

@@ -798,7 +798,6 @@ impl Array {
             sb.slot = index as u32;
             sb.member_uuid = d.uuid;
             sb.wear = d.wear();
-            health::fit_health(&mut sb);
             let mut st = d.sb_state.lock().expect("sb lock");
             if let Err(e) = format::write_next(d.member.as_ref(), &sb, &mut st) {
                 d.write_errors.fetch_add(1, Ordering::Relaxed);
