@@ -15,6 +15,10 @@
 //! are not journaled): the rows they were writing are recorded as *suspect* with the failure,
 //! and a crash before those writes are flushed turns the failed member's data there into marks.
 //! A flush that begins once none of them is in flight any more drops the record.
+//!
+//! And a rebuild that meets a survivor block it can neither read nor trust where parity no
+//! longer covers the column (RAID5 rebuilding its one missing member): the survivor's block and
+//! the target's block of that column are lost, with or without checksums.
 
 use std::ops::Range;
 
@@ -411,6 +415,26 @@ impl Array {
             .expect("bad-block lock")
             .mark(slot, rows.start * per_row..rows.end * per_row);
         self.bad_block_counts()[slot] - before
+    }
+
+    /// Marks the 4 KiB block of `slot` at byte `at` of its data area bad, when it holds data
+    /// (a lost parity block is recomputed by the next write of its row and never read as
+    /// data). Returns whether it was marked.
+    pub(crate) fn mark_lost_block(&self, slot: usize, at: u64) -> bool {
+        let row = at / self.layout.chunk();
+        let parity = self.layout.parity_count();
+        if parity == 0
+            || self.layout.p_slot(row) == slot
+            || (parity > 1 && self.layout.q_slot(row) == slot)
+        {
+            return false;
+        }
+        let block = at / BLOCK;
+        self.bad
+            .lock()
+            .expect("bad-block lock")
+            .mark(slot, block..block + 1);
+        true
     }
 
     /// Bad data blocks per slot (listed blocks of rows where the slot holds parity are not

@@ -1097,8 +1097,9 @@ fn journal_write_cost_on_a_degraded_array() {
 }
 
 /// Latent corruption on a survivor during a rebuild: RAID6 still has a parity to spare, so the
-/// target gets the right data and the survivor is repaired; RAID5 has none, so the target's
-/// block reads as a checksum error, never as wrong data.
+/// target gets the right data and the survivor is repaired; RAID5 has none, so the survivor's
+/// block (and the target's of its column) is on the bad-block list and reads as a bad-block
+/// error; RAID1 (no bad-block list on mirrors) reads it as a checksum error; never wrong data.
 #[test]
 fn rebuild_checks_survivors_against_their_checksums() {
     for (level, n) in [(Level::Raid6, 5), (Level::Raid5, 4), (Level::Raid1, 3)] {
@@ -1140,7 +1141,12 @@ fn rebuild_checks_survivors_against_their_checksums() {
                     "{level:?}: {reports:?}"
                 );
                 let e = a.read(&mut got, logical).unwrap_err();
-                assert_eq!(e.kind(), ErrorKind::Checksum, "{level:?}: {e}");
+                let want = if level == Level::Raid5 {
+                    ErrorKind::BadBlock
+                } else {
+                    ErrorKind::Checksum
+                };
+                assert_eq!(e.kind(), want, "{level:?}: {e}");
             }
         }
     }
@@ -1321,4 +1327,61 @@ fn remove_writes_the_members_that_stay_before_the_leaving_one() {
         leaving <= stay,
         "the leaving member's superblock (events {leaving}) is newer than every member that stays ({stay})"
     );
+}
+
+/// Without checksums an unreadable survivor block that parity cannot cover during a RAID5
+/// rebuild was only "poisoned" through the checksum table, which does not exist then: the
+/// rebuilt block (computed with the unreadable one taken as zeros) read back as wrong data
+/// with no error, and so did the survivor's block (reconstructed from that wrong block). Both
+/// go on the bad-block list now, which works with or without checksums and survives restarts.
+#[test]
+fn unrecoverable_rebuild_blocks_without_checksums_read_as_errors_never_wrong_data() {
+    let p = params(Level::Raid5, 4, 16384);
+    let (a, faults) = make_with(&p, 3 << 20, false);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(10).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    // Row 5, 4 KiB into the chunk, on slot 0; and row 9 where slot 0 holds parity.
+    faults[0].bad_block(a.cell_offset(5, 4096));
+    let parity_row = (0..a.rows()).find(|&r| a.layout().p_slot(r) == 0).unwrap();
+    faults[0].bad_block(a.cell_offset(parity_row, 0));
+    let m = a.take_failed(&PathBuf::from("m3")).unwrap();
+    a.add(m, &PathBuf::from("m3"), None, true).unwrap();
+    let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
+    assert!(a.slots[0].usable().is_some(), "the survivor stays in");
+    assert_eq!(reps.iter().map(|r| r.unrecoverable_blocks).sum::<u64>(), 2);
+    let check = |a: &Array| {
+        let mut errors = Vec::new();
+        for (i, want) in model.chunks(4096).enumerate() {
+            let mut got = vec![0u8; 4096];
+            match a.read(&mut got, i as u64 * 4096) {
+                Ok(()) => assert!(got == want, "block {i} reads wrong data"),
+                Err(e) => {
+                    assert_eq!(e.kind(), crate::error::ErrorKind::BadBlock, "{e}");
+                    errors.push(i);
+                }
+            }
+        }
+        errors
+    };
+    // The survivor's data block and the rebuilt block of its column (2), and in the row where
+    // the survivor held parity, the rebuilt data block (1).
+    let errors = check(&a);
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(a.bad_block_counts().iter().sum::<u64>() == 3);
+    // The list is persisted: a fresh superblock carries it.
+    let saved = crate::array::badblocks::ranges_of(&a.superblock());
+    assert!(!saved.is_empty());
+    // Rewriting the blocks whole makes them readable again, after a flush.
+    for &i in &errors {
+        a.write(&model[i * 4096..(i + 1) * 4096], i as u64 * 4096)
+            .unwrap();
+    }
+    a.flush().unwrap();
+    assert_eq!(check(&a), Vec::<usize>::new());
+    assert_eq!(a.bad_block_counts().iter().sum::<u64>(), 0);
+    assert_consistent(&a);
 }

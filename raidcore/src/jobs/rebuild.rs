@@ -402,6 +402,9 @@ struct Damage {
     repaired: u64,
     /// (target index, byte offset in the batch) of target blocks that could not be rebuilt.
     poisoned: Vec<(usize, usize)>,
+    /// (slot, byte offset in the batch) of survivor blocks lost with them (unreadable or
+    /// failing their checksums where parity no longer covers the column).
+    lost: Vec<(usize, usize)>,
 }
 
 /// Fills `outs` (one buffer per target) with the target slots' contents for rows [r0, r1).
@@ -661,6 +664,7 @@ fn fix_bad_blocks(
             for ti in target_of.iter().flatten() {
                 damage.poisoned.push((*ti, at));
             }
+            damage.lost.extend(bad_slots.iter().map(|&s| (s, at)));
             continue;
         }
         let mut blocks: Vec<Vec<u8>> = order
@@ -696,15 +700,22 @@ fn fix_bad_blocks(
     Ok(())
 }
 
-/// Marks target blocks that could not be rebuilt so they read as checksum errors (their
-/// entries can never match any content), after the target's own entries were recorded.
+/// Marks target blocks that could not be rebuilt, and the survivor blocks lost with them, so
+/// they read as errors: on the bad-block list (parity levels, with or without checksums,
+/// persisted with the checkpoint that follows) and, for targets, in the checksum table too
+/// (their entries can never match any content), after the target's own entries were recorded.
 fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) {
+    let c = array.layout().chunk();
     for &(ti, at) in &damage.poisoned {
-        let dev = &targets[ti].1.dev;
-        if let Some(s) = array.csum_of(dev) {
+        let (slot, t) = &targets[ti];
+        if let Some(s) = array.csum_of(&t.dev) {
             let block = s.block_of(array.cell_offset(r0, at as u64));
             s.record_digests(block, &[[0xff; 16]]);
         }
+        array.mark_lost_block(*slot, r0 * c + at as u64);
+    }
+    for &(slot, at) in &damage.lost {
+        array.mark_lost_block(slot, r0 * c + at as u64);
     }
 }
 
