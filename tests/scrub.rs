@@ -302,3 +302,110 @@ fn raid1_identical_corruption_stays_an_error_after_scrub_repair() {
     let (code, _) = scrub(&m[0], false);
     assert_eq!(code, 1, "a second scrub is clean over corrupt data");
 }
+
+/// Overwrites `len` bytes of `path` at `offset` with zeros.
+fn zero(path: &Path, offset: u64, len: usize) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(&vec![0u8; len], offset).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// An array over `n` files, 64 KiB chunks, 1 MiB written and closed cleanly (the checksum
+/// table holds the entries): (dir, members, data, data offset, table offset).
+fn with_table(level: &str, n: usize) -> (tempfile::TempDir, Vec<PathBuf>, Vec<u8>, u64, u64) {
+    let dir = tempdir();
+    let m = members(dir.path(), n);
+    let mut args = vec![
+        "create", "--level", level, "--chunk", "64K", "--size", "16M",
+    ];
+    let ms = strs(&m);
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let data = pattern("table", 1 << 20);
+    write_at(&m[0], 0, &data, dir.path());
+    let ex = examine(&m[1]);
+    let data_off = ex["areas"]["data"]["offset"].as_u64().unwrap();
+    let table_off = ex["areas"]["checksums"]["table_offset"].as_u64().unwrap();
+    (dir, m, data, data_off, table_off)
+}
+
+/// Issue #15 bug 7 (table pages): a damaged checksum table page over a corrupt data block read
+/// the corrupt block back as data (its entries unknown, nothing checked it). A block whose
+/// entry is unknown is now checked against the rest of its row, whose members vouch for
+/// themselves, and rebuilt from them when it disagrees.
+#[test]
+fn corrupt_table_page_over_corrupt_data_never_reads_the_corruption() {
+    // RAID5: row 0 holds data on slot 1 (parity on slot 3). RAID1: slot 1 holds a copy of
+    // everything. Corrupt slot 1's block 1 and the table page that covers it.
+    for (level, n) in [("5", 4), ("1", 2)] {
+        let (_dir, m, data, data_off, table_off) = with_table(level, n);
+        corrupt(&m[1], data_off + 4096, 64);
+        corrupt(&m[1], table_off + 100, 8);
+        for _ in 0..2 {
+            let r = read_at(&m[0], 0, data.len());
+            assert!(
+                r.code == 0 && r.stdout == data,
+                "raid{level}: the corrupt block read back as data, or an error"
+            );
+        }
+        let (code, rep) = scrub(&m[0], true);
+        assert_eq!(code, 0, "raid{level}: scrub --repair: {rep}");
+        assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+        let (code, rep) = scrub(&m[0], false);
+        assert_eq!(code, 0, "raid{level}: a second scrub finds problems: {rep}");
+    }
+}
+
+/// Issue #15 bug 7 (table pages): a zeroed table page (valid: it says "every block is zero")
+/// made good data permanently unreadable although parity and the other members verify it.
+/// When the other members of the row, each matching its own checksums, rebuild exactly the
+/// bytes on the member, the entry is what is wrong: the read succeeds and the entry is fixed.
+#[test]
+fn zeroed_table_page_leaves_verified_data_readable() {
+    let (_dir, m, data, data_off, table_off) = with_table("5", 4);
+    zero(&m[1], table_off, 4096);
+    // A scrub names the member's checksum entries, and repairs them.
+    let (code, rep) = scrub(&m[0], false);
+    assert_eq!(code, 1, "scrub finds nothing: {rep}");
+    let p = find(&rep, &m[1], data_off).unwrap_or_else(|| panic!("m1 not named: {rep}"));
+    assert_eq!(p["kind"], "checksum", "{p}");
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(code, 0, "scrub --repair: {rep}");
+    let (code, rep) = scrub(&m[0], false);
+    assert_eq!(code, 0, "a second scrub finds problems: {rep}");
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+    // Zeroed again, a read alone succeeds (the other members vouch for the data) and fixes
+    // the entries it used.
+    zero(&m[1], table_off, 4096);
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+}
+
+/// Both copies' table pages damaged and the copies differing: nothing says which copy is
+/// right, so the block reads as an error (never a guess), before and after scrub --repair,
+/// which must not let the rewritten pages vouch for either copy.
+#[test]
+fn raid1_differing_copies_under_damaged_pages_read_as_errors() {
+    let (_dir, m, data, data_off, table_off) = with_table("1", 2);
+    corrupt(&m[0], data_off + 4096, 64);
+    for p in &m {
+        corrupt(p, table_off + 100, 8);
+    }
+    let check = |when: &str| {
+        let r = read_at(&m[0], 0, data.len());
+        assert!(
+            r.code != 0 || r.stdout == data,
+            "{when}: the corrupt copy read back as data"
+        );
+        assert!(read_at(&m[0], 0, 4096).ok().stdout == data[..4096]);
+        assert!(read_at(&m[0], 8192, 4096).ok().stdout == data[8192..12288]);
+    };
+    check("before scrub");
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(code, 1, "scrub --repair decided what it cannot know: {rep}");
+    check("after scrub --repair");
+    // Writing the block again makes it good on both copies.
+    let dir = m[0].parent().unwrap();
+    write_at(&m[0], 4096, &data[4096..8192], dir);
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+}

@@ -783,16 +783,25 @@ impl CsumStore {
     }
 
     /// Rewrites a bad table page from the blocks on the member (with newer entries on top).
-    /// The caller has checked those blocks against redundancy.
-    pub(crate) fn repair_page(&self, m: &dyn Member, page: u64) -> Result<u64> {
+    /// The caller has checked those blocks against redundancy, except `unconfirmed` (member
+    /// block numbers): their entries are set to match nothing, so they keep failing until
+    /// written again instead of the page vouching for whatever they hold.
+    pub(crate) fn repair_page(
+        &self,
+        m: &dyn Member,
+        page: u64,
+        unconfirmed: &[u64],
+    ) -> Result<u64> {
         let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
         st.catch_up();
         let mut buf = AlignedBuf::zeroed(PAGE);
         buf.copy_from_slice(&self.page_from_data(m, page)?);
         for slot in 0..PER_PAGE {
+            let s = slot as usize;
             if let Some(d) = st.overlay.get(&(page * PER_PAGE + slot)) {
-                let s = slot as usize;
                 buf[s * ENTRY..(s + 1) * ENTRY].copy_from_slice(d);
+            } else if unconfirmed.contains(&(page * PER_PAGE + slot)) {
+                buf[s * ENTRY..(s + 1) * ENTRY].fill(0xff);
             }
         }
         seal_page(&mut buf, page);
@@ -880,23 +889,32 @@ impl Array {
     /// that differ from their checksums. Blocks whose table page is damaged, and rows an
     /// unclean stop may have left behind on a read-only open, are not judged.
     pub(crate) fn csum_mismatches(&self, d: &Dev, row: u64, off: u64, buf: &[u8]) -> Vec<usize> {
+        self.csum_check(d, row, off, buf).0
+    }
+
+    /// As [`Array::csum_mismatches`], and whether some block's entry is unknown (its table
+    /// page is damaged): nothing vouches for that block.
+    pub(crate) fn csum_check(&self, d: &Dev, row: u64, off: u64, buf: &[u8]) -> (Vec<usize>, bool) {
         let Some(s) = self.csum_of(d) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         if !off.is_multiple_of(BLOCK)
             || !(buf.len() as u64).is_multiple_of(BLOCK)
             || self.row_unverifiable(row)
         {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         let got = s.geo.algo.digests(buf);
         let want = s.expected(d.member.as_ref(), s.block_of(off), got.len());
-        got.iter()
+        let unknown = want.iter().any(|w| matches!(w, Expect::Unknown));
+        let bad = got
+            .iter()
             .zip(&want)
             .enumerate()
             .filter(|(_, (g, w))| matches!(w, Expect::Known(k) if k != *g))
             .map(|(i, _)| i)
-            .collect()
+            .collect();
+        (bad, unknown)
     }
 
     pub(crate) fn row_unverifiable(&self, row: u64) -> bool {
@@ -1026,7 +1044,7 @@ mod tests {
         let s = CsumStore::open(&m, geo, data_offset, 1024);
         let block = vec![9u8; 4096];
         m.write_at(&block, data_offset + 1023 * BLOCK).unwrap();
-        s.repair_page(&m, 4).unwrap();
+        s.repair_page(&m, 4, &[]).unwrap();
         assert_eq!(s.expected(&m, 1023, 1), vec![Expect::Known(digest(&block))]);
     }
 
@@ -1177,7 +1195,7 @@ mod tests {
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
-        s.repair_page(&m, 1).unwrap();
+        s.repair_page(&m, 1, &[]).unwrap();
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
         assert!(s.verify_table(&m).unwrap().is_empty());
     }

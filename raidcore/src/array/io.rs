@@ -18,6 +18,18 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
 
+/// What a member read's checksums said about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Every block matches its entry (or there is nothing to judge by: no checksums, or a row
+    /// an unclean stop left unjudged on a read-only open).
+    Good,
+    /// Some block differs from its entry.
+    Bad,
+    /// No block differs, but some entries are unknown (their table page is damaged).
+    Unknown,
+}
+
 /// Read errors a slot's member may have since the array was opened before it is failed (each
 /// is repaired from redundancy and rewritten; md allows 20 corrected read errors).
 pub const READ_ERROR_LIMIT: u64 = 20;
@@ -229,25 +241,38 @@ impl Array {
             .is_ok()
     }
 
-    /// As [`Array::member_read`], then checks the blocks against their checksums: Ok(false)
-    /// when some differ (counted on the device).
+    /// As [`Array::member_read`], then checks the blocks against their checksums (mismatches
+    /// are counted on the device).
     pub(crate) fn member_read_verified(
         &self,
         slot: usize,
         buf: &mut [u8],
         row: u64,
         within: u64,
-    ) -> Result<bool> {
+    ) -> Result<Verdict> {
         self.member_read(slot, buf, row, within)?;
         if self.csum_geo.is_none() {
-            return Ok(true);
+            return Ok(Verdict::Good);
         }
         let Some(d) = self.source(slot, row) else {
-            return Ok(true);
+            return Ok(Verdict::Good);
         };
-        let bad = self.csum_mismatches(&d, row, self.cell_offset(row, within), buf);
+        let (bad, unknown) = self.csum_check(&d, row, self.cell_offset(row, within), buf);
         d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
-        Ok(bad.is_empty())
+        Ok(if !bad.is_empty() {
+            Verdict::Bad
+        } else if unknown {
+            Verdict::Unknown
+        } else {
+            Verdict::Good
+        })
+    }
+
+    /// Whether every slot of a parity row has a member to read.
+    fn row_complete(&self, row: u64, parity: usize) -> bool {
+        self.row_slots(row, parity)
+            .iter()
+            .all(|&s| self.source(s, row).is_some())
     }
 
     /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
@@ -383,6 +408,11 @@ impl Array {
         let mut last_err = None;
         let mut bad_copies = Vec::new();
         let mut unreadable = Vec::new();
+        // Copies whose checksum entries are unknown (a damaged table page): the first one's
+        // bytes, kept for when no copy vouches for itself.
+        let mut unknown = Vec::new();
+        let mut unknown_bytes: Option<Vec<u8>> = None;
+        let mut unknown_differ = false;
         for i in 0..copies {
             let k = (first + i) % copies;
             let (slot, row) = self.layout.mirror_cell(c, k);
@@ -390,22 +420,52 @@ impl Array {
                 continue;
             }
             match self.member_read_verified(slot, out, row, within) {
-                Ok(true) => {
+                Ok(Verdict::Good) => {
                     if self.writable {
                         // Copies that failed their checksums or could not be read are
-                        // rewritten from the good one (an SSD remaps a bad sector on write).
-                        for &(s, r) in bad_copies.iter().chain(&unreadable) {
+                        // rewritten from the good one (an SSD remaps a bad sector on write),
+                        // and so are copies nothing vouched for (which records their entries).
+                        for &(s, r) in bad_copies.iter().chain(&unreadable).chain(&unknown) {
                             self.member_write(s, out, r, within, WriteKind::Data)?;
                         }
                     }
                     return Ok(());
                 }
-                Ok(false) => bad_copies.push((slot, row)),
+                Ok(Verdict::Unknown) => {
+                    unknown.push((slot, row));
+                    match &unknown_bytes {
+                        None => unknown_bytes = Some(out.to_vec()),
+                        Some(b) => unknown_differ |= b[..] != out[..],
+                    }
+                }
+                Ok(Verdict::Bad) => bad_copies.push((slot, row)),
                 Err(e) => {
                     unreadable.push((slot, row));
                     last_err = Some(e);
                 }
             }
+        }
+        match unknown_bytes {
+            // No copy vouches for itself and the unchecked ones disagree: which is right
+            // cannot be told, and a guess could be old data.
+            Some(_) if unknown_differ => {
+                let (slot, row) = unknown[0];
+                return Err(Error::new(
+                    ErrorKind::Checksum,
+                    format!(
+                        "logical chunk {c}: copies differ at member offset {} of {} and the others, and no checksum entry says which is right (their table pages are damaged; scrub names them)",
+                        self.cell_offset(row, within),
+                        self.slot_name(slot)
+                    ),
+                ));
+            }
+            // No copy vouches for itself, none contradicts its checksums, the unchecked ones
+            // agree: the best there is, as on an array without checksums.
+            Some(b) => {
+                out.copy_from_slice(&b);
+                return Ok(());
+            }
+            None => {}
         }
         if let Some(&(slot, row)) = bad_copies.first() {
             return Err(Error::new(
@@ -471,15 +531,23 @@ impl Array {
         })?;
         let mut need: Vec<usize> = Vec::new();
         let mut bad: Vec<usize> = Vec::new();
+        let mut unknown: Vec<usize> = Vec::new();
         for (d, r) in outcome.into_inner().expect("outcome lock") {
             match r {
-                Some(true) => {}
-                Some(false) => {
+                Some(Verdict::Good) => {}
+                Some(Verdict::Unknown) => unknown.push(d),
+                Some(Verdict::Bad) => {
                     need.push(d);
                     bad.push(d);
                 }
                 None => need.push(d),
             }
+        }
+        // Chunks with unknown entries are checked against the rest of the row when the row
+        // has the redundancy for it: reconstruct_span rebuilds them from the other members
+        // (which vouch for themselves) and keeps that. Otherwise they are what there is.
+        if !unknown.is_empty() && self.row_complete(row, parity) {
+            need.extend(&unknown);
         }
         need.sort_unstable();
         bad.sort_unstable();
@@ -542,6 +610,10 @@ impl Array {
                     missing.push(i);
                 }
             }
+            // Whether every chunk read matched known checksum entries, and the chunks whose
+            // entries are unknown (a damaged table page).
+            let mut vouched = self.csum_geo.is_some();
+            let mut unknown = Vec::new();
             if missing.len() > parity {
                 self.check_alive()?;
                 if !bad.is_empty() {
@@ -570,15 +642,27 @@ impl Array {
                     continue;
                 }
                 match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
-                    Ok(true) => {}
+                    Ok(Verdict::Good) => {}
+                    Ok(Verdict::Unknown) => unknown.push(i),
                     // A block failing its checksum, or unreadable: rebuilt from the others
                     // and rewritten below.
-                    Ok(false) | Err(_) => {
+                    Ok(Verdict::Bad) | Err(_) => {
                         bad.push(i);
                         continue 'retry;
                     }
                 }
             }
+            if !unknown.is_empty() && missing.len() + unknown.len() <= parity {
+                // Nothing vouches for these chunks but the rest of the row does: take them
+                // from the rest (and rewrite them, which records their entries again).
+                for &i in &unknown {
+                    missing.push(i);
+                    bad.push(i);
+                }
+                missing.sort_unstable();
+                unknown.clear();
+            }
+            vouched &= unknown.is_empty();
             if !missing.is_empty() {
                 let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
                 self.kernel.recover(&mut refs, parity, &missing)?;
@@ -590,7 +674,12 @@ impl Array {
                 };
                 let off = self.cell_offset(row, within.start);
                 let still = self.csum_mismatches(&d, row, off, &bufs[i]);
-                if !still.is_empty() {
+                // When every chunk the reconstruction used matched its own member's checksums,
+                // the reconstruction is confirmed independently of this chunk's entries: where
+                // it disagrees with them, the entries are what is wrong (a damaged table page
+                // that still passes its own hash, such as a zeroed one). The rewrite below
+                // records the right entries.
+                if !still.is_empty() && !vouched {
                     bail!(
                         Checksum,
                         "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
@@ -1033,8 +1122,16 @@ impl Array {
 
     /// A read whose bytes feed new parity: a checksum mismatch is an error of kind Checksum,
     /// so the caller reconstructs and repairs the span instead of spreading the damage.
+    /// A block whose entry is unknown counts as failing when the row has the redundancy to
+    /// check it.
     fn read_for_update(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
-        if self.member_read_verified(slot, buf, row, within)? {
+        let parity = self.layout.parity_count();
+        let ok = match self.member_read_verified(slot, buf, row, within)? {
+            Verdict::Good => true,
+            Verdict::Unknown => !self.row_complete(row, parity),
+            Verdict::Bad => false,
+        };
+        if ok {
             Ok(())
         } else {
             bail!(

@@ -72,6 +72,10 @@ pub struct ScrubReport {
     pub resumed_from_row: Option<u64>,
     /// The run was asked to stop before the end (its checkpoint is recorded).
     pub stopped: bool,
+    /// (slot, member offset) of blocks whose table entry is unknown and which nothing
+    /// confirmed: a repaired table page must not vouch for them.
+    #[serde(skip)]
+    pub(crate) unconfirmed: Vec<(usize, u64)>,
 }
 
 impl ScrubReport {
@@ -249,7 +253,27 @@ fn repair_tables(
         let first_block = page * csum::PER_PAGE;
         d.csum_errors.fetch_add(1, Ordering::Relaxed);
         if repair {
-            let n = s.repair_page(d.member.as_ref(), page)?;
+            // Blocks of this page the scrub could not confirm keep failing (their entries can
+            // match nothing) rather than have the page vouch for what is on them now.
+            let data_start = array.cell_offset(0, 0);
+            let last_block = first_block + csum::PER_PAGE;
+            let unconfirmed: Vec<u64> = rep
+                .problems
+                .iter()
+                .filter(|p| p.slot == slot && !p.repaired && p.member_offset >= data_start)
+                .flat_map(|p| {
+                    let first = s.block_of(p.member_offset);
+                    first..first + p.bytes.div_ceil(BLOCK)
+                })
+                .chain(
+                    rep.unconfirmed
+                        .iter()
+                        .filter(|u| u.0 == slot)
+                        .map(|u| s.block_of(u.1)),
+                )
+                .filter(|b| (first_block..last_block).contains(b))
+                .collect();
+            let n = s.repair_page(d.member.as_ref(), page, &unconfirmed)?;
             d.count(WriteKind::Metadata, n);
             rep.bytes_written += n;
         }
@@ -1335,12 +1359,43 @@ fn mirror_batch(
             if avail.len() < 2 || avail.iter().all(|&x| block(x) == block(avail[0])) {
                 continue;
             }
+            if let Some(&g) = good.first() {
+                if good.iter().all(|&y| block(y) == block(g)) && good.len() < avail.len() {
+                    // The copies that vouch for themselves agree; the others' entries are
+                    // unknown (a damaged table page): the checked copies decide.
+                    let data = block(g).to_vec();
+                    for &x in avail.iter().filter(|&&x| block(x) != &data[..]) {
+                        if repair {
+                            array.member_write(x.0, &data, x.1, (b * B) as u64, WriteKind::Data)?;
+                            rep.bytes_written += BLOCK;
+                        }
+                        push(
+                            rep,
+                            problem(
+                                x,
+                                "mirror",
+                                repair,
+                                "differs from a copy that matches its own checksum (its own entry is unknown: a damaged table page)".into(),
+                            ),
+                        );
+                    }
+                    continue;
+                }
+            }
             // Copies differ and no checksum decides: a strict majority does, if there is one.
             let majority = avail
                 .iter()
                 .map(|&x| block(x))
                 .find(|cand| avail.iter().filter(|&&y| block(y) == *cand).count() * 2 > avail.len())
                 .map(|x| x.to_vec());
+            if majority.is_none() {
+                for &x in &avail {
+                    if cell(x.0).unknown(x.1 - read_rows.start, c, b) {
+                        rep.unconfirmed
+                            .push((x.0, array.cell_offset(x.1, (b * B) as u64)));
+                    }
+                }
+            }
             for &x in &avail {
                 let differs = majority
                     .as_ref()
