@@ -367,3 +367,58 @@ fn inspect_reports_device_facts() {
     assert!(j[1]["logical_block_size"].as_u64().unwrap() >= 512);
     assert!(j[1]["zoned"].is_string());
 }
+
+/// Issue #15 bug 5 through the binary: the superblock body grew with every wear sample until
+/// it could not be written (RAID6 over 16 members with long paths failed after 29 daily
+/// samples, and the array with it). Two years of daily samples on such an array: every record
+/// succeeds, the array stays clean and readable, and the history keeps spanning the period.
+#[test]
+fn two_years_of_daily_samples_on_sixteen_members_with_long_paths() {
+    let dir = tempdir();
+    // Paths near the longest hint kept (200 bytes).
+    let mut deep = dir.path().to_path_buf();
+    while deep.as_os_str().len() + 2 * 29 + 10 < 200 {
+        deep.push("a-rather-long-directory-name");
+    }
+    deep.push("x".repeat(200 - 11 - deep.as_os_str().len()));
+    std::fs::create_dir_all(&deep).unwrap();
+    let m: Vec<PathBuf> = (0..16)
+        .map(|i| deep.join(format!("member-{i:02}")))
+        .collect();
+    let ms = strs(&m);
+    let t0: u64 = 1_800_000_000;
+    let mut args = vec![
+        "create",
+        "--level",
+        "6",
+        "--size",
+        "8M",
+        "--name",
+        "long-history",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    let data = pattern("history", 65536);
+    write_at(&m[0], 0, &data, dir.path());
+    let days = 730u64;
+    for day in 1..=days {
+        let r = raidctl_at(t0 + day * 86_400, &["wear", "--record", &ms[0]]);
+        assert_eq!(r.code, 0, "day {day}: {}", r.stderr);
+    }
+    let t1 = t0 + days * 86_400;
+    let st = raidctl_at(t1, &["status", "--json", &ms[0]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+    let w = raidctl_at(t1, &["wear", "--json", &ms[0]]).ok().json();
+    for mm in w["members"].as_array().unwrap() {
+        let n = mm["history_samples"].as_u64().unwrap();
+        assert!(n >= 32, "history thinned to nothing: {mm}");
+    }
+    let first = w["members"][0]["history_first_unix"].as_u64();
+    if let Some(first) = first {
+        assert!(
+            first <= t0 + 86_400 * 30,
+            "the history lost its start: {first}"
+        );
+    }
+}

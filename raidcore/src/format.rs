@@ -556,13 +556,17 @@ impl Superblock {
 
     /// Encodes this superblock into one 4 KiB copy.
     /// Makes the body fit its 3968 bytes, giving up what can be given up, in this order: the
-    /// error counters and the scrub record (kept in memory by a running array), then wear
-    /// history resolution (older samples thinned, down to the two newest), then path hints,
-    /// longest first (only hints: members are also found by scanning). Identity, roles, the
+    /// error counters and the scrub record (kept in memory by a running array); the path hints
+    /// of members in this member's own directory (assembly scans that directory first, so
+    /// they add nothing); wear history resolution down to 64 samples (older
+    /// samples thinned); the other path hints, longest first (only hints: members are also
+    /// found by scanning); then history down to the two newest samples. Identity, roles, the
     /// layout and every feature record that keeps data correct are never dropped; with them
     /// the body stays under the limit at every allowed member count (a test checks the
     /// largest).
     pub fn fit(&mut self) {
+        /// Wear samples kept before other path hints are given up.
+        const HISTORY_FLOOR: usize = 64;
         let size = |sb: &Superblock| postcard::to_stdvec(sb).map(|b| b.len()).unwrap_or(0);
         for (tag, bit) in [
             (feature::TAG_COUNTERS, feature::COUNTERS),
@@ -574,13 +578,39 @@ impl Superblock {
             self.extensions.retain(|e| e.tag != tag);
             self.compat_features &= !bit;
         }
-        while size(self) > MAX_BODY && self.wear.history.len() > 2 {
-            let before = self.wear.history.len();
-            self.wear.thin();
-            if self.wear.history.len() == before {
-                self.wear.history.remove(0);
+        if size(self) <= MAX_BODY {
+            return;
+        }
+        let own_dir = self
+            .slots
+            .get(self.slot as usize)
+            .and_then(|e| {
+                std::path::Path::new(&e.path_hint)
+                    .parent()
+                    .map(|p| p.to_path_buf())
+            })
+            .filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = own_dir {
+            let me = self.slot as usize;
+            for (i, e) in self.slots.iter_mut().enumerate() {
+                if i != me && std::path::Path::new(&e.path_hint).parent() == Some(&dir) {
+                    e.path_hint.clear();
+                }
             }
         }
+        let thin_to = |sb: &mut Superblock, floor: usize| {
+            while size(sb) > MAX_BODY && sb.wear.history.len() > floor {
+                let before = sb.wear.history.len();
+                sb.wear.thin();
+                if sb.wear.history.len() == before {
+                    sb.wear.history.remove(0);
+                }
+            }
+        };
+        if size(self) <= MAX_BODY {
+            return;
+        }
+        thin_to(self, HISTORY_FLOOR);
         while size(self) > MAX_BODY {
             let Some(e) = self
                 .slots
@@ -588,10 +618,11 @@ impl Superblock {
                 .filter(|e| !e.path_hint.is_empty())
                 .max_by_key(|e| e.path_hint.len())
             else {
-                return;
+                break;
             };
             e.path_hint.clear();
         }
+        thin_to(self, 2);
     }
 
     pub fn encode(&self, generation: u64, copy: u32) -> Result<Vec<u8>> {
