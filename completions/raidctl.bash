@@ -43,6 +43,9 @@ _raidctl() {
             raidctl,inspect)
                 cmd="raidctl__subcmd__inspect"
                 ;;
+            raidctl,list)
+                cmd="raidctl__subcmd__list"
+                ;;
             raidctl,loop)
                 cmd="raidctl__subcmd__loop"
                 ;;
@@ -102,6 +105,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help,inspect)
                 cmd="raidctl__subcmd__help__subcmd__inspect"
+                ;;
+            raidctl__subcmd__help,list)
+                cmd="raidctl__subcmd__help__subcmd__list"
                 ;;
             raidctl__subcmd__help,loop)
                 cmd="raidctl__subcmd__help__subcmd__loop"
@@ -182,7 +188,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
+            opts="-h -V --help --version create status list examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -406,7 +412,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
+            opts="create status list examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -532,6 +538,20 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help__subcmd__inspect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -748,6 +768,24 @@ _raidctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__list)
+            opts="-h -V --scan --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

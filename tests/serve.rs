@@ -1,81 +1,13 @@
 //! `raidctl serve` with real NBD clients (nbdinfo, nbdcopy, qemu-img, qemu-io, nbdfuse),
 //! online member changes through the control socket, malformed protocol input, and SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::*;
-
-/// A running `raidctl serve`, stopped with SIGTERM on drop.
-struct Server {
-    child: Option<Child>,
-    socket: PathBuf,
-}
-
-impl Server {
-    fn start(member: &str, socket: &Path) -> Server {
-        Server::start_with(member, socket, &[])
-    }
-
-    fn start_with(member: &str, socket: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--foreground",
-                "--socket",
-                &socket.display().to_string(),
-            ])
-            .args(extra)
-            .arg(member)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        // The first line on stdout is printed once the sockets listen.
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.starts_with("nbd+unix://"), "serve said {line:?}");
-        Server {
-            child: Some(child),
-            socket: socket.to_path_buf(),
-        }
-    }
-
-    fn uri(&self) -> String {
-        format!("nbd+unix:///raid?socket={}", self.socket.display())
-    }
-
-    /// SIGTERM, then the exit status.
-    fn stop(&mut self) -> std::process::ExitStatus {
-        let mut c = self.child.take().unwrap();
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                return st;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "serve did not stop after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            let _ = self.stop();
-        }
-    }
-}
 
 fn cmd(prog: &str, args: &[&str]) -> std::process::Output {
     let o = Command::new(prog)

@@ -1,7 +1,9 @@
 //! Test helpers: run the binary, fresh directories, deterministic data, loop devices.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_raidctl");
 
@@ -176,4 +178,72 @@ impl Drop for LoopDev {
 pub fn sparse_file(path: &Path, size: u64) {
     let f = std::fs::File::create(path).unwrap();
     f.set_len(size).unwrap();
+}
+
+/// A running `raidctl serve`, stopped with SIGTERM on drop.
+pub struct Server {
+    pub child: Option<Child>,
+    pub socket: PathBuf,
+}
+
+impl Server {
+    pub fn start(member: &str, socket: &Path) -> Server {
+        Server::start_with(member, socket, &[])
+    }
+
+    pub fn start_with(member: &str, socket: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--foreground",
+                "--socket",
+                &socket.display().to_string(),
+            ])
+            .args(extra)
+            .arg(member)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        // The first line on stdout is printed once the sockets listen.
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("nbd+unix://"), "serve said {line:?}");
+        Server {
+            child: Some(child),
+            socket: socket.to_path_buf(),
+        }
+    }
+
+    pub fn uri(&self) -> String {
+        format!("nbd+unix:///raid?socket={}", self.socket.display())
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().unwrap();
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = self.stop();
+        }
+    }
 }

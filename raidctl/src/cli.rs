@@ -29,6 +29,7 @@ pub struct Cli {
 pub enum Command {
     Create(cmd::create::CreateArgs),
     Status(cmd::status::StatusArgs),
+    List(cmd::list::ListArgs),
     Examine(cmd::examine::ExamineArgs),
     Read(cmd::read::ReadArgs),
     Write(cmd::write::WriteArgs),

@@ -67,6 +67,8 @@ struct Daemon {
     next_conn: std::sync::atomic::AtomicU64,
     rebuild_wanted: AtomicBool,
     config: ServeConfig,
+    /// What `status` says about this daemon: pid, control socket, NBD addresses.
+    served_by: Value,
 }
 
 fn bind_unix(path: &Path) -> Result<UnixListener> {
@@ -126,7 +128,13 @@ impl Daemon {
         let a = &self.array;
         let arg = |k: &str| req[k].as_str().map(str::to_string);
         match req["cmd"].as_str() {
-            Some("status") => Ok(crate::cmd::status::report(a)),
+            Some("status") => {
+                let mut r = crate::cmd::status::report(a);
+                r["served_by"] = self.served_by.clone();
+                // The daemon runs every pending rebuild and replace itself.
+                r["job"] = crate::cmd::status::job_json(&r, true);
+                Ok(r)
+            }
             Some("fail") => {
                 let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
                 let slot = a.fail(&m)?;
@@ -290,19 +298,11 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
     };
     let ctl_path = control_path(&uuid);
     let ctl = bind_unix(&ctl_path)?;
-    let daemon = Arc::new(Daemon {
-        array: array.clone(),
-        export,
-        conns: Mutex::new(Default::default()),
-        next_conn: Default::default(),
-        rebuild_wanted: AtomicBool::new(true),
-        config,
-    });
     let mut where_ = Vec::new();
     if let Some(p) = &unix_path {
         where_.push(format!(
             "nbd+unix:///{}?socket={}",
-            daemon.config.export,
+            config.export,
             p.display()
         ));
     }
@@ -310,10 +310,24 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         where_.push(format!(
             "nbd://{}/{}",
             t.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-            daemon.config.export
+            config.export
         ));
     }
+    let served_by = json!({
+        "pid": std::process::id(),
+        "control": ctl_path.display().to_string(),
+        "nbd": where_.clone(),
+    });
     where_.push(format!("control {}", ctl_path.display()));
+    let daemon = Arc::new(Daemon {
+        array: array.clone(),
+        export,
+        conns: Mutex::new(Default::default()),
+        next_conn: Default::default(),
+        rebuild_wanted: AtomicBool::new(true),
+        config,
+        served_by,
+    });
     ready(&where_);
     let supervisor = {
         let d = daemon.clone();

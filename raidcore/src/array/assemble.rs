@@ -31,6 +31,10 @@ pub struct AssembleOptions {
     /// newest first, until it does: `mdadm --assemble --force`. What they missed after they
     /// failed is lost; a writable open resyncs the whole array.
     pub force: bool,
+    /// Read-only reports (status, wear, list): take no lock at all, so they answer while
+    /// another process (an offline scrub, rebuild or write) holds the members. What they
+    /// show may trail that process by its last superblock update.
+    pub unlocked: bool,
 }
 
 struct Found {
@@ -138,6 +142,41 @@ impl MemberSource for Files {
     }
 }
 
+/// A member found by [`discover`]: where it is and which array it belongs to.
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    pub path: PathBuf,
+    pub array_uuid: [u8; 16],
+    pub member_uuid: [u8; 16],
+    pub name: String,
+}
+
+/// Every raidctl member in `locations` (directories or paths) and on every block device of the
+/// system, as assembly finds them: valid superblocks only, each device once.
+pub fn discover(src: &dyn MemberSource, locations: &[PathBuf]) -> Vec<Discovered> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for p in src
+        .candidates(locations)
+        .into_iter()
+        .chain(src.block_devices())
+    {
+        if !src.id(&p).is_some_and(|id| seen.insert(id)) {
+            continue;
+        }
+        let Ok(m) = src.peek(&p) else { continue };
+        if let Ok(Probe::Valid(l)) = format::probe(m.as_ref()) {
+            out.push(Discovered {
+                path: p,
+                array_uuid: l.sb.array_uuid,
+                member_uuid: l.sb.member_uuid,
+                name: l.sb.name.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// Per member uuid, the newest generation any found member records for it.
 fn expected_generations(found: &[Option<Found>]) -> std::collections::HashMap<[u8; 16], u64> {
     let mut expected = std::collections::HashMap::new();
@@ -192,8 +231,12 @@ fn load(src: &dyn MemberSource, path: &Path) -> Result<Found> {
 
 /// Reopens a peeked member with its lock (exclusive when writable) and checks that it is still
 /// the same member.
-fn claim(src: &dyn MemberSource, f: Found, writable: bool) -> Result<Found> {
-    let member = src.claim(&f.path, writable)?;
+fn claim(src: &dyn MemberSource, f: Found, opts: &AssembleOptions) -> Result<Found> {
+    let member = if opts.unlocked && !opts.writable {
+        src.peek(&f.path)?
+    } else {
+        src.claim(&f.path, opts.writable)?
+    };
     let again = load(src, &f.path)?;
     if again.loaded.sb.member_uuid != f.loaded.sb.member_uuid
         || again.loaded.generation != f.loaded.generation
@@ -215,7 +258,7 @@ impl Array {
 
     /// Assembles the array that `path` is a member of, finding members through `src`.
     pub fn open_from(src: &dyn MemberSource, path: &Path, opts: &AssembleOptions) -> Result<Array> {
-        let primary = claim(src, load(src, path)?, opts.writable)?;
+        let primary = claim(src, load(src, path)?, opts)?;
         let sb0 = primary.loaded.sb.clone();
         let mut seen: HashSet<(u64, u64)> = src.id(path).into_iter().collect();
         let entries = sb0.slots.clone();
@@ -280,9 +323,7 @@ impl Array {
                 }) else {
                     continue;
                 };
-                match matches(&f, i)
-                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
-                {
+                match matches(&f, i).and_then(|()| claim(src, f, opts).map_err(|e| e.to_string())) {
                     Ok(f) => {
                         seen.insert(id);
                         reasons[i] = None;
@@ -318,7 +359,7 @@ impl Array {
             }
             match load(src, &hint) {
                 Ok(f) => match matches(&f, i)
-                    .and_then(|()| claim(src, f, opts.writable).map_err(|e| e.to_string()))
+                    .and_then(|()| claim(src, f, opts).map_err(|e| e.to_string()))
                 {
                     Ok(f) => {
                         seen.insert(id);
@@ -355,7 +396,7 @@ impl Array {
                     match (current(&f.loaded), current(&h.loaded)) {
                         (true, false) => continue,
                         (false, true) if i != slot0 => {
-                            if let Ok(h) = claim(src, h, opts.writable) {
+                            if let Ok(h) = claim(src, h, opts) {
                                 seen.insert(other);
                                 found[i] = Some(h);
                                 continue;

@@ -127,7 +127,15 @@ impl FileMember {
                 if errno == nix::errno::Errno::EWOULDBLOCK {
                     Error::new(
                         ErrorKind::Busy,
-                        format!("{name} is locked by another raidctl process"),
+                        match super::probe::lock_holder(path) {
+                            Some((pid, cmd)) if cmd.contains(" serve") => format!(
+                                "{name} is held by `raidctl serve` (pid {pid}); run the command while it serves (it is sent to the daemon) or stop the server"
+                            ),
+                            Some((pid, cmd)) => format!(
+                                "{name} is locked by another raidctl process (pid {pid}: {cmd})"
+                            ),
+                            None => format!("{name} is locked by another raidctl process"),
+                        },
                     )
                 } else {
                     Error::io(

@@ -323,3 +323,39 @@ pub fn stable_name(dev: &Path) -> Option<PathBuf> {
     }
     None
 }
+
+/// The process holding an exclusive `flock` on `path` (a raidctl writer: a daemon, or an
+/// offline write, scrub or rebuild), from /proc/locks: its pid and command line. For a loop
+/// device the backing file is looked at too (raidctl locks both).
+pub fn lock_holder(path: &Path) -> Option<(u32, String)> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let mut paths = vec![path.to_path_buf()];
+    paths.extend(loop_backing_file(path));
+    for p in paths {
+        let Ok(m) = std::fs::metadata(&p) else {
+            continue;
+        };
+        let (maj, min) = (libc::major(m.dev()), libc::minor(m.dev()));
+        let key = format!("{maj:02x}:{min:02x}:{}", m.ino());
+        for line in locks.lines() {
+            // "1: FLOCK  ADVISORY  WRITE 29461 fe:00:10010645 0 EOF"
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() >= 6 && f[1] == "FLOCK" && f[3] == "WRITE" && f[5] == key {
+                let Ok(pid) = f[4].parse::<u32>() else {
+                    continue;
+                };
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|b| {
+                        b.split(|&c| c == 0)
+                            .filter(|a| !a.is_empty())
+                            .map(|a| String::from_utf8_lossy(a).into_owned())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default();
+                return Some((pid, cmd));
+            }
+        }
+    }
+    None
+}

@@ -8,6 +8,7 @@ pub mod examine;
 pub mod fail;
 pub mod generate;
 pub mod inspect;
+pub mod list;
 pub mod loops;
 pub mod read;
 pub mod rebuild;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Create(a) => create::run(a),
         Command::Status(a) => status::run(a),
+        Command::List(a) => list::run(a),
         Command::Examine(a) => examine::run(a),
         Command::Read(a) => read::run(a),
         Command::Write(a) => write::run(a),
@@ -55,13 +57,15 @@ pub fn assemble(args: &ArrayArgs, writable: bool) -> Result<Array> {
     assemble_with(args, writable, false)
 }
 
-/// As [`assemble`]; `allow_failed` assembles a failed array read-only (for reports).
-pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Result<Array> {
+/// As [`assemble`]; `report` assembles read-only for a report: a failed array too, and
+/// without locks, so it answers while another process holds the members.
+pub fn assemble_with(args: &ArrayArgs, writable: bool, report: bool) -> Result<Array> {
     let opts = AssembleOptions {
         writable,
         scan: args.scan.clone(),
-        allow_failed,
+        allow_failed: report,
         force: args.force_assemble,
+        unlocked: report && !writable,
     };
     let array = Array::open(&args.array, &opts)
         .map_err(|e| e.context(format!("array {}", args.array.display())))?;
@@ -81,7 +85,7 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, allow_failed: bool) -> Re
     }
     if writable && !array.superblock().clean {
         resync(&array)?;
-    } else if !array.superblock().clean {
+    } else if !array.superblock().clean && !report {
         eprintln!("raidctl: warning: the array was not stopped cleanly; the next writable command resyncs it");
     }
     // Hot spares go to work at the first writable open after a member failed.

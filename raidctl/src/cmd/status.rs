@@ -113,15 +113,74 @@ fn scrub_json(r: &raidcore::array::health::ScrubRecord, rows: u64) -> Value {
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
     let r = match crate::control::daemon_for(&a.array.array)? {
         Some(c) => crate::control::call(c, json!({"cmd": "status"}))?,
-        // A failed array is still reported (state "failed"), like mdadm --detail does.
-        None => report(&super::assemble_with(&a.array, false, true)?),
+        // A failed array is still reported (state "failed"), like mdadm --detail does. No
+        // lock is taken: status answers while an offline job holds the members.
+        None => offline(&super::assemble_with(&a.array, false, true)?),
     };
     if a.json {
         crate::output::print_json(&r);
     } else {
         print_human(&r);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(health_code(&r)))
+}
+
+/// The exit code of a status report: 0 healthy, 1 degraded or rebuilding, 5 failed.
+pub fn health_code(r: &Value) -> u8 {
+    match r["state"].as_str() {
+        Some("clean") => crate::exit::OK,
+        Some("failed") => crate::exit::ARRAY_FAILED,
+        _ => crate::exit::FAILURE,
+    }
+}
+
+/// The report of an array no daemon serves, with the process holding it (an offline write,
+/// scrub or rebuild, from the members' locks) and whether a pending job runs or was cut short.
+pub fn offline(a: &Array) -> Value {
+    let mut r = report(a);
+    let holder = a
+        .members()
+        .iter()
+        .filter_map(|m| m.path.as_ref())
+        .find_map(|p| raidcore::device::probe::lock_holder(p))
+        .filter(|(pid, _)| *pid != std::process::id());
+    r["in_use_by"] = match &holder {
+        Some((pid, cmd)) => json!({"pid": pid, "command": cmd}),
+        None => Value::Null,
+    };
+    let cmd = holder.map(|(_, c)| c).unwrap_or_default();
+    let runs = |words: &[&str]| {
+        cmd.split_whitespace()
+            .skip(1)
+            .take(1)
+            .any(|w| words.contains(&w))
+    };
+    r["job"] = job_json(&r, runs(&["rebuild", "add", "replace", "fail"]));
+    if r["scrub"]["state"] == "interrupted" && runs(&["scrub"]) {
+        r["scrub"]["state"] = json!("running");
+    }
+    r
+}
+
+/// The rebuild or replace of the report's members, if one is pending: running (by the daemon
+/// or the process holding the array) or interrupted (it resumes at the next `raidctl rebuild`,
+/// `serve`, or writable command that runs it).
+pub fn job_json(r: &Value, running: bool) -> Value {
+    let pending: Vec<&Value> = r["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["progress"].is_number())
+        .collect();
+    let Some(m) = pending.first() else {
+        return Value::Null;
+    };
+    json!({
+        "kind": if m["state"] == "replacing" { "replace" } else { "rebuild" },
+        "state": if running { "running" } else { "interrupted" },
+        "progress": m["progress"],
+        "slots": pending.iter().map(|m| m["slot"].clone()).collect::<Vec<_>>(),
+    })
 }
 
 fn print_human(r: &Value) {
@@ -155,12 +214,41 @@ fn print_human(r: &Value) {
         human(n(&r["size_bytes"])),
         n(&r["size_bytes"])
     );
-    let dirty = if r["clean"] == true {
-        ""
-    } else {
-        "; metadata dirty (open for writing, or not stopped cleanly)"
+    let held = r["served_by"]["pid"]
+        .as_u64()
+        .or_else(|| r["in_use_by"]["pid"].as_u64());
+    let dirty = match (r["clean"] == true, held) {
+        (true, _) => String::new(),
+        (false, Some(pid)) => format!("; open for writing by pid {pid}"),
+        (false, None) => "; not stopped cleanly (the next writable command resyncs it)".to_string(),
     };
     println!("state    {}{dirty}, events {}", s(&r["state"]), r["events"]);
+    if let Some(pid) = r["served_by"]["pid"].as_u64() {
+        println!(
+            "served   by pid {pid} (`raidctl serve`), control socket {}{}",
+            s(&r["served_by"]["control"]),
+            r["served_by"]["nbd"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u.as_str())
+                .map(|u| format!(", {u}"))
+                .collect::<String>()
+        );
+    } else if let Some(pid) = r["in_use_by"]["pid"].as_u64() {
+        println!("in use   by pid {pid}: {}", s(&r["in_use_by"]["command"]));
+    }
+    let job = &r["job"];
+    if let Some(kind) = job["kind"].as_str() {
+        let pct = job["progress"].as_f64().unwrap_or(0.0) * 100.0;
+        if job["state"] == "running" {
+            println!("job      {kind} running, {pct:.0}% done");
+        } else {
+            println!(
+                "job      {kind} interrupted at {pct:.0}%; it resumes from there at the next `raidctl rebuild` (or `raidctl serve`)"
+            );
+        }
+    }
     println!("created  {}", s(&r["created"]));
     let sc = &r["scrub"];
     match sc["state"].as_str() {
@@ -175,6 +263,12 @@ fn print_human(r: &Value) {
             n(&sc["problems"]),
             n(&sc["repaired"]),
             n(&sc["unrepaired"])
+        ),
+        Some("running") => println!(
+            "scrub    running (row {} of {}, started {})",
+            n(&sc["next_row"]),
+            n(&sc["rows"]),
+            s(&sc["started"])
         ),
         Some("interrupted") => println!(
             "scrub    interrupted at row {} of {} (started {}); `raidctl scrub` resumes it",

@@ -464,6 +464,8 @@ fn open(array: &std::path::Path, scan: &[PathBuf], writable: bool) -> Result<Arr
         scan: scan.to_vec(),
         allow_failed: !writable,
         force: false,
+        // A report answers while an offline job holds the members.
+        unlocked: !writable,
     };
     Array::open(array, &opts).map_err(|e| e.context(format!("array {}", array.display())))
 }

@@ -1,0 +1,161 @@
+//! `raidctl list`: every array found on this machine (what /proc/mdstat and `zpool list` give):
+//! the arrays served by a daemon, and those whose members sit on block devices or in the
+//! directories given, found the way assembly finds members.
+
+use std::collections::BTreeMap;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use raidcore::{AssembleOptions, Result};
+use serde_json::{json, Value};
+
+use crate::output::uuid;
+use crate::units::human;
+
+/// List every array found: served ones, and those on block devices or in --scan directories
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Also look for members here: a directory (every file and block device in it) or a path;
+    /// repeatable. Block devices are always looked at; member files only where named here
+    #[arg(long, value_name = "DIR")]
+    pub scan: Vec<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The status of every array a daemon serves, by uuid.
+fn served() -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(crate::daemon::run_dir()) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "ctl") {
+            continue;
+        }
+        // A stale socket (its daemon is gone) refuses the connection: nothing serves it.
+        let Ok(s) = UnixStream::connect(&p) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        if let Ok(r) = crate::control::call(s, json!({"cmd": "status"})) {
+            if let Some(u) = r["uuid"].as_str() {
+                out.insert(u.to_string(), r);
+            }
+        }
+    }
+    out
+}
+
+/// One line of the list, from a status report.
+fn entry(r: &Value) -> Value {
+    let members = r["members"].as_array().cloned().unwrap_or_default();
+    let present = members
+        .iter()
+        .filter(|m| m["slot"].is_number() && m["state"] == "active")
+        .count();
+    json!({
+        "uuid": r["uuid"],
+        "name": r["name"],
+        "level": r["level"],
+        "size_bytes": r["size_bytes"],
+        "state": r["state"],
+        "members_active": present,
+        "members_expected": r["members_count"],
+        "members": members.iter().filter_map(|m| m["path"].as_str()).collect::<Vec<_>>(),
+        "served_by": r["served_by"],
+        "in_use_by": r["in_use_by"],
+        "job": r["job"],
+        "scrub": r["scrub"]["state"],
+    })
+}
+
+pub fn run(a: ListArgs) -> Result<ExitCode> {
+    let mut arrays: BTreeMap<String, Value> =
+        served().into_iter().map(|(u, r)| (u, entry(&r))).collect();
+    // Members found on block devices and in the directories given, grouped by array.
+    let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for d in raidcore::array::discover(&raidcore::array::Files, &a.scan) {
+        groups.entry(uuid(&d.array_uuid)).or_default().push(d.path);
+    }
+    for (u, paths) in groups {
+        if arrays.contains_key(&u) {
+            continue;
+        }
+        let opts = AssembleOptions {
+            writable: false,
+            scan: paths.clone(),
+            allow_failed: true,
+            force: false,
+            unlocked: true,
+        };
+        let e = match raidcore::Array::open(&paths[0], &opts) {
+            Ok(array) => entry(&super::status::offline(&array)),
+            Err(e) => json!({
+                "uuid": u,
+                "state": "unassembled",
+                "members": paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "error": e.to_string(),
+            }),
+        };
+        arrays.insert(u, e);
+    }
+    let list: Vec<Value> = arrays.into_values().collect();
+    if a.json {
+        crate::output::print_json(&json!({ "arrays": list }));
+    } else {
+        print_human(&list);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_human(list: &[Value]) {
+    if list.is_empty() {
+        println!("no arrays found (member files are found only under --scan DIR)");
+        return;
+    }
+    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    println!(
+        "{:<36}  {:<12} {:<6} {:>10} {:<11} {:>7}  where",
+        "uuid", "name", "level", "size", "state", "members"
+    );
+    for e in list {
+        let members = match (e["members_active"].as_u64(), e["members_expected"].as_u64()) {
+            (Some(p), Some(n)) => format!("{p}/{n}"),
+            _ => "-".into(),
+        };
+        let mut where_ = if let Some(pid) = e["served_by"]["pid"].as_u64() {
+            format!("served by pid {pid}")
+        } else if let Some(pid) = e["in_use_by"]["pid"].as_u64() {
+            format!("in use by pid {pid}")
+        } else {
+            "offline".to_string()
+        };
+        if let Some(kind) = e["job"]["kind"].as_str() {
+            where_.push_str(&format!(
+                ", {kind} {} {:.0}%",
+                s(&e["job"]["state"]),
+                e["job"]["progress"].as_f64().unwrap_or(0.0) * 100.0
+            ));
+        }
+        if let Some(err) = e["error"].as_str() {
+            where_ = err.to_string();
+        }
+        println!(
+            "{:<36}  {:<12} {:<6} {:>10} {:<11} {:>7}  {where_}",
+            s(&e["uuid"]),
+            s(&e["name"]),
+            s(&e["level"]),
+            e["size_bytes"]
+                .as_u64()
+                .map(human)
+                .unwrap_or_else(|| "-".into()),
+            s(&e["state"]),
+            members,
+        );
+    }
+}
