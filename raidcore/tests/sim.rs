@@ -206,11 +206,14 @@ fn a_member_failed_with_unflushed_rows_then_a_crash_reads_them_as_bad_blocks() {
     pass(71682);
 }
 
-/// Open, found by the last soak of the session: RAID5 N=4, a member failed by request, replaces
-/// of two slots and three power cuts; after a restart a block nobody wrote reads 0x27 where 0x00
-/// was durable. Not yet diagnosed (it fails with the suspect rows at their widest too).
+/// Found by a soak (RAID5 N=4, slot 1 failed, replaces and power cuts): a degraded partial-row
+/// write through the write-hole journal cleared the entry member by member (write, flush) with
+/// nothing flushing the in-place cells first. Slot 0's flush made its new data and its cleared
+/// entry durable; the power went before slot 3's flush, and the crash kept slot 3's cleared
+/// entry but not its parity write. No member held the entry, nothing was replayed, and slot 1's
+/// data (never written) reconstructed from new data and old parity: 0x27 where 0x00 was
+/// durable. Every member and target is flushed before the entry is cleared now.
 #[test]
-#[ignore = "open bug found by a soak: wrong durable data after replaces and power cuts"]
-fn soak_raid5_replaces_and_power_cuts_read_wrong_data() {
+fn a_journaled_write_is_durable_on_every_member_before_its_entry_is_cleared() {
     pass(74646);
 }

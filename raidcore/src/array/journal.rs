@@ -1,10 +1,11 @@
 //! Write-hole closure for parity levels: while a row is degraded, a partial-row write first
 //! logs the final contents of every cell it changes (data and parity, over the written span)
 //! to a one-entry journal in the metadata area of every present member, flushed, then writes in
-//! place, then clears the entry (flushed). After a crash the entry is replayed, so the row is
-//! either all old or all new and the missing member stays reconstructable. Non-degraded writes
-//! are not journaled (a torn row is resynced from the write-intent bitmap instead). Geometry:
-//! compatible feature [`FEATURE_JOURNAL`], superblock extension [`JOURNAL_TAG`].
+//! place, flushes every member, then clears the entry (flushed). After a crash the entry is
+//! replayed, so the row is either all old or all new and the missing member stays
+//! reconstructable. Non-degraded writes are not journaled (a torn row is resynced from the
+//! write-intent bitmap instead). Geometry: compatible feature [`FEATURE_JOURNAL`], superblock
+//! extension [`JOURNAL_TAG`].
 
 use std::sync::atomic::Ordering;
 
@@ -195,13 +196,23 @@ impl Array {
         self.check_alive()
     }
 
-    /// Marks the entry applied (durably, so it is never replayed over later writes). The
-    /// entry's cells also went to rebuild and replace targets holding the row: those are made
-    /// durable (data and checksum log) first, since once the entry is gone nothing would
-    /// repeat them after a crash.
+    /// Marks the entry applied (durably, so it is never replayed over later writes). Every
+    /// cell the entry logged is made durable first, on every member and on the rebuild and
+    /// replace targets holding the row (data and checksum log), since once the entry is gone
+    /// nothing would repeat them after a crash. Without that first flush, clearing member by
+    /// member (write, flush) made the first members' cleared entry durable while the last
+    /// members' in-place cells were still in their caches: a crash could then keep a cleared
+    /// entry everywhere and lose a parity cell, and the missing member's chunk reconstructed
+    /// from new data and old parity (simulator seed 74646).
     pub(crate) fn journal_clear(&self) -> Result<()> {
         let Some(g) = self.journal else { return Ok(()) };
         for (i, s) in self.slots.iter().enumerate() {
+            if let Some(d) = s.usable() {
+                if let Err(e) = d.member.flush() {
+                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    self.fail_member(i, &format!("flush failed: {e}"))?;
+                }
+            }
             if let Some(t) = s.target() {
                 if let Err(e) = self
                     .csum_sync_dev(&t.dev)
@@ -239,7 +250,7 @@ impl Array {
                 self.member_write(*slot, img, e.row, e.within, WriteKind::Parity)?;
             }
         }
-        self.flush_members()?;
+        // The clear makes the replayed cells durable before it removes the entry.
         self.journal_clear()?;
         Ok(true)
     }

@@ -17,7 +17,9 @@ use crate::device::Member;
 use crate::error::{Error, ErrorKind, Result};
 use crate::rng::SplitMix64;
 
-/// `SIM_DEBUG_OFFSET`: a member byte offset whose writes are printed (debugging a seed).
+/// `SIM_DEBUG_OFFSET`: a member byte offset whose writes are printed with the scheduler step
+/// and actor, with the flush that makes each durable and, at a power cut, whether an unflushed
+/// one was kept (debugging a seed).
 fn debug_offset() -> Option<u64> {
     static D: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *D.get_or_init(|| {
@@ -103,7 +105,17 @@ impl SimMember {
             while pos < data.len() {
                 let abs = *off as usize + pos;
                 let end = ((abs / 4096 + 1) * 4096 - *off as usize).min(data.len());
-                if rng.below(100) < keep_pct {
+                let kept = rng.below(100) < keep_pct;
+                if let Some(d) = debug_offset() {
+                    if d >= abs as u64 && d < (*off as usize + end) as u64 {
+                        eprintln!(
+                            "{} crash: unflushed write at {off} {}",
+                            self.name,
+                            if kept { "kept" } else { "lost" }
+                        );
+                    }
+                }
+                if kept {
                     img[abs..*off as usize + end].copy_from_slice(&data[pos..end]);
                 }
                 pos = end;
@@ -188,7 +200,8 @@ impl Member for SimMember {
         if let Some(d) = debug_offset() {
             if d >= offset && d < end {
                 eprintln!(
-                    "{} write {} at {offset}: byte {d} = {:#04x}",
+                    "{} {} write {} at {offset}: byte {d} = {:#04x}",
+                    sched::debug_where(),
                     self.name,
                     buf.len(),
                     buf[(d - offset) as usize]
@@ -218,6 +231,19 @@ impl Member for SimMember {
         }
         if !self.power.load(Ordering::SeqCst) {
             return Ok(());
+        }
+        if let Some(d) = debug_offset() {
+            if st
+                .pending
+                .iter()
+                .any(|(o, b)| d >= *o && d < *o + b.len() as u64)
+            {
+                eprintln!(
+                    "{} {} flush (byte {d} now durable)",
+                    sched::debug_where(),
+                    self.name
+                );
+            }
         }
         let State {
             durable, pending, ..

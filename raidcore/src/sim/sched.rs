@@ -426,6 +426,18 @@ pub fn sleep(d: Duration) -> bool {
     }
 }
 
+/// The scheduler step and the calling actor's name ("runner" between epochs), for debug output.
+pub fn debug_where() -> String {
+    match current() {
+        Some((s, id)) => {
+            let st = s.lock();
+            let who = id.map_or("runner".to_string(), |i| st.actors[i].name.clone());
+            format!("[{}] {who}", st.steps)
+        }
+        None => "[-]".to_string(),
+    }
+}
+
 /// Records that the calling actor waits for `rows` (deadlock reports).
 pub fn note_wait(rows: &std::ops::Range<u64>) {
     if let Some((s, Some(id))) = current() {
