@@ -10,6 +10,7 @@ mod golden;
 mod levels;
 mod lifecycle;
 mod loopdev;
+mod ops;
 mod scrub;
 mod serve;
 mod wear;

@@ -11,7 +11,16 @@ use crate::output::{time, uuid};
 use crate::units::human;
 
 /// Show an array's state and its members
+///
+/// Answers while another raidctl process holds the array (an offline scrub, rebuild or write:
+/// no lock is taken), and through the daemon while `raidctl serve` runs it. Says which process
+/// serves or holds the array, and whether a pending rebuild runs or was interrupted.
 #[derive(Args, Debug)]
+#[command(after_help = "EXIT STATUS (status):
+  0  healthy: every member active, no rebuild pending
+  1  degraded, or rebuilding (a member missing, faulty or not yet in sync)
+  5  failed: more members unavailable than the level tolerates
+  other codes as for every command (3: no or corrupt superblock, ...)")]
 pub struct StatusArgs {
     #[command(flatten)]
     pub array: ArrayArgs,

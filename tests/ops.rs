@@ -1,0 +1,181 @@
+//! Day-two operations through the binary: `list` of served and offline arrays, `status` exit
+//! codes by health, reports that answer while an offline job holds the array, and an
+//! interrupted rebuild shown as such.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+fn create(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
+    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", level, "--size", size];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    ms
+}
+
+/// A raidctl child process, killed (SIGKILL) on drop if still running.
+struct Bg(Child);
+
+impl Bg {
+    fn start(args: &[&str]) -> Bg {
+        Bg(Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap())
+    }
+
+    fn running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `cond` holds (at most 20 s).
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn list_shows_a_served_and_an_offline_array_with_the_serving_pid() {
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let ma = create(&a, "5", 3, "16M");
+    let mb = create(&b, "1", 2, "16M");
+    let ua = raidctl(["status", "--json", &ma[0]]).ok().json()["uuid"].clone();
+    let ub = raidctl(["status", "--json", &mb[0]]).ok().json()["uuid"].clone();
+    let server = Server::start(&mb[0], &dir.path().join("b.sock"));
+    let pid = server.child.as_ref().unwrap().id();
+    let l = raidctl([
+        "list",
+        "--json",
+        "--scan",
+        &a.display().to_string(),
+        "--scan",
+        &b.display().to_string(),
+    ])
+    .ok()
+    .json();
+    let find = |u: &serde_json::Value| {
+        l["arrays"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["uuid"] == *u)
+            .unwrap_or_else(|| panic!("{u} not listed: {l}"))
+            .clone()
+    };
+    let (ea, eb) = (find(&ua), find(&ub));
+    assert_eq!(ea["level"], "raid5", "{ea}");
+    assert_eq!(ea["state"], "clean", "{ea}");
+    assert_eq!(
+        (
+            ea["members_active"].as_u64(),
+            ea["members_expected"].as_u64()
+        ),
+        (Some(3), Some(3))
+    );
+    assert!(ea["served_by"].is_null(), "{ea}");
+    assert_eq!(eb["level"], "raid1", "{eb}");
+    assert_eq!(eb["served_by"]["pid"].as_u64(), Some(pid as u64), "{eb}");
+    // The table says the same.
+    let t = raidctl(["list", "--scan", &a.display().to_string()]).ok();
+    let out = t.stdout_str();
+    assert!(out.contains(&format!("served by pid {pid}")), "{out}");
+    assert!(out.contains(ua.as_str().unwrap()), "{out}");
+    // status says who serves it.
+    let st = raidctl(["status", &mb[1]]).ok().stdout_str();
+    assert!(st.contains(&format!("served   by pid {pid}")), "{st}");
+}
+
+#[test]
+fn status_exit_codes_follow_health() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 3, "16M");
+    assert_eq!(raidctl(["status", &m[0]]).code, 0, "healthy");
+    raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
+    let r = raidctl(["status", "--json", &m[0]]);
+    assert_eq!(r.code, 1, "degraded: {}", r.stderr);
+    assert_eq!(r.json()["state"], "degraded");
+    // One more member gone: failed, and still reported.
+    std::fs::rename(&m[1], dir.path().join("away")).unwrap();
+    let away = tempdir();
+    std::fs::rename(dir.path().join("away"), away.path().join("m1")).unwrap();
+    let r = raidctl(["status", "--json", &m[0]]);
+    assert_eq!(r.code, 5, "failed: {}", r.stderr);
+    assert_eq!(r.json()["state"], "failed");
+}
+
+#[test]
+fn status_and_wear_answer_during_an_offline_scrub() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 4, "64M");
+    let mut scrub = Bg::start(&["scrub", "--max-rate", "4M", &m[0]]);
+    // The scrub holds the members' locks (a write or fail is refused, naming it).
+    wait_for("the scrub to take the array", || {
+        raidctl(["fail", "--no-rebuild", &m[0], "1"]).code == 4
+    });
+    let refused = raidctl(["fail", "--no-rebuild", &m[0], "1"]);
+    assert!(
+        refused.stderr.contains(&format!("pid {}", scrub.0.id()))
+            && refused.stderr.contains("scrub"),
+        "{}",
+        refused.stderr
+    );
+    let st = raidctl(["status", "--json", &m[0]]);
+    assert_eq!(st.code, 0, "{}", st.stderr);
+    let st = st.json();
+    assert_eq!(
+        st["in_use_by"]["pid"].as_u64(),
+        Some(scrub.0.id() as u64),
+        "{st}"
+    );
+    let w = raidctl(["wear", "--json", &m[0]]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert_eq!(w.json()["members"].as_array().unwrap().len(), 4);
+    assert!(scrub.running(), "the scrub ended before the reports ran");
+}
+
+#[test]
+fn an_interrupted_rebuild_shows_as_interrupted() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 3, "64M");
+    raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
+    raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
+    let mut job = Bg::start(&["rebuild", "--max-rate", "2M", &m[0]]);
+    wait_for("the rebuild to start", || {
+        raidctl(["status", "--json", &m[0]]).json()["job"]["state"] == "running"
+    });
+    assert!(job.running());
+    let _ = job.0.kill();
+    let _ = job.0.wait();
+    let st = raidctl(["status", "--json", &m[0]]);
+    assert_eq!(st.code, 1, "rebuilding is not healthy: {}", st.stderr);
+    let v = st.json();
+    assert_eq!(v["job"]["kind"], "rebuild", "{v}");
+    assert_eq!(v["job"]["state"], "interrupted", "{v}");
+    let human = raidctl(["status", &m[0]]).stdout_str();
+    assert!(human.contains("rebuild interrupted"), "{human}");
+    // It resumes and completes.
+    raidctl(["rebuild", &m[0]]).ok();
+    let v = raidctl(["status", "--json", &m[0]]).ok().json();
+    assert_eq!(v["state"], "clean", "{v}");
+    assert!(v["job"].is_null(), "{v}");
+}
