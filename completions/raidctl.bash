@@ -49,6 +49,9 @@ _raidctl() {
             raidctl,loop)
                 cmd="raidctl__subcmd__loop"
                 ;;
+            raidctl,monitor)
+                cmd="raidctl__subcmd__monitor"
+                ;;
             raidctl,read)
                 cmd="raidctl__subcmd__read"
                 ;;
@@ -111,6 +114,9 @@ _raidctl() {
                 ;;
             raidctl__subcmd__help,loop)
                 cmd="raidctl__subcmd__help__subcmd__loop"
+                ;;
+            raidctl__subcmd__help,monitor)
+                cmd="raidctl__subcmd__help__subcmd__monitor"
                 ;;
             raidctl__subcmd__help,read)
                 cmd="raidctl__subcmd__help__subcmd__read"
@@ -188,7 +194,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
+            opts="-h -V --help --version create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -412,7 +418,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__help)
-            opts="create status list examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
+            opts="create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -596,6 +602,20 @@ _raidctl() {
         raidctl__subcmd__help__subcmd__loop__subcmd__detach)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__help__subcmd__monitor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -904,6 +924,36 @@ _raidctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__monitor)
+            opts="-h -V --program --mail --oneshot --interval --scan --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --program)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -128,9 +128,11 @@ fn status_and_wear_answer_during_an_offline_scrub() {
     let dir = tempdir();
     let m = create(dir.path(), "5", 4, "64M");
     let mut scrub = Bg::start(&["scrub", "--max-rate", "4M", &m[0]]);
-    // The scrub holds the members' locks (a write or fail is refused, naming it).
+    // Once the scrub holds the members' locks, status names it, and a fail is refused,
+    // naming it too.
+    let pid = scrub.0.id() as u64;
     wait_for("the scrub to take the array", || {
-        raidctl(["fail", "--no-rebuild", &m[0], "1"]).code == 4
+        raidctl(["status", "--json", &m[0]]).json()["in_use_by"]["pid"].as_u64() == Some(pid)
     });
     let refused = raidctl(["fail", "--no-rebuild", &m[0], "1"]);
     assert!(
@@ -178,4 +180,116 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     let v = raidctl(["status", "--json", &m[0]]).ok().json();
     assert_eq!(v["state"], "clean", "{v}");
     assert!(v["job"].is_null(), "{v}");
+}
+
+/// A raidctl run with its own state and run directories (events, monitor position, sockets).
+fn rc_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: o.stdout,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild_finishes() {
+    let dir = tempdir();
+    let (state, run) = (dir.path().join("state"), dir.path().join("run"));
+    std::fs::create_dir_all(&run).unwrap();
+    let env = [
+        ("RAIDCTL_STATE_DIR", state.as_path()),
+        ("RAIDCTL_RUN_DIR", run.as_path()),
+    ];
+    let m = create(dir.path(), "5", 3, "32M");
+    let got = dir.path().join("got");
+    let prog = dir.path().join("prog.sh");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\necho \"$1 $2 [$3] slot=$RAIDCTL_SLOT name=$RAIDCTL_ARRAY_NAME\" >> {}\n",
+            got.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spawn = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+        for (k, v) in &env {
+            c.env(k, v);
+        }
+        Bg(c.spawn().unwrap())
+    };
+    let mut monitor = spawn(&[
+        "monitor",
+        "--program",
+        &prog.display().to_string(),
+        "--interval",
+        "0.1",
+    ]);
+    // The monitor records where it starts before it watches.
+    wait_for("the monitor to start", || {
+        state.join("monitor.pos").exists()
+    });
+    let mut serve = spawn(&[
+        "serve",
+        "--socket",
+        &dir.path().join("s.sock").display().to_string(),
+        &m[0],
+    ]);
+    let uuid = raidctl(["examine", "--json", &m[1]]).ok().json()["array_uuid"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_default();
+    wait_for("the daemon", || run.join(format!("{uuid}.ctl")).exists());
+    let read = || std::fs::read_to_string(&got).unwrap_or_default();
+    rc_env(&env, &["fail", &m[0], "2"]).ok();
+    wait_for("member-failed to reach the program", || {
+        read().contains("member-failed")
+    });
+    let lines = read();
+    let line = lines
+        .lines()
+        .find(|l| l.starts_with("member-failed"))
+        .unwrap();
+    assert!(
+        line.contains(&uuid) && line.contains("slot=2") && line.contains("m2"),
+        "{lines}"
+    );
+    assert!(lines.contains("degraded"), "{lines}");
+    rc_env(&env, &["add", "--force", &m[0], &m[2]]).ok();
+    wait_for("rebuild-finished to reach the program", || {
+        read().contains("rebuild-finished")
+    });
+    assert!(read().contains("rebuild-started"), "{}", read());
+    assert!(monitor.running() && serve.running());
+    // --oneshot after a restart repeats nothing already handled (once the monitor has
+    // recorded its position past the last event: it records after handling each).
+    let log = state.join("events").join(format!("{uuid}.jsonl"));
+    wait_for("the monitor to record its position", || {
+        let len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let pos: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(state.join("monitor.pos")).unwrap_or_default())
+                .unwrap_or_default();
+        pos[format!("{uuid}.jsonl")].as_u64() == Some(len)
+    });
+    drop(monitor);
+    let once = rc_env(
+        &env,
+        &[
+            "monitor",
+            "--oneshot",
+            "--program",
+            &prog.display().to_string(),
+        ],
+    );
+    assert_eq!(once.code, 0, "{}", once.stderr);
+    assert!(once.stdout.is_empty(), "{}", once.stdout_str());
 }

@@ -30,6 +30,7 @@ pub enum Command {
     Create(cmd::create::CreateArgs),
     Status(cmd::status::StatusArgs),
     List(cmd::list::ListArgs),
+    Monitor(cmd::monitor::MonitorArgs),
     Examine(cmd::examine::ExamineArgs),
     Read(cmd::read::ReadArgs),
     Write(cmd::write::WriteArgs),

@@ -212,10 +212,34 @@ impl Daemon {
         }
     }
 
+    /// Raises an event for every member whose read or checksum error counters grew since the
+    /// last look (`seen`: per member uuid, the counters then).
+    fn error_events(&self, seen: &mut std::collections::HashMap<[u8; 16], (u64, u64)>) {
+        for m in self.array.members() {
+            let now = (m.read_errors, m.checksum_errors);
+            let before = seen.insert(m.uuid, now).unwrap_or(now);
+            if now.0 > before.0 || now.1 > before.1 {
+                self.array.raise(
+                    "member-errors",
+                    m.slot,
+                    format!(
+                        "{} new read errors and {} new checksum errors (repaired from redundancy where it allowed; totals {} and {})",
+                        now.0 - before.0,
+                        now.1 - before.1,
+                        now.0,
+                        now.1
+                    ),
+                );
+            }
+        }
+    }
+
     /// Runs pending rebuilds (and promotes spares) whenever there is work, until stopped.
     fn supervise(self: &Arc<Self>) {
         let stop = Arc::new(AtomicBool::new(false));
+        let mut counters = std::collections::HashMap::new();
         while !STOP.load(Ordering::Acquire) {
+            self.error_events(&mut counters);
             let work = self.rebuild_wanted.swap(false, Ordering::AcqRel)
                 || !self.array.pending_targets().is_empty()
                 || self

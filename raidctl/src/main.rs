@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod control;
 mod daemon;
+mod events;
 mod exit;
 mod loopdev;
 mod nbd;
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = cli::Cli::parse();
+    events::install(matches!(cli.command, cli::Command::Serve(_)));
     match cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -709,9 +709,13 @@ impl Array {
                     .map(|r| self.mark_lost_data(slot, r.clone()))
                     .sum();
                 if marked > 0 {
-                    notes.push(format!(
+                    let note = format!(
                         "slot {slot} was lost with writes in flight at an unclean stop: {marked} blocks of its data, in rows being written then, cannot be rebuilt with certainty and read as errors until written again (bad-block list)"
-                    ));
+                    );
+                    if persist {
+                        self.event("bad-blocks", Some(slot), note.clone());
+                    }
+                    notes.push(note);
                 }
             }
         }

@@ -7,6 +7,7 @@ pub mod badblocks;
 pub mod bitmap;
 mod create;
 pub mod csum;
+pub mod events;
 pub mod health;
 mod io;
 pub mod journal;
@@ -624,6 +625,8 @@ impl Array {
             self.replace_into_rebuild(slot, &mut meta);
             meta.events += 1;
         }
+        self.event("member-failed", Some(slot), reason.to_string());
+        self.event_state();
         if self.writable {
             self.persist()?;
         }
@@ -690,6 +693,14 @@ impl Array {
             meta.events += 1;
         }
         s.set_reason(Some(format!("{}: {reason}", t.dev.path.display())));
+        self.event(
+            "member-failed",
+            Some(slot),
+            format!(
+                "{} (rebuild or replace target): {reason}",
+                t.dev.path.display()
+            ),
+        );
         if self.writable {
             self.persist()?;
         }

@@ -67,6 +67,22 @@ pub struct PassReport {
 /// the pass holds row locks: it must not do I/O on the array itself.
 pub type ProgressFn<'a> = dyn FnMut(&PassReport, u64, u64) + 'a;
 
+/// Event names of a rebuild and of a replace pass: started, finished, interrupted, failed.
+const JOB_EVENTS: [[&str; 4]; 2] = [
+    [
+        "rebuild-started",
+        "rebuild-finished",
+        "rebuild-interrupted",
+        "rebuild-failed",
+    ],
+    [
+        "replace-started",
+        "replace-finished",
+        "replace-interrupted",
+        "replace-failed",
+    ],
+];
+
 /// Runs every pending rebuild and replace until none is left (spares are promoted first).
 pub fn run(
     array: &Array,
@@ -101,12 +117,59 @@ pub fn run(
             .filter(|(_, r)| *r)
             .map(|(s, _)| *s)
             .collect();
-        let report = if !rebuilds.is_empty() {
-            rebuild_pass(array, &rebuilds, opts, progress)?
+        let (slots, names) = if !rebuilds.is_empty() {
+            (rebuilds.clone(), JOB_EVENTS[0])
         } else {
-            replace_pass(array, pending[0].0, opts, progress)?
+            (vec![pending[0].0], JOB_EVENTS[1])
         };
-        let progressed = report.rows > 0 || array.pending_targets() != pending;
+        let first = slots.first().copied();
+        array.event(
+            names[0],
+            first,
+            format!("slots {slots:?}, from the last checkpoint"),
+        );
+        let report = if !rebuilds.is_empty() {
+            rebuild_pass(array, &rebuilds, opts, progress)
+        } else {
+            replace_pass(array, pending[0].0, opts, progress)
+        };
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => {
+                array.event(names[3], first, format!("slots {slots:?}: {e}"));
+                return Err(e);
+            }
+        };
+        let left = array.pending_targets();
+        if slots.iter().any(|s| left.iter().any(|(x, _)| x == s)) {
+            array.event(
+                names[2],
+                first,
+                format!(
+                    "slots {slots:?} stopped after {} rows ({} bytes written); the next rebuild resumes from the checkpoint",
+                    report.rows, report.bytes_written
+                ),
+            );
+        } else {
+            array.event(
+                names[1],
+                first,
+                format!(
+                    "slots {slots:?}: {} bytes written in {:.1} s{}",
+                    report.bytes_written,
+                    report.seconds,
+                    if report.unrecoverable_blocks > 0 {
+                        format!(
+                            ", {} blocks could not be rebuilt (bad-block list)",
+                            report.unrecoverable_blocks
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+        }
+        let progressed = report.rows > 0 || left != pending;
         idle_passes = if progressed { 0 } else { idle_passes + 1 };
         reports.push(report);
         array.promote_spares(opts.keep_roles)?;
@@ -716,6 +779,16 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
     }
     for &(slot, at) in &damage.lost {
         array.mark_lost_block(slot, r0 * c + at as u64);
+    }
+    if !damage.poisoned.is_empty() {
+        array.event(
+            "bad-blocks",
+            targets.first().map(|t| t.0),
+            format!(
+                "{} blocks could not be rebuilt in rows from {r0} (unreadable or corrupt on a survivor where no redundancy was left): they read as errors until written again",
+                damage.poisoned.len()
+            ),
+        );
     }
 }
 

@@ -215,6 +215,22 @@ pub fn scrub_array(
         array.flush()?;
     }
     rep.seconds = start.elapsed().as_secs_f64();
+    array.event(
+        if rep.problems.is_empty() {
+            "scrub-finished"
+        } else {
+            "scrub-problems"
+        },
+        None,
+        format!(
+            "{}: {} rows checked, {} problems, {} repaired, {} left unrepaired",
+            if repair { "scrub --repair" } else { "scrub" },
+            rec.rows_checked,
+            rec.problems,
+            rec.repaired,
+            rec.unrepaired
+        ),
+    );
     Ok(rep)
 }
 

@@ -75,11 +75,23 @@ fn entry(r: &Value) -> Value {
 }
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
+    let list = collect(&a.scan);
+    if a.json {
+        crate::output::print_json(&json!({ "arrays": list }));
+    } else {
+        print_human(&list);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every array found: served ones (from their daemons) and those with members on block
+/// devices or under `scan` (assembled read-only, without locks), one entry each.
+pub fn collect(scan: &[PathBuf]) -> Vec<Value> {
     let mut arrays: BTreeMap<String, Value> =
         served().into_iter().map(|(u, r)| (u, entry(&r))).collect();
     // Members found on block devices and in the directories given, grouped by array.
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for d in raidcore::array::discover(&raidcore::array::Files, &a.scan) {
+    for d in raidcore::array::discover(&raidcore::array::Files, scan) {
         groups.entry(uuid(&d.array_uuid)).or_default().push(d.path);
     }
     for (u, paths) in groups {
@@ -104,13 +116,7 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
         };
         arrays.insert(u, e);
     }
-    let list: Vec<Value> = arrays.into_values().collect();
-    if a.json {
-        crate::output::print_json(&json!({ "arrays": list }));
-    } else {
-        print_human(&list);
-    }
-    Ok(ExitCode::SUCCESS)
+    arrays.into_values().collect()
 }
 
 fn print_human(list: &[Value]) {

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod inspect;
 pub mod list;
 pub mod loops;
+pub mod monitor;
 pub mod read;
 pub mod rebuild;
 pub mod remove;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Create(a) => create::run(a),
         Command::Status(a) => status::run(a),
         Command::List(a) => list::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::Examine(a) => examine::run(a),
         Command::Read(a) => read::run(a),
         Command::Write(a) => write::run(a),

@@ -537,6 +537,19 @@ fn record(path: &std::path::Path, a: &WearArgs) -> Result<(Value, u8, Vec<String
             }
         }
         array.sample_wear(&map, true)?;
+        // The daily record is where wear crossing a threshold is noticed: an event for
+        // `raidctl monitor`.
+        if report.status > 0 {
+            array.raise(
+                if report.status >= 2 {
+                    "wear-critical"
+                } else {
+                    "wear-warning"
+                },
+                None,
+                report.reasons.join("; "),
+            );
+        }
         array.close()?;
     }
     Ok((report.json, report.status, report.reasons))

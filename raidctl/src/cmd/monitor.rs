@@ -1,0 +1,315 @@
+//! `raidctl monitor`: follows every array's event log (written by the daemon and by offline
+//! commands, see events.rs) and acts on each new event as `mdadm --monitor` does: prints it,
+//! runs a program with the event in its arguments and environment, mails it. At start, and
+//! with `--oneshot`, it also reports every array found degraded or failed right now. Where it
+//! got to is kept in STATE_DIR/monitor.pos, so a restarted monitor misses nothing and repeats
+//! nothing.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use raidcore::{Error, ErrorKind, Result};
+use serde_json::{json, Value};
+
+use crate::events::{events_dir, state_dir};
+
+/// Watch every array's events: print them, run a program, send mail (as mdadm --monitor)
+///
+/// Events: member-failed, degraded, array-failed, rebuild-started, rebuild-finished,
+/// rebuild-interrupted, rebuild-failed (and replace-...), scrub-finished, scrub-problems,
+/// member-errors, bad-blocks, wear-warning, wear-critical; and, for arrays found unhealthy at
+/// start or by --oneshot, degraded-array and failed-array.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Run PROGRAM for each event as `PROGRAM EVENT ARRAY-UUID MEMBER` (MEMBER empty when the
+    /// event is about the whole array), with RAIDCTL_EVENT, RAIDCTL_ARRAY_UUID,
+    /// RAIDCTL_ARRAY_NAME, RAIDCTL_SLOT, RAIDCTL_MEMBER, RAIDCTL_DETAIL, RAIDCTL_TIME and
+    /// RAIDCTL_EVENT_JSON in its environment. It is given 60 s, then killed
+    #[arg(long, value_name = "PATH")]
+    pub program: Option<PathBuf>,
+    /// Mail each event to ADDR through sendmail (/usr/sbin/sendmail -t)
+    #[arg(long, value_name = "ADDR")]
+    pub mail: Option<String>,
+    /// Handle the events logged since the last run and report arrays unhealthy now, then exit
+    /// (for a timer or cron job)
+    #[arg(long)]
+    pub oneshot: bool,
+    /// Seconds between looks at the event logs
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Also look for offline arrays' members here when checking which arrays are unhealthy
+    /// (repeatable; block devices are always looked at)
+    #[arg(long, value_name = "DIR")]
+    pub scan: Vec<PathBuf>,
+    /// Print each event as one JSON object per line
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How far each log has been handled: file name to byte offset.
+type Positions = BTreeMap<String, u64>;
+
+fn pos_path() -> PathBuf {
+    state_dir().join("monitor.pos")
+}
+
+fn load_positions() -> Option<Positions> {
+    let raw = std::fs::read(pos_path()).ok()?;
+    serde_json::from_slice(&raw).ok()
+}
+
+fn save_positions(p: &Positions) {
+    let path = pos_path();
+    let tmp = path.with_extension("pos.tmp");
+    let ok = std::fs::create_dir_all(state_dir()).is_ok()
+        && std::fs::write(&tmp, serde_json::to_vec(p).unwrap_or_default()).is_ok()
+        && std::fs::rename(&tmp, &path).is_ok();
+    if !ok {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            eprintln!(
+                "raidctl monitor: warning: cannot save {}; a restart repeats events",
+                path.display()
+            )
+        });
+    }
+}
+
+/// The current logs (not their rotated `.1` copies), by file name.
+fn logs() -> Vec<(String, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(events_dir()) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(String, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.ends_with(".jsonl").then(|| (name, e.path()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// New complete lines of `path` from `pos` on, each with the offset just past it. A log
+/// shorter than `pos` was rotated: it is read from its start.
+fn new_lines(path: &Path, mut pos: u64) -> Vec<(Value, u64)> {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < pos {
+        pos = 0;
+    }
+    if f.seek(SeekFrom::Start(pos)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    // Bounded: a huge backlog is taken 4 MiB at a time.
+    if f.take(4 << 20).read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(n) = buf[at..].iter().position(|&b| b == b'\n') {
+        let line = &buf[at..at + n];
+        at += n + 1;
+        // A line that does not parse (a torn write of a crashed writer) is passed over.
+        let v = serde_json::from_slice(line).unwrap_or(Value::Null);
+        out.push((v, pos + at as u64));
+    }
+    out
+}
+
+/// Every array found unhealthy now, as events.
+fn unhealthy(scan: &[PathBuf]) -> Vec<Value> {
+    let now = raidcore::array::now_secs();
+    super::list::collect(scan)
+        .into_iter()
+        .filter(|e| e["state"] != "clean")
+        .map(|e| {
+            let failed = e["state"] == "failed";
+            json!({
+                "time": crate::output::time(now),
+                "unix": now,
+                "array_uuid": e["uuid"],
+                "array_name": e["name"],
+                "event": if failed { "failed-array" } else { "degraded-array" },
+                "slot": null,
+                "member": null,
+                "detail": format!(
+                    "state {}, {}/{} members active{}",
+                    e["state"].as_str().unwrap_or("?"),
+                    e["members_active"],
+                    e["members_expected"],
+                    e["error"].as_str().map(|x| format!(": {x}")).unwrap_or_default()
+                ),
+                "source": "monitor",
+            })
+        })
+        .collect()
+}
+
+fn sendmail() -> Option<PathBuf> {
+    ["/usr/sbin/sendmail", "/usr/lib/sendmail"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+struct Actions<'a> {
+    args: &'a MonitorArgs,
+    sendmail: Option<PathBuf>,
+}
+
+impl Actions<'_> {
+    fn handle(&self, ev: &Value) {
+        let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        if self.args.json {
+            println!("{ev}");
+        } else {
+            println!(
+                "{} {} {} ({}){}: {}",
+                s("time"),
+                s("event"),
+                s("array_name"),
+                s("array_uuid"),
+                match (ev["slot"].as_u64(), ev["member"].as_str()) {
+                    (Some(slot), Some(m)) => format!(" slot {slot} {m}"),
+                    (Some(slot), None) => format!(" slot {slot}"),
+                    _ => String::new(),
+                },
+                s("detail")
+            );
+        }
+        let _ = std::io::stdout().flush();
+        if let Some(p) = &self.args.program {
+            self.run_program(p, ev);
+        }
+        if let (Some(addr), Some(sm)) = (&self.args.mail, &self.sendmail) {
+            self.mail(sm, addr, ev);
+        }
+    }
+
+    fn run_program(&self, p: &Path, ev: &Value) {
+        let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        let child = std::process::Command::new(p)
+            .args([s("event"), s("array_uuid"), s("member")])
+            .env("RAIDCTL_EVENT", s("event"))
+            .env("RAIDCTL_ARRAY_UUID", s("array_uuid"))
+            .env("RAIDCTL_ARRAY_NAME", s("array_name"))
+            .env(
+                "RAIDCTL_SLOT",
+                ev["slot"]
+                    .as_u64()
+                    .map(|x| x.to_string())
+                    .unwrap_or_default(),
+            )
+            .env("RAIDCTL_MEMBER", s("member"))
+            .env("RAIDCTL_DETAIL", s("detail"))
+            .env("RAIDCTL_TIME", s("time"))
+            .env("RAIDCTL_EVENT_JSON", ev.to_string())
+            .stdin(Stdio::null())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("raidctl monitor: cannot run {}: {e}", p.display());
+                return;
+            }
+        };
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            match child.try_wait() {
+                Ok(Some(st)) => {
+                    if !st.success() {
+                        eprintln!("raidctl monitor: {} exited with {st}", p.display());
+                    }
+                    return;
+                }
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    eprintln!("raidctl monitor: {} took over 60 s; killed", p.display());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn mail(&self, sm: &Path, addr: &str, ev: &Value) {
+        let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        let msg = format!(
+            "To: {addr}\nSubject: raidctl: {} on {} ({})\n\n{}\n\n{}\n",
+            s("event"),
+            s("array_name"),
+            s("array_uuid"),
+            s("detail"),
+            serde_json::to_string_pretty(ev).unwrap_or_default()
+        );
+        let child = std::process::Command::new(sm)
+            .arg("-t")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn();
+        match child {
+            Ok(mut c) => {
+                if let Some(mut i) = c.stdin.take() {
+                    let _ = i.write_all(msg.as_bytes());
+                }
+                let _ = c.wait();
+            }
+            Err(e) => eprintln!("raidctl monitor: sendmail: {e}"),
+        }
+    }
+}
+
+pub fn run(a: MonitorArgs) -> Result<ExitCode> {
+    if !(a.interval > 0.0 && a.interval <= 3600.0) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "--interval {} must be above 0 and at most 3600 seconds",
+                a.interval
+            ),
+        ));
+    }
+    let sendmail = sendmail();
+    if a.mail.is_some() && sendmail.is_none() {
+        eprintln!("raidctl monitor: warning: --mail given but no sendmail found (/usr/sbin/sendmail); events are not mailed");
+    }
+    let act = Actions { args: &a, sendmail };
+    // The first run ever starts at the end of the logs: their history is not news.
+    let mut pos = load_positions().unwrap_or_else(|| {
+        logs()
+            .into_iter()
+            .map(|(n, p)| (n, std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)))
+            .collect()
+    });
+    save_positions(&pos);
+    for ev in unhealthy(&a.scan) {
+        act.handle(&ev);
+    }
+    loop {
+        for (name, path) in logs() {
+            let from = *pos.entry(name.clone()).or_insert(0);
+            for (ev, end) in new_lines(&path, from) {
+                if !ev.is_null() {
+                    act.handle(&ev);
+                }
+                // Recorded after each event: a monitor stopped now repeats none it handled.
+                pos.insert(name.clone(), end);
+                save_positions(&pos);
+            }
+        }
+        if a.oneshot {
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(Duration::from_secs_f64(a.interval));
+    }
+}
