@@ -796,7 +796,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__list)
-            opts="-h -V --scan --json --help --version"
+            opts="-h -V --scan --json --prometheus --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1180,7 +1180,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__status)
-            opts="-h -V --scan --force-assemble --json --help --version"
+            opts="-h -V --scan --force-assemble --json --prometheus --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

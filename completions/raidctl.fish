@@ -68,10 +68,12 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s V -l version 
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand status" -l prometheus -d 'Print Prometheus text: array state, disks by state, sync progress, member state, errors, bytes written and bad blocks (labels: array name and uuid, member uuid, slot)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand status" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable. Block devices are always looked at; member files only where named here' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l prometheus -d 'Print Prometheus text of every array and member (for node_exporter\'s textfile collector): state, disks by state, sync progress, errors, bytes written, bad blocks'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l program -d 'Run PROGRAM for each event as `PROGRAM EVENT ARRAY-UUID MEMBER` (MEMBER empty when the event is about the whole array), with RAIDCTL_EVENT, RAIDCTL_ARRAY_UUID, RAIDCTL_ARRAY_NAME, RAIDCTL_SLOT, RAIDCTL_MEMBER, RAIDCTL_DETAIL, RAIDCTL_TIME and RAIDCTL_EVENT_JSON in its environment. It is given 60 s, then killed' -r -F

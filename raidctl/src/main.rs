@@ -11,6 +11,7 @@ mod loopdev;
 mod nbd;
 mod output;
 mod progress;
+mod prom;
 mod units;
 
 use std::process::ExitCode;

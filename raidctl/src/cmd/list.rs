@@ -24,6 +24,10 @@ pub struct ListArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    /// Print Prometheus text of every array and member (for node_exporter's textfile
+    /// collector): state, disks by state, sync progress, errors, bytes written, bad blocks
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
 }
 
 /// The status of every array a daemon serves, by uuid.
@@ -53,6 +57,9 @@ fn served() -> BTreeMap<String, Value> {
 
 /// One line of the list, from a status report.
 fn entry(r: &Value) -> Value {
+    if r["error"].is_string() {
+        return r.clone();
+    }
     let members = r["members"].as_array().cloned().unwrap_or_default();
     let present = members
         .iter()
@@ -75,7 +82,16 @@ fn entry(r: &Value) -> Value {
 }
 
 pub fn run(a: ListArgs) -> Result<ExitCode> {
-    let list = collect(&a.scan);
+    let reports = reports(&a.scan);
+    if a.prometheus {
+        let ok: Vec<Value> = reports
+            .into_iter()
+            .filter(|r| r["members_count"].is_number())
+            .collect();
+        print!("{}", crate::prom::render(&ok));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let list: Vec<Value> = reports.iter().map(entry).collect();
     if a.json {
         crate::output::print_json(&json!({ "arrays": list }));
     } else {
@@ -84,11 +100,16 @@ pub fn run(a: ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every array found: served ones (from their daemons) and those with members on block
-/// devices or under `scan` (assembled read-only, without locks), one entry each.
+/// Every array found, one list entry each.
 pub fn collect(scan: &[PathBuf]) -> Vec<Value> {
-    let mut arrays: BTreeMap<String, Value> =
-        served().into_iter().map(|(u, r)| (u, entry(&r))).collect();
+    reports(scan).iter().map(entry).collect()
+}
+
+/// The status report of every array found: served ones (from their daemons) and those with
+/// members on block devices or under `scan` (assembled read-only, without locks). An array
+/// that does not assemble is an object with its uuid, members and the error.
+fn reports(scan: &[PathBuf]) -> Vec<Value> {
+    let mut arrays: BTreeMap<String, Value> = served();
     // Members found on block devices and in the directories given, grouped by array.
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for d in raidcore::array::discover(&raidcore::array::Files, scan) {
@@ -106,7 +127,7 @@ pub fn collect(scan: &[PathBuf]) -> Vec<Value> {
             unlocked: true,
         };
         let e = match raidcore::Array::open(&paths[0], &opts) {
-            Ok(array) => entry(&super::status::offline(&array)),
+            Ok(array) => super::status::offline(&array),
             Err(e) => json!({
                 "uuid": u,
                 "state": "unassembled",

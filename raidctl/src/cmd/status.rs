@@ -27,6 +27,10 @@ pub struct StatusArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    /// Print Prometheus text: array state, disks by state, sync progress, member state,
+    /// errors, bytes written and bad blocks (labels: array name and uuid, member uuid, slot)
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
 }
 
 /// The status report (also printed by `create --json`).
@@ -126,7 +130,9 @@ pub fn run(a: StatusArgs) -> Result<ExitCode> {
         // lock is taken: status answers while an offline job holds the members.
         None => offline(&super::assemble_with(&a.array, false, true)?),
     };
-    if a.json {
+    if a.prometheus {
+        print!("{}", crate::prom::render(std::slice::from_ref(&r)));
+    } else if a.json {
         crate::output::print_json(&r);
     } else {
         print_human(&r);

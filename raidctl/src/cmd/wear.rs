@@ -329,6 +329,7 @@ fn analyse(
             json!({
                 "slot": m.slot,
                 "path": m.path.as_ref().map(|p| p.display().to_string()),
+                "uuid": crate::output::uuid(&m.uuid),
                 "state": m.state.name(),
                 "bytes_written": {
                     "data": m.wear.data_bytes, "parity": m.wear.parity_bytes,
@@ -350,7 +351,7 @@ fn analyse(
         })
         .collect();
     let json = json!({
-        "array": sb.name,
+        "name": sb.name,
         "uuid": crate::output::uuid(&sb.array_uuid),
         "level": layout.level().name(),
         "parity_weights": layout.weights(),
@@ -387,14 +388,15 @@ fn analyse(
 
 fn prometheus(r: &Value) -> String {
     let mut out = String::new();
-    let arr = r["array"].as_str().unwrap_or("");
+    let arr = r["name"].as_str().unwrap_or("");
     let uuid = r["uuid"].as_str().unwrap_or("");
+    // Labels from identities (array and member uuids, slot), never from how a path was typed.
     let lbl = |m: &Value| {
         format!(
-            "array=\"{}\",uuid=\"{uuid}\",slot=\"{}\",device=\"{}\"",
-            arr.replace('"', "\\\""),
+            "array=\"{}\",uuid=\"{uuid}\",slot=\"{}\",member_uuid=\"{}\"",
+            crate::prom::escape(arr),
             m["slot"],
-            m["path"].as_str().unwrap_or("").replace('"', "\\\"")
+            m["uuid"].as_str().unwrap_or("")
         )
     };
     let members = r["members"].as_array().cloned().unwrap_or_default();
@@ -564,7 +566,7 @@ fn pct(v: &Value) -> String {
 fn print_human(r: &Value) {
     println!(
         "array {} ({}), parity weights {}",
-        r["array"].as_str().unwrap_or(""),
+        r["name"].as_str().unwrap_or(""),
         r["level"].as_str().unwrap_or(""),
         r["parity_weights"]
     );
