@@ -274,9 +274,11 @@ fn smart_files_check_and_prometheus() {
         value.parse::<f64>().unwrap();
     }
     for (i, m) in st["members"].as_array().unwrap().iter().enumerate() {
+        // Labelled by member uuid, not by the typed path.
         let want = format!(
-            "slot=\"{i}\",device=\"{}\",kind=\"parity\"}} {}",
-            ms[i], m["bytes_written_by_kind"]["parity"]
+            "slot=\"{i}\",member_uuid=\"{}\",kind=\"parity\"}} {}",
+            m["uuid"].as_str().unwrap(),
+            m["bytes_written_by_kind"]["parity"]
         );
         assert!(prom.contains(&want), "missing {want}\n{prom}");
     }
