@@ -37,9 +37,6 @@ _raidctl() {
             raidctl,generate)
                 cmd="raidctl__subcmd__generate"
                 ;;
-            raidctl,help)
-                cmd="raidctl__subcmd__help"
-                ;;
             raidctl,inspect)
                 cmd="raidctl__subcmd__inspect"
                 ;;
@@ -82,110 +79,14 @@ _raidctl() {
             raidctl,write)
                 cmd="raidctl__subcmd__write"
                 ;;
-            raidctl__subcmd__help,add)
-                cmd="raidctl__subcmd__help__subcmd__add"
-                ;;
-            raidctl__subcmd__help,bench)
-                cmd="raidctl__subcmd__help__subcmd__bench"
-                ;;
-            raidctl__subcmd__help,completions)
-                cmd="raidctl__subcmd__help__subcmd__completions"
-                ;;
-            raidctl__subcmd__help,create)
-                cmd="raidctl__subcmd__help__subcmd__create"
-                ;;
-            raidctl__subcmd__help,examine)
-                cmd="raidctl__subcmd__help__subcmd__examine"
-                ;;
-            raidctl__subcmd__help,fail)
-                cmd="raidctl__subcmd__help__subcmd__fail"
-                ;;
-            raidctl__subcmd__help,generate)
-                cmd="raidctl__subcmd__help__subcmd__generate"
-                ;;
-            raidctl__subcmd__help,help)
-                cmd="raidctl__subcmd__help__subcmd__help"
-                ;;
-            raidctl__subcmd__help,inspect)
-                cmd="raidctl__subcmd__help__subcmd__inspect"
-                ;;
-            raidctl__subcmd__help,list)
-                cmd="raidctl__subcmd__help__subcmd__list"
-                ;;
-            raidctl__subcmd__help,loop)
-                cmd="raidctl__subcmd__help__subcmd__loop"
-                ;;
-            raidctl__subcmd__help,monitor)
-                cmd="raidctl__subcmd__help__subcmd__monitor"
-                ;;
-            raidctl__subcmd__help,read)
-                cmd="raidctl__subcmd__help__subcmd__read"
-                ;;
-            raidctl__subcmd__help,rebuild)
-                cmd="raidctl__subcmd__help__subcmd__rebuild"
-                ;;
-            raidctl__subcmd__help,remove)
-                cmd="raidctl__subcmd__help__subcmd__remove"
-                ;;
-            raidctl__subcmd__help,replace)
-                cmd="raidctl__subcmd__help__subcmd__replace"
-                ;;
-            raidctl__subcmd__help,scrub)
-                cmd="raidctl__subcmd__help__subcmd__scrub"
-                ;;
-            raidctl__subcmd__help,serve)
-                cmd="raidctl__subcmd__help__subcmd__serve"
-                ;;
-            raidctl__subcmd__help,simulate)
-                cmd="raidctl__subcmd__help__subcmd__simulate"
-                ;;
-            raidctl__subcmd__help,status)
-                cmd="raidctl__subcmd__help__subcmd__status"
-                ;;
-            raidctl__subcmd__help,wear)
-                cmd="raidctl__subcmd__help__subcmd__wear"
-                ;;
-            raidctl__subcmd__help,write)
-                cmd="raidctl__subcmd__help__subcmd__write"
-                ;;
-            raidctl__subcmd__help__subcmd__loop,create)
-                cmd="raidctl__subcmd__help__subcmd__loop__subcmd__create"
-                ;;
-            raidctl__subcmd__help__subcmd__loop,detach)
-                cmd="raidctl__subcmd__help__subcmd__loop__subcmd__detach"
-                ;;
-            raidctl__subcmd__help__subcmd__wear,plan)
-                cmd="raidctl__subcmd__help__subcmd__wear__subcmd__plan"
-                ;;
             raidctl__subcmd__loop,create)
                 cmd="raidctl__subcmd__loop__subcmd__create"
                 ;;
             raidctl__subcmd__loop,detach)
                 cmd="raidctl__subcmd__loop__subcmd__detach"
                 ;;
-            raidctl__subcmd__loop,help)
-                cmd="raidctl__subcmd__loop__subcmd__help"
-                ;;
-            raidctl__subcmd__loop__subcmd__help,create)
-                cmd="raidctl__subcmd__loop__subcmd__help__subcmd__create"
-                ;;
-            raidctl__subcmd__loop__subcmd__help,detach)
-                cmd="raidctl__subcmd__loop__subcmd__help__subcmd__detach"
-                ;;
-            raidctl__subcmd__loop__subcmd__help,help)
-                cmd="raidctl__subcmd__loop__subcmd__help__subcmd__help"
-                ;;
-            raidctl__subcmd__wear,help)
-                cmd="raidctl__subcmd__wear__subcmd__help"
-                ;;
             raidctl__subcmd__wear,plan)
                 cmd="raidctl__subcmd__wear__subcmd__plan"
-                ;;
-            raidctl__subcmd__wear__subcmd__help,help)
-                cmd="raidctl__subcmd__wear__subcmd__help__subcmd__help"
-                ;;
-            raidctl__subcmd__wear__subcmd__help,plan)
-                cmd="raidctl__subcmd__wear__subcmd__help__subcmd__plan"
                 ;;
             *)
                 ;;
@@ -194,7 +95,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
+            opts="-h -V --help --version create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -417,370 +318,6 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        raidctl__subcmd__help)
-            opts="create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__add)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__bench)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__completions)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__create)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__examine)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__fail)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__generate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__inspect)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__loop)
-            opts="create detach"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__loop__subcmd__create)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__loop__subcmd__detach)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__monitor)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__read)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__rebuild)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__remove)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__replace)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__scrub)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__serve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__simulate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__wear)
-            opts="plan"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__wear__subcmd__plan)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__help__subcmd__write)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         raidctl__subcmd__inspect)
             opts="-h -V --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -814,7 +351,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__loop)
-            opts="-h -V --help --version create detach help"
+            opts="-h -V --help --version create detach"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -868,62 +405,6 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__loop__subcmd__help)
-            opts="create detach help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__loop__subcmd__help__subcmd__create)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__loop__subcmd__help__subcmd__detach)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__loop__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -1198,7 +679,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear)
-            opts="-h -V --scan --smart --window --rebuild-rate --json --prometheus --check --record --collision-days --help --version plan help"
+            opts="-h -V --scan --smart --window --rebuild-rate --json --prometheus --check --record --collision-days --help --version plan"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1224,48 +705,6 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__wear__subcmd__help)
-            opts="plan help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__wear__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        raidctl__subcmd__wear__subcmd__help__subcmd__plan)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

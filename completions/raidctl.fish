@@ -47,11 +47,10 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check ev
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
-complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s l -l level -d 'RAID level: 0, 1, 5, 6, 10 or f1 (RAID 5 with parity skewed onto one member)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s c -l chunk -d 'Chunk size (power of two, 4K to 16M)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s n -l name -d 'Array name' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l skew -d 'Parity weights, one per member (f1; e.g. 16,1,1,1,1); implies --level f1 semantics' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l skew -d 'Parity weights, one per member, with --level f1 (e.g. 16,1,1,1,1: slot 0 holds 16 of every 20 parity chunks); refused with any other level' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l parity-heavy -d 'F1: the slot that takes the extra parity' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l copies -d 'RAID10: copies of each chunk (near layout)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l size -d 'Create missing member files, or extend smaller ones, to this size' -r
@@ -140,11 +139,10 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l no-rebuild -
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -s h -l help -d 'Print help'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and not __fish_seen_subcommand_from create detach" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l dir -d 'Directory for the backing files (created if missing)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l count -d 'Number of devices' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -l size -d 'Size of each backing file' -r
@@ -155,22 +153,18 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -l dir -d 'Detach every loop device whose backing file is in this directory' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
-complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l scan -d 'Also look for members here (repeatable)' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l window -d 'Days of history the write rate is fitted over' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l json -d 'Print JSON'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l check -d 'Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -l record -d 'Also record a history sample now (with the SMART values read); opens the array for writing'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l scan -d 'Also look for members here (repeatable)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l check -d 'Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l record -d 'Also record a history sample now (with the SMART values read); opens the array for writing'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l target-gap -d 'The gap wanted between the first and second wear-out, in days' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l scan -d 'Also look for members here (repeatable)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
@@ -179,8 +173,6 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l level -d 'RAID level: 0, 1, 5, 6, 10 or f1' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l members -d 'Number of members' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l skew -d 'Parity weights (f1)' -r
@@ -206,7 +198,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l max-rate -d 'B
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l readonly -d 'Export read-only'
-complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l foreground -d 'Stay in the foreground (the default when stdout is not a terminal, as under systemd)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l foreground -d 'Accepted for compatibility and ignored: serve always runs in the foreground until SIGTERM or SIGINT (run it under systemd, contrib/raidctl-serve@.service, or with &)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role when members are replaced'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s V -l version -d 'Print version'
@@ -235,28 +227,3 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l man -d 'Out
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l completions -d 'Output directory for completions (bash, zsh, fish)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "status" -d 'Show an array\'s state and its members'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "list" -d 'List every array found: served ones, and those on block devices or in --scan directories'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "monitor" -d 'Watch every array\'s events: print them, run a program, send mail (as mdadm --monitor)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "examine" -d 'Show the superblock of one member'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "read" -d 'Read bytes from an array (to stdout by default)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "write" -d 'Write bytes into an array (from stdin by default); flushed before it returns'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "fail" -d 'Mark a member faulty; a hot spare then takes its place'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "remove" -d 'Remove a faulty or spare member from an array'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "add" -d 'Add a member: it rebuilds a missing slot, or waits as a hot spare'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "replace" -d 'Replace a member with a new device while it keeps serving'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "loop" -d 'Loop devices for simulations'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "wear" -d 'Per-member wear, projected wear-out dates, skew and the collision window'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "completions" -d 'Print shell completions'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and not __fish_seen_subcommand_from create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "create" -d 'Create COUNT sparse backing files in DIR and attach a loop device to each'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from loop" -f -a "detach" -d 'Detach loop devices, given by path or by the directory holding their backing files'
-complete -c raidctl -n "__fish_raidctl_using_subcommand help; and __fish_seen_subcommand_from wear" -f -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'

@@ -46,6 +46,23 @@ fn man_pages_and_completions_match_the_code() {
     .ok();
     compare("man", &man);
     compare("completions", &comp);
+    // Issue #18: the pages pointed to pages that did not exist (raidctl-wear-plan(8)).
+    for e in std::fs::read_dir(&man).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let plain = text.replace("\\-", "-");
+        for (i, _) in plain.match_indices("raidctl-") {
+            let rest = &plain[i..];
+            let Some(end) = rest.find("(8)") else { continue };
+            let name = &rest[..end];
+            if name.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                assert!(
+                    man.join(format!("{name}.8")).exists(),
+                    "{} points to {name}(8), which does not exist",
+                    e.file_name().to_string_lossy()
+                );
+            }
+        }
+    }
     let page = std::fs::read_to_string(man.join("raidctl.8")).unwrap();
     assert!(
         page.contains("EXIT STATUS"),

@@ -18,7 +18,8 @@ that SSDs wear out one at a time instead of together. An array is named on the c
 of any of its members; raidctl finds the others from the path hints in the superblock, the member's \
 directory and --scan locations.",
     after_long_help = crate::exit::EXIT_STATUS,
-    propagate_version = true
+    propagate_version = true,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(subcommand)]

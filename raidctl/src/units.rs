@@ -1,6 +1,8 @@
 //! Size parsing ("64K", "1.5G", "4096", "2MiB") and human formatting.
 
-/// Parses a byte count with an optional binary suffix: K, M, G, T (also KiB, KB, ...: all 1024-based).
+/// Parses a byte count with an optional suffix: K, M, G, T and KiB, MiB, GiB, TiB are
+/// 1024-based (as mdadm and dd read them); KB, MB, GB, TB are decimal (as drive makers write
+/// them: 1GB = 10^9 bytes).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
@@ -12,13 +14,17 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
     let mult: u64 = match suffix.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        "T" | "TB" | "TIB" => 1 << 40,
+        "K" | "KIB" => 1 << 10,
+        "M" | "MIB" => 1 << 20,
+        "G" | "GIB" => 1 << 30,
+        "T" | "TIB" => 1 << 40,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
         other => {
             return Err(format!(
-                "unknown size suffix {other:?} in {s:?} (use K, M, G or T)"
+                "unknown size suffix {other:?} in {s:?} (use K, M, G, T or KiB, MiB, GiB, TiB: 1024-based; KB, MB, GB, TB: decimal)"
             ))
         }
     };
@@ -81,6 +87,11 @@ mod tests {
         assert_eq!(parse_size("64K").unwrap(), 65536);
         assert_eq!(parse_size("64KiB").unwrap(), 65536);
         assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        // Issue #18: 1GB was read as GiB. Decimal suffixes are decimal.
+        assert_eq!(parse_size("1GB").unwrap(), 1_000_000_000);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("2TB").unwrap(), 2_000_000_000_000);
+        assert_eq!(parse_size("500KB").unwrap(), 500_000);
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("K").is_err());
         assert!(parse_size("99999999999T").is_err());

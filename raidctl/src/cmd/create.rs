@@ -35,7 +35,8 @@ pub struct CreateArgs {
     /// Array name
     #[arg(long, short = 'n', default_value = "raid")]
     pub name: String,
-    /// Parity weights, one per member (f1; e.g. 16,1,1,1,1); implies --level f1 semantics
+    /// Parity weights, one per member, with --level f1 (e.g. 16,1,1,1,1: slot 0 holds 16 of
+    /// every 20 parity chunks); refused with any other level
     #[arg(long, value_delimiter = ',', value_name = "W0,W1,..")]
     pub skew: Option<Vec<u32>>,
     /// F1: the slot that takes the extra parity
@@ -115,7 +116,7 @@ fn layout_params(a: &CreateArgs) -> Result<LayoutParams> {
         (Level::F1, None, None) => {}
         (level, Some(_), _) | (level, _, Some(_)) => {
             return Err(invalid(format!(
-                "--skew and --parity-heavy apply to --level f1, not {}",
+                "--skew and --parity-heavy apply to --level f1, not {} (use --level f1 for skewed parity)",
                 level.name()
             )));
         }
@@ -151,13 +152,30 @@ fn warn_about_devices(members: &[PathBuf]) {
         .iter()
         .filter_map(|m| raidcore::device::probe::inspect(m).ok())
         .collect();
-    for i in &infos {
-        if i.rotational == Some(true) {
-            eprintln!(
-                "raidctl: warning: {} is on a rotational disk ({}); raidctl is tuned for SSDs",
-                i.path, i.kind
-            );
+    // One warning per rotational disk, not per member. A loop device's own flag says nothing
+    // about the disk under its backing file, so loop devices are left out.
+    let mut rotational: Vec<(String, Vec<&str>)> = Vec::new();
+    for i in infos.iter().filter(|i| i.rotational == Some(true)) {
+        let disk = i.queue.clone().unwrap_or_default();
+        if disk.starts_with("loop") {
+            continue;
         }
+        match rotational.iter_mut().find(|(d, _)| *d == disk) {
+            Some((_, v)) => v.push(&i.path),
+            None => rotational.push((disk, vec![&i.path])),
+        }
+    }
+    for (disk, paths) in &rotational {
+        eprintln!(
+            "raidctl: warning: {} on the rotational disk {disk}; raidctl is tuned for SSDs",
+            if paths.len() == 1 {
+                format!("{} is", paths[0])
+            } else {
+                format!("{} members ({}) are", paths.len(), paths.join(", "))
+            }
+        );
+    }
+    for i in &infos {
         if i.is_smr() {
             eprintln!(
                 "raidctl: warning: {} is zoned ({}): shingled (SMR) disks rebuild very slowly",

@@ -49,16 +49,22 @@ fn render(cmd: clap::Command, name: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A page for `cmd` named `name`, and one for each of its subcommands, recursively
+/// (raidctl-wear-plan.8): every page the SUBCOMMANDS sections point to exists.
+fn pages(dir: &Path, cmd: &clap::Command, name: &str) -> Result<()> {
+    write(&dir.join(format!("{name}.8")), &render(cmd.clone(), name)?)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        pages(dir, sub, &format!("{name}-{}", sub.get_name()))?;
+    }
+    Ok(())
+}
+
 pub fn run(a: GenerateArgs) -> Result<ExitCode> {
     let cmd = Cli::command();
     if let Some(dir) = &a.man {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(e, "mkdir", &dir.display().to_string(), 0))?;
-        write(&dir.join("raidctl.8"), &render(cmd.clone(), "raidctl")?)?;
-        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            let name = format!("raidctl-{}", sub.get_name());
-            write(&dir.join(format!("{name}.8")), &render(sub.clone(), &name)?)?;
-        }
+        pages(dir, &cmd, "raidctl")?;
     }
     if let Some(dir) = &a.completions {
         std::fs::create_dir_all(dir)

@@ -13,6 +13,7 @@ use crate::units::parse_size;
 
 /// Loop devices for simulations
 #[derive(Args, Debug)]
+#[command(disable_help_subcommand = true)]
 pub struct LoopArgs {
     #[command(subcommand)]
     pub command: LoopCommand,

@@ -30,8 +30,9 @@ pub struct ServeArgs {
     /// Export read-only
     #[arg(long)]
     pub readonly: bool,
-    /// Stay in the foreground (the default when stdout is not a terminal, as under systemd)
-    #[arg(long)]
+    /// Accepted for compatibility and ignored: serve always runs in the foreground until
+    /// SIGTERM or SIGINT (run it under systemd, contrib/raidctl-serve@.service, or with &)
+    #[arg(long, hide_short_help = true)]
     pub foreground: bool,
     /// Background rebuilds write at most this many bytes per second, leaving room for clients
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
@@ -64,14 +65,14 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         rebuild_rate: a.max_rate,
         keep_roles: a.keep_roles,
     };
-    let foreground = a.foreground || !std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     daemon::serve(array, config, |urls| {
         for u in urls {
             println!("{u}");
         }
         let _ = std::io::Write::flush(&mut std::io::stdout());
-        if !foreground {
-            eprintln!("raidctl: serving in the foreground (use systemd or & to background it)");
+        if on_terminal {
+            eprintln!("raidctl: serving until Ctrl-C or SIGTERM (it stays in the foreground: use systemd or & to run it in the background)");
         }
     })?;
     eprintln!("raidctl: stopped; the array is flushed and clean");

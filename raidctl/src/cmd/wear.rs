@@ -20,6 +20,7 @@ use crate::units::{human, parse_size};
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
+    disable_help_subcommand = true,
     after_long_help = "With --check the exit status is 0 (ok), 1 (warning) or 2 (critical), for monitoring systems."
 )]
 pub struct WearArgs {
