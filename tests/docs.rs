@@ -52,7 +52,9 @@ fn man_pages_and_completions_match_the_code() {
         let plain = text.replace("\\-", "-");
         for (i, _) in plain.match_indices("raidctl-") {
             let rest = &plain[i..];
-            let Some(end) = rest.find("(8)") else { continue };
+            let Some(end) = rest.find("(8)") else {
+                continue;
+            };
             let name = &rest[..end];
             if name.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
                 assert!(

@@ -414,3 +414,34 @@ fn the_demo_runs_and_its_degraded_read_is_degraded() {
         "{stdout}"
     );
 }
+
+/// Issue #18 small mistakes: the rotational-disk warning printed once per member; --skew said
+/// it implied f1 but was refused with -l 5 without saying what to use.
+#[test]
+fn create_warns_once_per_disk_and_skew_says_it_needs_f1() {
+    let dir = tempdir();
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--size", "16M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    let r = raidctl(&args).ok();
+    let warnings = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("rotational"))
+        .count();
+    assert!(warnings <= 1, "{}", r.stderr);
+    let other = tempdir();
+    let m2: Vec<String> = (0..3)
+        .map(|i| other.path().join(format!("s{i}")).display().to_string())
+        .collect();
+    let mut args = vec!["create", "--level", "5", "--skew", "2,1,1", "--size", "16M"];
+    args.extend(m2.iter().map(|s| s.as_str()));
+    raidctl(&args).fails(2, &["--level f1"]);
+    assert!(
+        m2.iter().all(|p| !Path::new(p).exists()),
+        "a refused create left files"
+    );
+    let help = raidctl(["create", "--help"]).ok().stdout_str();
+    assert!(!help.contains("implies"), "{help}");
+}
