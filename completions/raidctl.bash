@@ -22,6 +22,9 @@ _raidctl() {
             raidctl,bench)
                 cmd="raidctl__subcmd__bench"
                 ;;
+            raidctl,clear)
+                cmd="raidctl__subcmd__clear"
+                ;;
             raidctl,completions)
                 cmd="raidctl__subcmd__completions"
                 ;;
@@ -67,6 +70,9 @@ _raidctl() {
             raidctl,serve)
                 cmd="raidctl__subcmd__serve"
                 ;;
+            raidctl,set)
+                cmd="raidctl__subcmd__set"
+                ;;
             raidctl,simulate)
                 cmd="raidctl__subcmd__simulate"
                 ;;
@@ -75,6 +81,9 @@ _raidctl() {
                 ;;
             raidctl,wear)
                 cmd="raidctl__subcmd__wear"
+                ;;
+            raidctl,wipe)
+                cmd="raidctl__subcmd__wipe"
                 ;;
             raidctl,write)
                 cmd="raidctl__subcmd__write"
@@ -95,7 +104,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate"
+            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -166,6 +175,24 @@ _raidctl() {
                     return 0
                     ;;
                 --data)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__clear)
+            opts="-h -V --scan --force-assemble --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -606,6 +633,28 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        raidctl__subcmd__set)
+            opts="-h -V --scan --force-assemble --endurance --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endurance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         raidctl__subcmd__simulate)
             opts="-h -V --level --members --skew --endurance --capacity --workload --rate --years --replace-at --keep-roles --json --plot --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -739,6 +788,20 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__wipe)
+            opts="-h -V --force --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -445,3 +445,58 @@ fn create_warns_once_per_disk_and_skew_says_it_needs_f1() {
     let help = raidctl(["create", "--help"]).ok().stdout_str();
     assert!(!help.contains("implies"), "{help}");
 }
+
+#[test]
+fn clear_set_and_wipe() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 3, "16M");
+    // A checksum error, counted on the member whose block was corrupted.
+    let data = pattern("clear", 1 << 20);
+    write_at(Path::new(&m[0]), 0, &data, dir.path());
+    let off = raidctl(["examine", "--json", &m[1]]).ok().json()["areas"]["data"]["offset"]
+        .as_u64()
+        .unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&m[1]).unwrap();
+        f.write_all_at(b"corruption!", off + 100).unwrap();
+    }
+    // scrub --repair finds it, repairs it and records the count.
+    raidctl(["scrub", "--repair", &m[0]]).ok();
+    let errs = |slot: usize| {
+        raidctl(["status", "--json", &m[0]]).json()["members"][slot]["checksum_errors"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(errs(1) >= 1);
+    raidctl(["clear", &m[0]]).ok();
+    assert_eq!(errs(1), 0, "cleared counters persist");
+    // Endurance after the fact.
+    raidctl(["set", &m[0], "2", "--endurance", "600"]).ok();
+    let st = raidctl(["status", "--json", &m[0]]).json();
+    assert_eq!(
+        st["members"][2]["endurance_bytes"].as_u64(),
+        Some(600_000_000_000_000)
+    );
+    raidctl(["set", &m[0], "2", "--endurance", "-1"]).fails(2, &["--endurance"]);
+    // Wipe: refused for a member in service, and while a daemon holds it.
+    {
+        let _s = Server::start(&m[0], &dir.path().join("w.sock"));
+        raidctl(["wipe", "--force", &m[2]]).fails(4, &["raidctl serve"]);
+    }
+    let before = hashes(&[PathBuf::from(&m[2])]);
+    raidctl(["wipe", &m[2]]).fails(4, &["counts on it"]);
+    assert_eq!(
+        hashes(&[PathBuf::from(&m[2])]),
+        before,
+        "a refused wipe wrote"
+    );
+    raidctl(["wipe", "--force", &m[2]]).ok();
+    raidctl(["examine", &m[2]]).fails(3, &["not a raidctl member"]);
+    raidctl(["wipe", &m[2]]).fails(3, &["nothing written"]);
+    // The array runs degraded without it, and takes it back as a new member.
+    assert_eq!(raidctl(["status", &m[0]]).code, 1);
+    raidctl(["add", &m[0], &m[2]]).ok();
+    assert_eq!(raidctl(["status", &m[0]]).code, 0);
+    assert!(read_at(Path::new(&m[0]), 0, data.len()).ok().stdout == data);
+}

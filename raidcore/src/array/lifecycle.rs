@@ -120,6 +120,51 @@ impl Array {
         let _ = format::write_next(dev.member.as_ref(), &sb, &mut st);
     }
 
+    /// The device a member reference names (a slot's member, a target, a spare).
+    fn dev_of(&self, m: &MemberRef) -> Result<Arc<Dev>> {
+        let d = match self.find(m)? {
+            Found::Slot(i) => self.slots[i].dev.read().expect("slot lock").clone(),
+            Found::Target(i) => self.slots[i].target().map(|t| t.dev.clone()),
+            Found::Spare(j) => self.spares.lock().expect("spares lock").get(j).cloned(),
+        };
+        d.ok_or_else(|| {
+            crate::Error::new(
+                crate::ErrorKind::InvalidInput,
+                format!("{m:?} has no device in the array now"),
+            )
+        })
+    }
+
+    /// Resets the read, write and checksum error counters of one member, or of every member
+    /// (`zpool clear`): after the cause was dealt with, new errors stand out again. The bad
+    /// blocks stay listed (their contents are still lost). Returns the counters cleared as
+    /// (read, write, checksum) sums; persisted.
+    pub fn clear_errors(&self, m: Option<&MemberRef>) -> Result<(u64, u64, u64)> {
+        let devs = match m {
+            Some(m) => vec![self.dev_of(m)?],
+            None => self.live_devs(),
+        };
+        let mut sum = (0, 0, 0);
+        for d in devs {
+            sum.0 += d.read_errors.swap(0, Ordering::Relaxed);
+            d.read_errors_open.store(0, Ordering::Relaxed);
+            sum.1 += d.write_errors.swap(0, Ordering::Relaxed);
+            sum.2 += d.csum_errors.swap(0, Ordering::Relaxed);
+        }
+        self.meta.lock().expect("meta lock").events += 1;
+        self.persist()?;
+        Ok(sum)
+    }
+
+    /// Sets a member's rated endurance (bytes written over its life), as `add --endurance`
+    /// would have; persisted in its superblock.
+    pub fn set_endurance(&self, m: &MemberRef, bytes: u64) -> Result<()> {
+        let d = self.dev_of(m)?;
+        d.wear_base.lock().expect("wear lock").endurance_bytes = Some(bytes);
+        self.meta.lock().expect("meta lock").events += 1;
+        self.persist()
+    }
+
     /// Marks a member faulty by request. Refused when the array would not survive it.
     pub fn fail(&self, m: &MemberRef) -> Result<usize> {
         match self.find(m)? {

@@ -1,6 +1,7 @@
 //! Subcommands, one file each, and the dispatcher.
 
 pub mod add;
+pub mod admin;
 pub mod bench;
 pub mod bench_array;
 pub mod create;
@@ -33,6 +34,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Create(a) => create::run(a),
         Command::Status(a) => status::run(a),
         Command::List(a) => list::run(a),
+        Command::Clear(a) => admin::clear(a),
+        Command::Set(a) => admin::set(a),
+        Command::Wipe(a) => admin::wipe(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Examine(a) => examine::run(a),
         Command::Read(a) => read::run(a),
