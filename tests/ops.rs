@@ -500,3 +500,28 @@ fn clear_set_and_wipe() {
     assert_eq!(raidctl(["status", &m[0]]).code, 0);
     assert!(read_at(Path::new(&m[0]), 0, data.len()).ok().stdout == data);
 }
+
+/// Issue #18: progress bars opened full at "0 B/0 B" (drawn before the total was known). Run
+/// on a pseudo-terminal (util-linux `script`), the bar's first frame knows the total.
+#[test]
+fn progress_bar_never_shows_an_empty_total() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 3, "64M");
+    raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
+    raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
+    let o = Command::new("script")
+        .args([
+            "-qefc",
+            &format!("{BIN} rebuild --max-rate 40M {}", m[0]),
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("rebuild ["),
+        "no bar drawn on a terminal: {out}"
+    );
+    assert!(!out.contains("0 B/0 B"), "{out}");
+}

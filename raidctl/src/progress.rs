@@ -7,7 +7,9 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct Progress {
+    /// Drawn from the first update that knows the total (a bar of length 0 draws full).
     bar: Option<ProgressBar>,
+    tty: bool,
     json: bool,
     label: &'static str,
     start: Instant,
@@ -19,20 +21,9 @@ pub struct Progress {
 impl Progress {
     /// `json`: emit `{"progress":...}` lines on stderr instead of a bar.
     pub fn new(label: &'static str, json: bool) -> Progress {
-        let bar = (!json && std::io::stderr().is_terminal()).then(|| {
-            let b = ProgressBar::new(0);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{msg:>8} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            b.set_message(label);
-            b
-        });
         Progress {
-            bar,
+            bar: None,
+            tty: !json && std::io::stderr().is_terminal(),
             json,
             label,
             start: Instant::now(),
@@ -43,6 +34,18 @@ impl Progress {
 
     pub fn update(&mut self, done: u64, total: u64, phase: Option<&str>) {
         let first = *self.first_done.get_or_insert(done);
+        if self.tty && self.bar.is_none() && total > 0 {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{msg:>8} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b.set_message(self.label);
+            self.bar = Some(b);
+        }
         if let Some(b) = &self.bar {
             b.set_length(total);
             b.set_position(done);

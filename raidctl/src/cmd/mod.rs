@@ -110,8 +110,10 @@ pub fn resync(array: &Array) -> Result<raidcore::jobs::scrub::ScrubReport> {
     use raidcore::jobs::scrub::{self, Mode};
     let ranges = array.dirty_rows();
     let mut bar = crate::progress::Progress::new("resync", false);
+    // Rows, shown as the member bytes they cover.
+    let per_row = array.layout().chunk() * array.layout().members() as u64;
     let rep = scrub::run(array, &ranges, Mode::Resync, None, &mut |d, t| {
-        bar.update(d, t, None)
+        bar.update(d * per_row, t * per_row, None)
     })?;
     bar.finish();
     eprintln!(
