@@ -409,3 +409,23 @@ fn raid1_differing_copies_under_damaged_pages_read_as_errors() {
     write_at(&m[0], 4096, &data[4096..8192], dir);
     assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
 }
+
+/// Issue #18: a bad block found by a check-only scrub and then repaired by `scrub --repair`
+/// was counted twice in its member's checksum errors.
+#[test]
+fn check_then_repair_counts_a_bad_block_once() {
+    let (_dir, m, _data, data_off, _table_off) = with_table("5", 4);
+    corrupt(&m[1], data_off + 4096, 16);
+    let (code, rep) = scrub(&m[0], false);
+    assert_eq!(code, 1, "{rep}");
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(code, 0, "{rep}");
+    let st = raidctl(["status", "--json", &m[0].display().to_string()]).json();
+    let counts: Vec<u64> = st["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["checksum_errors"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, vec![0, 1, 0, 0], "{st}");
+}

@@ -267,7 +267,9 @@ fn repair_tables(
         };
         let geo = s.geo;
         let first_block = page * csum::PER_PAGE;
-        d.csum_errors.fetch_add(1, Ordering::Relaxed);
+        if repair {
+            d.csum_errors.fetch_add(1, Ordering::Relaxed);
+        }
         if repair {
             // Blocks of this page the scrub could not confirm keep failing (their entries can
             // match nothing) rather than have the page vouch for what is on them now.
@@ -639,8 +641,14 @@ fn push(rep: &mut ScrubReport, p: Problem) {
     rep.problems.push(p);
 }
 
-/// A block found failing its checksum counts in its device's checksum errors, as on reads.
-fn count_checksum_error(array: &Array, slot: usize, row: u64) {
+/// A block found failing its checksum counts in its device's checksum errors, as on reads,
+/// once: when it is repaired (or found beyond repair) by `scrub --repair`. A check-only scrub
+/// reports it and leaves the count to the repair that follows, which would otherwise count
+/// the same block a second time.
+fn count_checksum_error(array: &Array, slot: usize, row: u64, repair: bool) {
+    if !repair {
+        return;
+    }
     if let Some(d) = array.source(slot, row) {
         d.csum_errors.fetch_add(1, Ordering::Relaxed);
     }
@@ -1027,7 +1035,7 @@ fn check_parity_row(
         };
         if by_checksum {
             for &i in &suspects {
-                count_checksum_error(array, slots[i], row);
+                count_checksum_error(array, slots[i], row, repair);
             }
         }
         let lost: Vec<usize> = missing.iter().chain(&suspects).copied().collect();
@@ -1299,7 +1307,7 @@ fn mirror_batch(
                 })
                 .collect();
             for &x in &bad {
-                count_checksum_error(array, x.0, x.1);
+                count_checksum_error(array, x.0, x.1, mode == Mode::Scrub { repair: true });
             }
             if !bad.is_empty() {
                 // A good copy: one matching its own checksum, or (its own entry unknown) one
