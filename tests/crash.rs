@@ -132,7 +132,7 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     std::fs::remove_file(&m[3]).unwrap();
     let r = raidctl(["scrub", "--json", &ms[0]]);
     assert!(r.stderr.contains("bad-block list"), "{}", r.stderr);
-    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let st = status_run(["status", "--json", &ms[0]]).json();
     let bad_before = st["members"][3]["bad_blocks"].as_u64().unwrap();
     assert!(bad_before > 0, "{st}");
     assert!(!st["bad_block_ranges"].as_array().unwrap().is_empty());
@@ -172,14 +172,14 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
         .set_len(std::fs::metadata(&m[0]).unwrap().len())
         .unwrap();
     raidctl(["add", &ms[0], &new.display().to_string()]).ok();
-    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let st = status_run(["status", "--json", &ms[0]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     assert_eq!(st["members"][3]["bad_blocks"].as_u64().unwrap(), bad_before);
     assert!(check_keep("rebuilt") > 0);
     // Written again (whole blocks, flushed at exit): good again, and no longer listed.
     write_at(a, 0, &keep, dir.path());
     assert_eq!(check_keep("rewritten"), 0);
-    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let st = status_run(["status", "--json", &ms[0]]).json();
     assert!(st["members"][3]["bad_blocks"].as_u64().unwrap() < bad_before);
     assert_eq!(raidctl(["scrub", "--json", &ms[0]]).code, 0);
 }

@@ -59,7 +59,7 @@ fn content(name: &str, size: u64) -> Vec<(u64, Vec<u8>)> {
 fn golden_images_assemble_and_read_back() {
     for (name, n, _) in CASES {
         let (dir, m0) = unpack("v1", name, *n);
-        let st = raidctl(["status", "--json", &m0]).ok().json();
+        let st = status_run(["status", "--json", &m0]).json();
         assert_eq!(st["level"], *name);
         assert_eq!(st["state"], "clean", "{name}: {st}");
         let size = st["size_bytes"].as_u64().unwrap();
@@ -83,7 +83,7 @@ fn golden_images_assemble_and_read_back() {
 fn golden_blake3_checksummed_images_verify_with_blake3() {
     for (name, n) in CSUM_CASES {
         let (_dir, m0) = unpack("v1-blake3", name, *n);
-        let st = raidctl(["status", "--json", &m0]).ok().json();
+        let st = status_run(["status", "--json", &m0]).json();
         assert_eq!(st["checksum_hash"], "blake3", "{name}: {st}");
         let size = st["size_bytes"].as_u64().unwrap();
         for (off, data) in content(name, size) {
@@ -100,7 +100,7 @@ fn golden_blake3_checksummed_images_verify_with_blake3() {
             Some(0),
             "{name}: {rep}"
         );
-        let st = raidctl(["status", "--json", &m0]).ok().json();
+        let st = status_run(["status", "--json", &m0]).json();
         for m in st["members"].as_array().unwrap() {
             assert_eq!(m["checksum_errors"], 0, "{name}: {st}");
         }

@@ -57,9 +57,7 @@ pub fn scenario(
             &blobs,
             &format!("after a degraded write with {} removed", slot + 1),
         );
-        let st = raidctl(["status", "--json", &array.display().to_string()])
-            .ok()
-            .json();
+        let st = status_run(["status", "--json", &array.display().to_string()]).json();
         assert_eq!(st["state"], "degraded");
         assert_eq!(st["members"][slot]["state"], "missing", "{st}");
     }
@@ -68,9 +66,7 @@ pub fn scenario(
     let r = read_at(&array, 0, 4096);
     if tol + 1 < n {
         r.fails(5, &["unavailable", &format!("tolerates {tol}")]);
-        let st = raidctl(["status", "--json", &array.display().to_string()])
-            .ok()
-            .json();
+        let st = status_run(["status", "--json", &array.display().to_string()]).json();
         assert_eq!(st["state"], "failed", "{st}");
     } else {
         // Every member is gone, the named one included.
@@ -134,7 +130,7 @@ fn status_json_has_the_documented_fields() {
     let ms = strs(&m);
     args.extend(ms.iter().map(|s| s.as_str()));
     raidctl(&args).ok();
-    let st = raidctl(["status", "--json", &ms[1]]).ok().json();
+    let st = status_run(["status", "--json", &ms[1]]).json();
     assert_eq!(st["name"], "fields");
     assert_eq!(st["level"], "f1");
     assert_eq!(st["chunk_bytes"], 65536);
@@ -224,7 +220,7 @@ fn stdin_write_and_stdout_read_roundtrip() {
     .stdout;
     assert!(got == data);
     // Written bytes are accounted per member and persisted.
-    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let st = status_run(["status", "--json", &ms[0]]).json();
     let total: u64 = st["members"]
         .as_array()
         .unwrap()

@@ -30,7 +30,7 @@ fn create(level: &[&str], members: &[String]) -> serde_json::Value {
 }
 
 fn status(member: &str) -> serde_json::Value {
-    raidctl(["status", "--json", member]).ok().json()
+    status_run(["status", "--json", member]).json()
 }
 
 fn fail_add_rebuild(level: &[&str], n: usize) {
@@ -215,7 +215,7 @@ fn absent_member_comes_back_stale_and_is_not_trusted() {
     write_at(&m[0], 0, &pattern("new", 1 << 20), dir.path());
     std::fs::rename(gone.path().join("m2"), &m[2]).unwrap();
     raidctl(["status", &ms[2]]).fails(3, &["is stale", "raidctl add"]);
-    let st = raidctl(["status", "--json", &ms[0]]).ok();
+    let st = status_run(["status", "--json", &ms[0]]);
     assert!(st.stderr.contains("stale"), "{}", st.stderr);
     assert_eq!(st.json()["members"][2]["state"], "faulty");
     assert!(read_at(&m[0], 0, 1 << 20).ok().stdout == pattern("new", 1 << 20));

@@ -63,7 +63,7 @@ fn a_renamed_loop_device_is_found_and_not_rebuilt() {
         devs[1],
         "the device was not renamed"
     );
-    let st = raidctl(["status", "--json", &devs[0]]).ok().json();
+    let st = status_run(["status", "--json", &devs[0]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     let paths: Vec<&str> = st["members"]
         .as_array()
@@ -78,7 +78,7 @@ fn a_renamed_loop_device_is_found_and_not_rebuilt() {
     );
     // The next writable open records where it is now.
     write_at(Path::new(&devs[0]), 0, &data, dir.path());
-    let st = raidctl(["status", "--json", &devs[2]]).ok().json();
+    let st = status_run(["status", "--json", &devs[2]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     drop(moved);
     loops.clear();

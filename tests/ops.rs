@@ -59,8 +59,8 @@ fn list_shows_a_served_and_an_offline_array_with_the_serving_pid() {
     std::fs::create_dir_all(&b).unwrap();
     let ma = create(&a, "5", 3, "16M");
     let mb = create(&b, "1", 2, "16M");
-    let ua = raidctl(["status", "--json", &ma[0]]).ok().json()["uuid"].clone();
-    let ub = raidctl(["status", "--json", &mb[0]]).ok().json()["uuid"].clone();
+    let ua = status_run(["status", "--json", &ma[0]]).json()["uuid"].clone();
+    let ub = status_run(["status", "--json", &mb[0]]).json()["uuid"].clone();
     let server = Server::start(&mb[0], &dir.path().join("b.sock"));
     let pid = server.child.as_ref().unwrap().id();
     let l = raidctl([
@@ -101,7 +101,7 @@ fn list_shows_a_served_and_an_offline_array_with_the_serving_pid() {
     assert!(out.contains(&format!("served by pid {pid}")), "{out}");
     assert!(out.contains(ua.as_str().unwrap()), "{out}");
     // status says who serves it.
-    let st = raidctl(["status", &mb[1]]).ok().stdout_str();
+    let st = status_run(["status", &mb[1]]).stdout_str();
     assert!(st.contains(&format!("served   by pid {pid}")), "{st}");
 }
 
@@ -177,7 +177,7 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     assert!(human.contains("rebuild interrupted"), "{human}");
     // It resumes and completes.
     raidctl(["rebuild", &m[0]]).ok();
-    let v = raidctl(["status", "--json", &m[0]]).ok().json();
+    let v = status_run(["status", "--json", &m[0]]).json();
     assert_eq!(v["state"], "clean", "{v}");
     assert!(v["job"].is_null(), "{v}");
 }

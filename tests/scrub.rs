@@ -176,9 +176,7 @@ fn scrub_names_and_repairs_corruption_at_every_redundant_level() {
         let got = read_at(&array, 0, data.len()).ok().stdout;
         assert!(got == data, "{level}: data differs after repair");
         // The counters and the last scrub are recorded.
-        let st = raidctl(["status", "--json", &array.display().to_string()])
-            .ok()
-            .json();
+        let st = status_run(["status", "--json", &array.display().to_string()]).json();
         assert_eq!(st["scrub"]["state"], "finished", "{st}");
         assert_eq!(st["scrub"]["problems"], 0, "{st}");
         let errs: u64 = st["members"]
@@ -188,9 +186,7 @@ fn scrub_names_and_repairs_corruption_at_every_redundant_level() {
             .map(|m| m["checksum_errors"].as_u64().unwrap())
             .sum();
         assert!(errs >= 2, "{level}: checksum errors counted: {st}");
-        let human = raidctl(["status", &array.display().to_string()])
-            .ok()
-            .stdout_str();
+        let human = status_run(["status", &array.display().to_string()]).stdout_str();
         assert!(
             human.contains("cksum") && human.contains("scrub    check"),
             "{human}"
@@ -254,18 +250,14 @@ fn an_interrupted_scrub_resumes_from_its_checkpoint() {
     };
     child.kill().unwrap();
     child.wait().unwrap();
-    let st = raidctl(["status", "--json", &ms[0].display().to_string()])
-        .ok()
-        .json();
+    let st = status_run(["status", "--json", &ms[0].display().to_string()]).json();
     assert_eq!(st["scrub"]["state"], "interrupted", "{st}");
     let (code, rep) = scrub(&ms[0], false);
     assert_eq!(code, 0, "{rep}");
     let resumed = rep["resumed_from_row"].as_u64().expect("resumed");
     assert!(resumed >= next_row, "{rep}");
     assert!(rep["rows_checked"].as_u64().unwrap() < st["scrub"]["rows"].as_u64().unwrap());
-    let st = raidctl(["status", "--json", &ms[0].display().to_string()])
-        .ok()
-        .json();
+    let st = status_run(["status", "--json", &ms[0].display().to_string()]).json();
     assert_eq!(st["scrub"]["state"], "finished", "{st}");
 }
 

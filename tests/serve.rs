@@ -45,7 +45,7 @@ fn nbd_clients_read_and_write_the_array() {
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     let info: serde_json::Value =
         serde_json::from_slice(&cmd("nbdinfo", &["--json", &srv.uri()]).stdout).unwrap();
-    let size = raidctl(["status", "--json", &ms[1]]).ok().json()["size_bytes"]
+    let size = status_run(["status", "--json", &ms[1]]).json()["size_bytes"]
         .as_u64()
         .unwrap();
     assert_eq!(info["exports"][0]["export-size"].as_u64(), Some(size));
@@ -111,7 +111,7 @@ fn nbd_clients_read_and_write_the_array() {
     let mid = read_at(Path::new(&ms[2]), 123457, 70001).ok().stdout;
     assert!(mid.iter().all(|&b| b == 0xa7));
     assert_eq!(
-        raidctl(["status", "--json", &ms[0]]).ok().json()["clean"],
+        status_run(["status", "--json", &ms[0]]).json()["clean"],
         true
     );
 }
@@ -146,7 +146,7 @@ fn many_connections_to_an_array_in_memory_round_trip() {
     assert!(std::fs::read(&back).unwrap()[..data.len()] == data[..]);
     assert!(srv.stop().success());
     assert_eq!(
-        raidctl(["status", "--json", &ms[0]]).ok().json()["clean"],
+        status_run(["status", "--json", &ms[0]]).json()["clean"],
         true
     );
 }
@@ -177,7 +177,7 @@ fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
         got[..data.len()] == data[..],
         "the corrupted block read back wrong"
     );
-    let st = raidctl(["status", "--json", &ms[1]]).ok().json();
+    let st = status_run(["status", "--json", &ms[1]]).json();
     assert!(
         st["members"][0]["checksum_errors"].as_u64().unwrap() >= 1,
         "slot 0 counts the checksum error: {st}"
@@ -187,7 +187,7 @@ fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
     // Healed on read: a scrub finds nothing, and the counter survived the restart.
     let r = raidctl(["scrub", "--json", &ms[0]]).ok().json();
     assert!(r["problems"].as_array().unwrap().is_empty(), "{r}");
-    let st = raidctl(["status", "--json", &ms[1]]).ok().json();
+    let st = status_run(["status", "--json", &ms[1]]).json();
     assert!(
         st["members"][0]["checksum_errors"].as_u64().unwrap() >= 1,
         "{st}"
@@ -361,7 +361,7 @@ fn sigterm_under_load_leaves_flushed_data_and_a_clean_array() {
     let st = srv.stop();
     let _ = load.wait();
     assert!(st.success(), "serve exit {st:?}");
-    let s = raidctl(["status", "--json", &ms[1]]).ok().json();
+    let s = status_run(["status", "--json", &ms[1]]).json();
     assert_eq!(s["clean"], true, "{s}");
     assert_eq!(s["state"], "clean");
     let first = read_at(Path::new(&ms[2]), 1000, 1 << 20).ok().stdout;
@@ -435,14 +435,14 @@ fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
         );
     }
     assert_eq!(
-        raidctl(["status", "--json", &ms[0]]).ok().json()["state"],
+        status_run(["status", "--json", &ms[0]]).json()["state"],
         "degraded"
     );
     // A replacement rebuilds online while the file system stays mounted.
     raidctl(["add", &ms[0], &spare.display().to_string()]).ok();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = raidctl(["status", "--json", &ms[0]]).ok().json();
+        let s = status_run(["status", "--json", &ms[0]]).json();
         if s["state"] == "clean" {
             assert_eq!(
                 s["members"][2]["path"],
@@ -496,7 +496,7 @@ fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn()
     raidctl(["fail", &ms[0], "1"]).ok();
     raidctl(["add", &ms[0], &spare]).ok();
     std::thread::sleep(Duration::from_millis(500));
-    let st = raidctl(["status", "--json", &ms[2]]).ok().json();
+    let st = status_run(["status", "--json", &ms[2]]).json();
     assert_eq!(st["state"], "rebuilding", "{st}");
     let mut s = go(&srv.socket);
     let mut worst = Duration::ZERO;
@@ -522,7 +522,7 @@ fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn()
         Some(0),
         "{rep}"
     );
-    let st = raidctl(["status", "--json", &ms[2]]).ok().json();
+    let st = status_run(["status", "--json", &ms[2]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     drop(s);
     assert!(srv.stop().success());
@@ -542,7 +542,7 @@ fn raid10_rebuild_under_nbd_writes_then_the_other_copies_fail() {
         let spare = spare.display().to_string();
         let mut srv =
             Server::start_with(&ms[0], &dir.path().join("nbd.sock"), &["--max-rate", "8M"]);
-        let size = raidctl(["status", "--json", &ms[1]]).ok().json()["size_bytes"]
+        let size = status_run(["status", "--json", &ms[1]]).json()["size_bytes"]
             .as_u64()
             .unwrap();
         let data = pattern(&format!("raid10-{copies}"), size as usize);
@@ -554,7 +554,7 @@ fn raid10_rebuild_under_nbd_writes_then_the_other_copies_fail() {
         cmd("nbdcopy", &[&img.display().to_string(), &srv.uri()]);
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let st = raidctl(["status", "--json", &ms[2]]).ok().json();
+            let st = status_run(["status", "--json", &ms[2]]).json();
             if st["state"] == "clean" {
                 break;
             }
@@ -602,7 +602,7 @@ fn write_fua(s: &mut UnixStream, cookie: u64, offset: u64, data: &[u8]) -> std::
 fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     let dir = tempdir();
     let ms = array(dir.path(), "5", 4, "32M");
-    let size = raidctl(["status", "--json", &ms[1]]).ok().json()["size_bytes"]
+    let size = status_run(["status", "--json", &ms[1]]).json()["size_bytes"]
         .as_u64()
         .unwrap() as usize;
     let sock = dir.path().join("nbd.sock");
@@ -617,7 +617,7 @@ fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     let mut spares = 0;
     for trial in 0..10u64 {
         let mut srv = Server::start_with(&ms[0], &sock, &["--max-rate", "16M"]);
-        let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+        let st = status_run(["status", "--json", &ms[0]]).json();
         if st["state"] == "clean" {
             // Start a rebuild of a fresh member (about 2 s at 16 MB/s).
             let slot = (1 + trial % 3).to_string();
@@ -671,7 +671,7 @@ fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     // The rebuild finishes; scrub is clean; the data is intact.
     let mut srv = Server::start(&ms[0], &sock);
     let deadline = Instant::now() + Duration::from_secs(120);
-    while raidctl(["status", "--json", &ms[0]]).ok().json()["state"] != "clean" {
+    while status_run(["status", "--json", &ms[0]]).json()["state"] != "clean" {
         assert!(Instant::now() < deadline, "rebuild did not finish");
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -710,7 +710,7 @@ fn serve_socket_over_a_member_is_refused_and_the_member_untouched() {
         before,
         "the member changed"
     );
-    raidctl(["status", &m[0]]).ok();
+    status_run(["status", &m[0]]);
 }
 
 /// Issue 15 bug 12: a user who may not use the control socket of a served array was told its
@@ -765,7 +765,7 @@ fn sigterm_with_a_stalled_client_keeps_acknowledged_writes_and_closes_clean() {
     let st = srv.stop();
     assert!(st.success(), "serve exit {st:?}");
     drop((a, b));
-    let s = raidctl(["status", "--json", &ms[1]]).ok().json();
+    let s = status_run(["status", "--json", &ms[1]]).json();
     assert_eq!(s["clean"], true, "{s}");
     let got = read_at(Path::new(&ms[2]), 0, data.len()).ok().stdout;
     assert!(got == data, "acknowledged write lost");
@@ -797,7 +797,7 @@ fn a_command_on_a_copy_never_acts_on_the_served_original() {
         "{}",
         r.stderr
     );
-    let st = raidctl(["status", "--json", &a[0]]).ok().json();
+    let st = status_run(["status", "--json", &a[0]]).json();
     assert_eq!(
         st["state"], "clean",
         "the served original was changed: {st}"
@@ -827,7 +827,7 @@ fn a_loop_device_over_a_served_member_is_refused() {
         before,
         "the member changed"
     );
-    let st = raidctl(["status", "--json", &m[0]]).ok().json();
+    let st = status_run(["status", "--json", &m[0]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     lo.detach();
     assert!(srv.stop().success());

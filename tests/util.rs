@@ -7,6 +7,23 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_raidctl");
 
+/// Runs `raidctl status ...`: its exit code says the health (0 healthy, 1 degraded or
+/// rebuilding, 5 failed); any other code is a failure of the command.
+pub fn status_run<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let r = raidctl(args);
+    assert!(
+        [0, 1, 5].contains(&r.code),
+        "raidctl status failed (exit {}): {}",
+        r.code,
+        r.stderr
+    );
+    r
+}
+
 /// Result of one raidctl run.
 pub struct Run {
     pub code: i32,

@@ -31,7 +31,7 @@ fn array(dir: &Path, level: &str, extra: &[&str]) -> Vec<String> {
 }
 
 fn random_4k_writes(member: &str, count: usize, dir: &Path) {
-    let size = raidctl(["status", "--json", member]).ok().json()["size_bytes"]
+    let size = status_run(["status", "--json", member]).json()["size_bytes"]
         .as_u64()
         .unwrap();
     let mut x: u64 = 12345;
@@ -264,7 +264,7 @@ fn smart_files_check_and_prometheus() {
 
     // Prometheus text: counters match status, every sample line is name{labels} value.
     let prom = raidctl(["wear", "--prometheus", &ms[0]]).ok().stdout_str();
-    let st = raidctl(["status", "--json", &ms[0]]).ok().json();
+    let st = status_run(["status", "--json", &ms[0]]).json();
     for line in prom.lines().filter(|l| !l.starts_with('#')) {
         let (metric, value) = line.rsplit_once(' ').unwrap();
         assert!(

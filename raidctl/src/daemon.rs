@@ -69,6 +69,8 @@ struct Daemon {
     config: ServeConfig,
     /// What `status` says about this daemon: pid, control socket, NBD addresses.
     served_by: Value,
+    /// When the running rebuild or replace began and its progress then (for the ETA).
+    job_clock: Mutex<Option<(std::time::Instant, f64)>>,
 }
 
 fn bind_unix(path: &Path) -> Result<UnixListener> {
@@ -133,6 +135,15 @@ impl Daemon {
                 r["served_by"] = self.served_by.clone();
                 // The daemon runs every pending rebuild and replace itself.
                 r["job"] = crate::cmd::status::job_json(&r, true);
+                if let (Some(p), Some((t0, p0))) = (
+                    r["job"]["progress"].as_f64(),
+                    *self.job_clock.lock().expect("job clock lock"),
+                ) {
+                    let secs = t0.elapsed().as_secs_f64();
+                    if p > p0 && secs >= 1.0 {
+                        r["job"]["eta_seconds"] = json!(((1.0 - p) * secs / (p - p0)).round());
+                    }
+                }
                 Ok(r)
             }
             Some("fail") => {
@@ -248,6 +259,14 @@ impl Daemon {
                     .map(|v| !v.is_empty())
                     .unwrap_or(false);
             if work {
+                let start = self
+                    .array
+                    .members()
+                    .iter()
+                    .find_map(|m| m.progress)
+                    .unwrap_or(0.0);
+                *self.job_clock.lock().expect("job clock lock") =
+                    Some((std::time::Instant::now(), start));
                 let opts = RebuildOptions {
                     max_rate: self.config.rebuild_rate,
                     keep_roles: self.config.keep_roles,
@@ -274,6 +293,7 @@ impl Daemon {
                     }
                     Err(e) => eprintln!("raidctl serve: rebuild: {e}"),
                 }
+                *self.job_clock.lock().expect("job clock lock") = None;
                 let stopped_by_signal = STOP.load(Ordering::Acquire);
                 stop.store(true, Ordering::Release);
                 let _ = watcher.join();
@@ -351,6 +371,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         rebuild_wanted: AtomicBool::new(true),
         config,
         served_by,
+        job_clock: Mutex::new(None),
     });
     ready(&where_);
     let supervisor = {

@@ -42,6 +42,19 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// "45 s", "12 min", "3.5 h", "2.0 d".
+pub fn human_duration(secs: f64) -> String {
+    if secs < 90.0 {
+        format!("{secs:.0} s")
+    } else if secs < 5400.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else if secs < 172_800.0 {
+        format!("{:.1} h", secs / 3600.0)
+    } else {
+        format!("{:.1} d", secs / 86_400.0)
+    }
+}
+
 /// Parses a duration in seconds: "3600", "90s", "30m", "12h", "1d".
 pub fn parse_duration(s: &str) -> Result<u64, String> {
     let t = s.trim();

@@ -164,9 +164,13 @@ fn print_human(list: &[Value]) {
         };
         if let Some(kind) = e["job"]["kind"].as_str() {
             where_.push_str(&format!(
-                ", {kind} {} {:.0}%",
+                ", {kind} {} {:.0}%{}",
                 s(&e["job"]["state"]),
-                e["job"]["progress"].as_f64().unwrap_or(0.0) * 100.0
+                e["job"]["progress"].as_f64().unwrap_or(0.0) * 100.0,
+                e["job"]["eta_seconds"]
+                    .as_f64()
+                    .map(|x| format!(" ETA {}", crate::units::human_duration(x)))
+                    .unwrap_or_default()
             ));
         }
         if let Some(err) = e["error"].as_str() {

@@ -257,7 +257,11 @@ fn print_human(r: &Value) {
     if let Some(kind) = job["kind"].as_str() {
         let pct = job["progress"].as_f64().unwrap_or(0.0) * 100.0;
         if job["state"] == "running" {
-            println!("job      {kind} running, {pct:.0}% done");
+            let eta = job["eta_seconds"]
+                .as_f64()
+                .map(|s| format!(", about {} left", crate::units::human_duration(s)))
+                .unwrap_or_default();
+            println!("job      {kind} running, {pct:.0}% done{eta}");
         } else {
             println!(
                 "job      {kind} interrupted at {pct:.0}%; it resumes from there at the next `raidctl rebuild` (or `raidctl serve`)"
