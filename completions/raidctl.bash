@@ -440,7 +440,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__monitor)
-            opts="-h -V --program --mail --oneshot --interval --scan --json --help --version"
+            opts="-h -V --program --mail --oneshot --interval --scan --poll --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -459,6 +459,10 @@ _raidctl() {
                     return 0
                     ;;
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

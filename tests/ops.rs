@@ -525,3 +525,47 @@ fn progress_bar_never_shows_an_empty_total() {
     );
     assert!(!out.contains("0 B/0 B"), "{out}");
 }
+
+/// The monitor checks array states every --poll seconds: a member file taken away while
+/// nothing runs the array (so no raidctl process raises an event) is reported, once.
+#[test]
+fn monitor_polls_offline_arrays_and_reports_one_turning_degraded() {
+    let dir = tempdir();
+    let (state, run, arr) = (
+        dir.path().join("state"),
+        dir.path().join("run"),
+        dir.path().join("arr"),
+    );
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&arr).unwrap();
+    let m = create(&arr, "5", 3, "16M");
+    let out = dir.path().join("out");
+    let mut c = Command::new(BIN);
+    c.args(["monitor", "--poll", "0.3", "--interval", "0.1", "--scan"])
+        .arg(&arr)
+        .env("RAIDCTL_STATE_DIR", &state)
+        .env("RAIDCTL_RUN_DIR", &run)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null());
+    let mut monitor = Bg(c.spawn().unwrap());
+    wait_for("the monitor to start", || {
+        state.join("monitor.pos").exists()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("degraded-array"),
+        "a healthy array reported"
+    );
+    std::fs::rename(&m[2], dir.path().join("m2.away")).unwrap();
+    wait_for("degraded-array", || {
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("degraded-array")
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.matches("degraded-array").count(), 1, "{text}");
+    assert!(monitor.running());
+}

@@ -1,7 +1,8 @@
 //! `raidctl monitor`: follows every array's event log (written by the daemon and by offline
 //! commands, see events.rs) and acts on each new event as `mdadm --monitor` does: prints it,
-//! runs a program with the event in its arguments and environment, mails it. At start, and
-//! with `--oneshot`, it also reports every array found degraded or failed right now. Where it
+//! runs a program with the event in its arguments and environment, mails it. At start, every
+//! `--poll` seconds and with `--oneshot`, it also checks every array's state and reports each
+//! one that turned degraded or failed. Where it
 //! got to is kept in STATE_DIR/monitor.pos, so a restarted monitor misses nothing and repeats
 //! nothing.
 
@@ -45,6 +46,10 @@ pub struct MonitorArgs {
     /// (repeatable; block devices are always looked at)
     #[arg(long, value_name = "DIR")]
     pub scan: Vec<PathBuf>,
+    /// Seconds between checks of every array's state (a member file gone while nothing runs
+    /// the array raises no event of its own); an array is reported when it turns unhealthy
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub poll: f64,
     /// Print each event as one JSON object per line
     #[arg(long)]
     pub json: bool,
@@ -270,6 +275,15 @@ impl Actions<'_> {
 }
 
 pub fn run(a: MonitorArgs) -> Result<ExitCode> {
+    if !(a.poll > 0.0 && a.poll <= 86_400.0) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "--poll {} must be above 0 and at most 86400 seconds",
+                a.poll
+            ),
+        ));
+    }
     if !(a.interval > 0.0 && a.interval <= 3600.0) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -292,10 +306,30 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
             .collect()
     });
     save_positions(&pos);
-    for ev in unhealthy(&a.scan) {
-        act.handle(&ev);
-    }
+    // Arrays reported unhealthy, by uuid: reported again only after they were healthy.
+    let mut reported = std::collections::BTreeSet::new();
+    let mut poll_state = |act: &Actions<'_>| {
+        let now: Vec<Value> = unhealthy(&a.scan);
+        let uuids: std::collections::BTreeSet<String> = now
+            .iter()
+            .filter_map(|e| e["array_uuid"].as_str().map(str::to_string))
+            .collect();
+        for ev in &now {
+            if let Some(u) = ev["array_uuid"].as_str() {
+                if !reported.contains(u) {
+                    act.handle(ev);
+                }
+            }
+        }
+        reported = uuids;
+    };
+    poll_state(&act);
+    let mut last_poll = Instant::now();
     loop {
+        if !a.oneshot && last_poll.elapsed().as_secs_f64() >= a.poll {
+            last_poll = Instant::now();
+            poll_state(&act);
+        }
         for (name, path) in logs() {
             let from = *pos.entry(name.clone()).or_insert(0);
             for (ev, end) in new_lines(&path, from) {
