@@ -86,18 +86,61 @@ pub fn record(
 }
 
 fn append(uuid: &str, v: &Value) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let dir = events_dir();
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{uuid}.jsonl"));
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > MAX_LOG) {
-        std::fs::rename(&path, dir.join(format!("{uuid}.jsonl.1")))?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    // One write per line: O_APPEND keeps lines of concurrent writers whole.
     let mut line = v.to_string();
     line.push('\n');
-    f.write_all(line.as_bytes())
+    for _ in 0..8 {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        // Writers of one log (the daemon, offline commands, concurrent jobs) take turns, so a
+        // rotation never moves another writer's fresh log over the rotated one.
+        let mut f = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| std::io::Error::from_raw_os_error(e as i32))?;
+        let here = f.metadata()?;
+        if std::fs::metadata(&path).map(|m| m.ino()).ok() != Some(here.ino()) {
+            continue; // rotated while we waited: write to the new log
+        }
+        if here.len() > MAX_LOG {
+            std::fs::rename(&path, dir.join(format!("{uuid}.jsonl.1")))?;
+            continue;
+        }
+        // One write per line: O_APPEND keeps lines of concurrent writers whole.
+        return f.write_all(line.as_bytes());
+    }
+    Err(std::io::Error::other("the event log kept being rotated"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writers racing at a rotation: exactly one rotates, the rest append to the new log (two
+    /// rotating at once moved a fresh log over the rotated one, losing lines).
+    #[test]
+    fn concurrent_writers_at_a_rotation_lose_no_line() {
+        let dir = tempfile::tempdir().unwrap();
+        // SAFETY: this test binary's only user of RAIDCTL_STATE_DIR.
+        unsafe { std::env::set_var("RAIDCTL_STATE_DIR", dir.path()) };
+        std::fs::create_dir_all(events_dir()).unwrap();
+        let log = events_dir().join("u.jsonl");
+        std::fs::write(&log, vec![b'x'; MAX_LOG as usize + 1]).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                s.spawn(move || {
+                    for i in 0..50 {
+                        append("u", &json!({"t": t, "i": i})).unwrap();
+                    }
+                });
+            }
+        });
+        let new = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(new.lines().count(), 400);
+        let old = std::fs::metadata(events_dir().join("u.jsonl.1")).unwrap();
+        assert_eq!(old.len(), MAX_LOG + 1, "the rotated log was replaced");
+    }
 }

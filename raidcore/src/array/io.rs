@@ -257,7 +257,21 @@ impl Array {
         let Some(d) = self.source(slot, row) else {
             return Ok(Verdict::Good);
         };
-        let (bad, unknown) = self.csum_check(&d, row, self.cell_offset(row, within), buf);
+        let (mut bad, unknown) = self.csum_check(&d, row, self.cell_offset(row, within), buf);
+        if !bad.is_empty() {
+            // Blocks on the bad-block list are known lost: their contents are a placeholder
+            // consistent with the row's parity (what the rebuild or resync computed), which
+            // reads of them never return (check_bad) but parity updates and reconstructions
+            // of other blocks need. Their entries (poisoned by a rebuild) do not judge them.
+            let first = (row * self.layout.chunk() + within) / BLOCK;
+            let list = self.bad.lock().expect("bad-block lock");
+            if !list.is_empty() {
+                bad.retain(|&i| {
+                    list.first_bad(slot, first + i as u64..first + i as u64 + 1)
+                        .is_none()
+                });
+            }
+        }
         d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
         Ok(if !bad.is_empty() {
             Verdict::Bad

@@ -1386,16 +1386,14 @@ fn unrecoverable_rebuild_blocks_without_checksums_read_as_errors_never_wrong_dat
     assert_consistent(&a);
 }
 
-// ---- review findings ----
-
-/// Review: a resumed `scrub --repair` checks only the rows from its checkpoint, but
+/// Found by review: a resumed `scrub --repair` checks only the rows from its checkpoint, but
 /// `repair_tables` rewrites every damaged page from what the member holds now, including the
 /// blocks of rows before the checkpoint that this run never confirmed (and whose problems the
 /// earlier run's report, `unconfirmed` included, no longer carries). A block corrupted under a
 /// damaged page there is blessed: before the scrub a read rebuilds it from the rest of the row
 /// (its entry is unknown); after it the read returns the corruption with no error.
 #[test]
-fn review_resumed_scrub_repair_never_blesses_blocks_it_did_not_check() {
+fn resumed_scrub_repair_never_blesses_blocks_it_did_not_check() {
     let p = params(Level::Raid5, 4, 4096);
     let (a, _faults) = make(&p, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -1403,7 +1401,7 @@ fn review_resumed_scrub_repair_never_blesses_blocks_it_did_not_check() {
     a.write(&model, 0).unwrap();
     a.flush().unwrap();
     a.mark_clean().unwrap(); // folds the checksum log into the tables
-    // An interrupted scrub --repair near the end of the array.
+                             // An interrupted scrub --repair near the end of the array.
     a.set_scrub_record(crate::array::health::ScrubRecord {
         started: 1,
         next_row: a.rows() - 1,
@@ -1416,7 +1414,10 @@ fn review_resumed_scrub_repair_never_blesses_blocks_it_did_not_check() {
     let geo = a.checksum_geometry().unwrap();
     flip(&a, slot, geo.page_offset(0) + 300);
     let rep = scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
-    eprintln!("resumed from {:?}: {:?}", rep.resumed_from_row, rep.problems);
+    eprintln!(
+        "resumed from {:?}: {:?}",
+        rep.resumed_from_row, rep.problems
+    );
     let mut got = vec![0u8; 4096];
     match a.read(&mut got, 0) {
         Err(e) => eprintln!("read error: {e}"),
@@ -1427,11 +1428,11 @@ fn review_resumed_scrub_repair_never_blesses_blocks_it_did_not_check() {
     }
 }
 
-/// Review: as `unrecoverable_rebuild_blocks_without_checksums_read_as_errors_never_wrong_data`,
+/// Found by review: as `unrecoverable_rebuild_blocks_without_checksums_read_as_errors_never_wrong_data`,
 /// with checksums: the blocks a rebuild could not recover read as errors, and writing them
 /// whole must make them readable again (the README's remedy) without touching other data.
 #[test]
-fn review_unrecoverable_rebuild_blocks_with_checksums_can_be_rewritten() {
+fn unrecoverable_rebuild_blocks_with_checksums_can_be_rewritten_whole() {
     let p = params(Level::Raid5, 4, 16384);
     let (a, faults) = make(&p, 3 << 20);
     let mut model = vec![0u8; a.size() as usize];

@@ -207,7 +207,7 @@ pub fn scrub_array(
         rep.seconds = start.elapsed().as_secs_f64();
         return Ok(rep);
     }
-    repair_tables(array, mode, &bad_pages, &mut rep)?;
+    repair_tables(array, mode, &bad_pages, first, &mut rep)?;
     progress(rows, rows);
     rec.finished = Some(now_secs());
     save(&rep, rows, &mut rec)?;
@@ -251,13 +251,20 @@ fn check_tables(array: &Array) -> Result<Vec<(usize, u64)>> {
     Ok(bad)
 }
 
+/// Repairs the damaged table pages found at the start of a run that checked rows from
+/// `checked_from` on. A page whose blocks reach into rows this run did not check (a resumed
+/// scrub) is left damaged for the next full run: rewriting it would vouch for blocks nothing
+/// confirmed.
 fn repair_tables(
     array: &Array,
     mode: Mode,
     bad: &[(usize, u64)],
+    checked_from: u64,
     rep: &mut ScrubReport,
 ) -> Result<()> {
     let repair = mode == Mode::Scrub { repair: true };
+    let chunk = array.layout().chunk();
+    let n = array.layout().members();
     for &(slot, page) in bad {
         let Some(d) = array.source(slot, 0) else {
             continue;
@@ -267,6 +274,24 @@ fn repair_tables(
         };
         let geo = s.geo;
         let first_block = page * csum::PER_PAGE;
+        let last_block = first_block + csum::PER_PAGE;
+        let first_row = first_block * BLOCK / chunk;
+        if repair && first_row < checked_from {
+            rep.problems.push(Problem {
+                row: first_row,
+                slot,
+                member: Some(d.path.display().to_string()),
+                member_offset: geo.page_offset(page),
+                bytes: BLOCK,
+                logical_offset: None,
+                kind: "checksum",
+                repaired: false,
+                note: format!(
+                    "checksum table page {page} fails its own hash; this scrub resumed at row {checked_from} and did not check all the rows it covers, so it is left for the next full scrub (its blocks are checked against redundancy meanwhile)"
+                ),
+            });
+            continue;
+        }
         if repair {
             d.csum_errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -274,7 +299,11 @@ fn repair_tables(
             // Blocks of this page the scrub could not confirm keep failing (their entries can
             // match nothing) rather than have the page vouch for what is on them now.
             let data_start = array.cell_offset(0, 0);
-            let last_block = first_block + csum::PER_PAGE;
+            // Rows with a member missing could not be checked: their blocks are unconfirmed.
+            let incomplete = (first_block..last_block).filter(|&b| {
+                let row = b * BLOCK / chunk;
+                row < array.rows() && (0..n).any(|x| array.source(x, row).is_none())
+            });
             let unconfirmed: Vec<u64> = rep
                 .problems
                 .iter()
@@ -290,10 +319,11 @@ fn repair_tables(
                         .map(|u| s.block_of(u.1)),
                 )
                 .filter(|b| (first_block..last_block).contains(b))
+                .chain(incomplete)
                 .collect();
-            let n = s.repair_page(d.member.as_ref(), page, &unconfirmed)?;
-            d.count(WriteKind::Metadata, n);
-            rep.bytes_written += n;
+            let written = s.repair_page(d.member.as_ref(), page, &unconfirmed)?;
+            d.count(WriteKind::Metadata, written);
+            rep.bytes_written += written;
         }
         rep.problems.push(Problem {
             row: first_block * BLOCK / array.layout().chunk(),

@@ -73,8 +73,23 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, report: bool) -> Result<A
         force: args.force_assemble,
         unlocked: report && !writable,
     };
-    let array = Array::open(&args.array, &opts)
-        .map_err(|e| e.context(format!("array {}", args.array.display())))?;
+    let mut tries = 0;
+    let array = loop {
+        match Array::open(&args.array, &opts) {
+            // Unlocked, a report can meet another process updating the superblocks between
+            // its two reads of a member: look again.
+            Err(e)
+                if opts.unlocked
+                    && tries < 20
+                    && e.to_string()
+                        .contains("changed while the array was being assembled") =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            r => break r.map_err(|e| e.context(format!("array {}", args.array.display())))?,
+        }
+    };
     use raidcore::array::MemberState;
     for m in array.members() {
         if matches!(m.state, MemberState::Faulty | MemberState::Missing) {

@@ -101,15 +101,37 @@ fn logs() -> Vec<(String, PathBuf)> {
 }
 
 /// New complete lines of `path` from `pos` on, each with the offset just past it. A log
-/// shorter than `pos` was rotated: it is read from its start.
+/// shorter than `pos` was rotated: the rest of the rotated copy (`.1`) comes first (with
+/// offsets of 0, so the position moves to the new log), then the new log from its start.
 fn new_lines(path: &Path, mut pos: u64) -> Vec<(Value, u64)> {
     let Ok(mut f) = std::fs::File::open(path) else {
         return Vec::new();
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut out = Vec::new();
     if len < pos {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".1");
+        out = read_from(Path::new(&old), pos)
+            .into_iter()
+            .map(|(v, _)| (v, 0))
+            .collect();
         pos = 0;
     }
+    out.extend(read_lines(&mut f, pos));
+    out
+}
+
+fn read_from(path: &Path, pos: u64) -> Vec<(Value, u64)> {
+    match std::fs::File::open(path) {
+        Ok(mut f) => read_lines(&mut f, pos),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Complete lines of `f` from `pos` on (at most 4 MiB at a time), each with the offset just
+/// past it.
+fn read_lines(f: &mut std::fs::File, pos: u64) -> Vec<(Value, u64)> {
     if f.seek(SeekFrom::Start(pos)).is_err() {
         return Vec::new();
     }
