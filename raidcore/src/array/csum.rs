@@ -272,9 +272,15 @@ impl CsumGeometry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expect {
     Known(Digest),
-    /// Its table page fails its own hash (or could not be read): the block cannot be checked.
+    /// Its table page fails its own hash (or could not be read), or its entry is
+    /// [`UNKNOWN_ENTRY`]: the block cannot be checked by its own entry.
     Unknown,
 }
+
+/// A table entry that says "unknown": what a fold writes for the blocks of a page it could not
+/// read (nothing vouches for what they hold), so redundancy checks them on read and scrub. A
+/// real entry equals it with probability 2^-128.
+pub const UNKNOWN_ENTRY: Digest = [0xa5; ENTRY];
 
 /// Hashes block and page numbers for the maps below with the splitmix64 finalizer. Every read
 /// looks up each block it verifies; with the default SipHash those lookups were 5 % of a
@@ -564,11 +570,14 @@ impl CsumStore {
                 for (o, x) in out[start..].iter_mut().zip(run.clone()) {
                     if !overlay.contains_key(&x) {
                         let slot = (x % PER_PAGE) as usize;
-                        *o = Expect::Known(
-                            p[slot * ENTRY..(slot + 1) * ENTRY]
-                                .try_into()
-                                .expect("16 bytes"),
-                        );
+                        let e: Digest = p[slot * ENTRY..(slot + 1) * ENTRY]
+                            .try_into()
+                            .expect("16 bytes");
+                        *o = if e == UNKNOWN_ENTRY {
+                            Expect::Unknown
+                        } else {
+                            Expect::Known(e)
+                        };
                     }
                 }
             }
@@ -695,7 +704,13 @@ impl CsumStore {
                 None => {
                     let read = m.read_at(&mut buf, self.geo.page_offset(page));
                     if read.is_err() || !page_valid(&buf, page) {
-                        buf.copy_from_slice(&self.page_from_data(m, page)?);
+                        // The page's entries are lost: the blocks this fold has no record for
+                        // become unknown. Recomputing them from the blocks would vouch for
+                        // whatever they hold now, corruption included; a scrub confirms them
+                        // against redundancy and repairs the page.
+                        for e in buf[..PER_PAGE as usize * ENTRY].chunks_mut(ENTRY) {
+                            e.copy_from_slice(&UNKNOWN_ENTRY);
+                        }
                     }
                 }
             }

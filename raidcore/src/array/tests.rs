@@ -1468,3 +1468,52 @@ fn unrecoverable_rebuild_blocks_with_checksums_can_be_rewritten_whole() {
     a.flush().unwrap();
     assert_eq!(check(&a), Vec::<(usize, String)>::new());
 }
+
+/// A fold (log full, clean close) into a table page that fails its own hash rebuilt the page
+/// from the blocks as they were on the member, unconfirmed: a block corrupted under the damaged
+/// page was blessed, and read back as data. The fold now marks the entries it has no record
+/// for as unknown (redundancy checks them on read) instead of vouching for what is there.
+#[test]
+fn a_fold_into_a_damaged_table_page_never_blesses_corrupt_blocks() {
+    for level in [Level::Raid5, Level::Raid1] {
+        let n = if level == Level::Raid1 { 2 } else { 4 };
+        let (a, _faults) = make(&params(level, n, 4096), 4 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        Rng(6).fill(&mut model);
+        a.write(&model, 0).unwrap();
+        a.flush().unwrap();
+        a.mark_clean().unwrap();
+        // Bit rot in logical block 0, and damage to the table page covering it (same member).
+        let (slot, moff) = locate_logical(&a, 0);
+        flip(&a, slot, moff + 8);
+        let geo = a.checksum_geometry().unwrap();
+        flip(&a, slot, geo.page_offset(0) + 300);
+        // The cache still holds the page as it was: reopen-like, drop it from the cache by
+        // checking the table (what a scrub's start or a restart does).
+        let d = a.slots[slot].usable().unwrap();
+        a.csum_of(&d)
+            .unwrap()
+            .verify_table(d.member.as_ref())
+            .unwrap();
+        // A write elsewhere in the page's range, then a fold.
+        let far = 64 * 4096;
+        a.write(&model[far..far + 4096], far as u64).unwrap();
+        a.flush().unwrap();
+        a.mark_clean().unwrap();
+        let mut got = vec![0u8; 4096];
+        match a.read(&mut got, 0) {
+            Ok(()) => assert!(
+                got == model[..4096],
+                "{level:?}: the corrupt block reads back as data"
+            ),
+            Err(e) => panic!("{level:?}: redundancy holds the block, yet: {e}"),
+        }
+        assert_consistent(&a);
+        // A scrub --repair settles the rest, and a second one is clean.
+        let rep = scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
+        assert_eq!(rep.unrepaired(), 0, "{level:?}: {:?}", rep.problems);
+        let rep = scrub::scrub_array(&a, false, &Default::default(), &mut |_, _| {}).unwrap();
+        assert!(rep.problems.is_empty(), "{level:?}: {:?}", rep.problems);
+        assert!(read_all(&a) == model, "{level:?}");
+    }
+}

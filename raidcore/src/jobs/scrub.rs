@@ -1037,6 +1037,15 @@ fn check_parity_row(
             note,
         };
         if consistent && bad.is_empty() {
+            // Blocks whose entries are unknown (a damaged page, or a fold that found one) are
+            // confirmed by the rest of the row when parity covers them: record their entries.
+            if repair && !unverifiable && !unknown.is_empty() && unknown.len() <= parity {
+                for &i in &unknown {
+                    if let Some(dev) = array.source(slots[i], row) {
+                        array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), block(i));
+                    }
+                }
+            }
             continue;
         }
         // Suspects: blocks failing their checksums, or (when none does and the row is
