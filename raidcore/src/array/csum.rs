@@ -799,8 +799,8 @@ impl CsumStore {
 
     /// Rewrites a bad table page from the blocks on the member (with newer entries on top).
     /// The caller has checked those blocks against redundancy, except `unconfirmed` (member
-    /// block numbers): their entries are set to match nothing, so they keep failing until
-    /// written again instead of the page vouching for whatever they hold.
+    /// block numbers): their entries are set to [`UNKNOWN_ENTRY`], so redundancy keeps
+    /// checking them instead of the page vouching for whatever they hold.
     pub(crate) fn repair_page(
         &self,
         m: &dyn Member,
@@ -816,7 +816,7 @@ impl CsumStore {
             if let Some(d) = st.overlay.get(&(page * PER_PAGE + slot)) {
                 buf[s * ENTRY..(s + 1) * ENTRY].copy_from_slice(d);
             } else if unconfirmed.contains(&(page * PER_PAGE + slot)) {
-                buf[s * ENTRY..(s + 1) * ENTRY].fill(0xff);
+                buf[s * ENTRY..(s + 1) * ENTRY].copy_from_slice(&UNKNOWN_ENTRY);
             }
         }
         seal_page(&mut buf, page);

@@ -296,8 +296,8 @@ fn repair_tables(
             d.csum_errors.fetch_add(1, Ordering::Relaxed);
         }
         if repair {
-            // Blocks of this page the scrub could not confirm keep failing (their entries can
-            // match nothing) rather than have the page vouch for what is on them now.
+            // Blocks of this page the scrub could not confirm get the unknown entry rather than
+            // have the page vouch for what is on them now.
             let data_start = array.cell_offset(0, 0);
             // Rows with a member missing could not be checked: their blocks are unconfirmed.
             let incomplete = (first_block..last_block).filter(|&b| {
