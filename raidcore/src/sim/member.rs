@@ -124,6 +124,20 @@ impl SimMember {
         img
     }
 
+    /// Damage on the medium (what a firmware bug or a stray write does): flips `len` bytes at
+    /// `offset` in the live and durable images at once. No scheduling point: runs that never
+    /// damage replay as before.
+    pub fn damage(&self, offset: u64, len: usize) {
+        let mut st = self.state();
+        let (a, b) = (offset as usize, offset as usize + len);
+        let st = &mut *st;
+        for img in [&mut st.live, &mut st.durable] {
+            if b <= img.len() {
+                img[a..b].iter_mut().for_each(|x| *x ^= 0x5a);
+            }
+        }
+    }
+
     /// The live image (what reads return).
     pub fn live_image(&self) -> Vec<u8> {
         self.state().live.clone()
