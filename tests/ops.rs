@@ -444,6 +444,12 @@ fn create_warns_once_per_disk_and_skew_says_it_needs_f1() {
     );
     let help = raidctl(["create", "--help"]).ok().stdout_str();
     assert!(!help.contains("implies"), "{help}");
+    // serve never goes to the background: --foreground is documented as ignored.
+    let help = raidctl(["serve", "--help"]).ok().stdout_str();
+    assert!(
+        help.contains("ignored: serve always runs in the foreground"),
+        "{help}"
+    );
 }
 
 #[test]
@@ -568,4 +574,53 @@ fn monitor_polls_offline_arrays_and_reports_one_turning_degraded() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert_eq!(text.matches("degraded-array").count(), 1, "{text}");
     assert!(monitor.running());
+}
+
+/// Events go to syslog(3) too, from offline commands as from the daemon. /dev/log is bound to
+/// a listener of the test's own inside a private mount namespace (unshare), so nothing reaches
+/// the host's log.
+#[test]
+fn events_reach_syslog() {
+    let dir = tempdir();
+    let m = create(dir.path(), "5", 3, "16M");
+    let got = dir.path().join("syslog.txt");
+    let script = format!(
+        r#"set -e
+mount -t tmpfs none /dev
+mknod -m 666 /dev/null c 1 3
+/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+s.settimeout(10)
+open("{got}", "w").close()
+with open("{got}", "ab") as f:
+    try:
+        while True:
+            f.write(s.recv(65536) + b"\n"); f.flush()
+    except socket.timeout:
+        pass
+' &
+i=0
+while [ ! -S /dev/log ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+RAIDCTL_STATE_DIR={state} {bin} fail --no-rebuild {m0} 2
+sleep 0.5
+kill $! || true
+wait || true
+"#,
+        got = got.display(),
+        state = dir.path().join("state").display(),
+        bin = BIN,
+        m0 = m[0]
+    );
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(&got).unwrap_or_default();
+    assert!(
+        log.contains("raidctl") && log.contains("event member-failed") && log.contains("slot 2"),
+        "{log}"
+    );
 }

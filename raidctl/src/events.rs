@@ -1,8 +1,8 @@
 //! The event log: what happened to each array (a member failed, the array degraded, a rebuild
 //! started or finished, a scrub found problems, blocks went on the bad-block list, wear passed
 //! a threshold), appended as one JSON object per line to `STATE_DIR/events/UUID.jsonl` by every
-//! raidctl process that runs the array (the daemon and offline commands), and printed to
-//! stderr by the daemon (the journal, under systemd). `raidctl monitor` reads the logs. A log
+//! raidctl process that runs the array (the daemon and offline commands), sent to syslog(3)
+//! (the journal, where systemd runs) by every one, and printed to stderr by the daemon. `raidctl monitor` reads the logs. A log
 //! is bounded: past 1 MiB it becomes `UUID.jsonl.1` (replacing the previous one).
 
 use std::io::Write;
@@ -67,13 +67,15 @@ pub fn record(
         "source": if daemon { "serve" } else { "command" },
         "pid": std::process::id(),
     });
+    let text = format!(
+        "event {kind} array {name} ({uuid}){}{}: {detail}",
+        slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
+        member.map(|m| format!(" ({m})")).unwrap_or_default()
+    );
     if daemon {
-        eprintln!(
-            "raidctl serve: event {kind}{}{}: {detail}",
-            slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
-            member.map(|m| format!(" ({m})")).unwrap_or_default()
-        );
+        eprintln!("raidctl serve: {text}");
     }
+    syslog(kind, &text);
     if let Err(e) = append(uuid, &v) {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
@@ -82,6 +84,27 @@ pub fn record(
                 events_dir().display()
             )
         });
+    }
+}
+
+/// Sends the event to syslog(3) (the journal, where systemd runs), from every raidctl process:
+/// warnings for what needs an admin, notices for the rest.
+fn syslog(kind: &str, text: &str) {
+    let level = match kind {
+        "member-failed" | "degraded" | "array-failed" | "bad-blocks" | "scrub-problems"
+        | "rebuild-failed" | "replace-failed" | "member-errors" | "wear-warning"
+        | "wear-critical" => libc::LOG_WARNING,
+        _ => libc::LOG_NOTICE,
+    };
+    let Ok(msg) = std::ffi::CString::new(text.replace('\0', " ")) else {
+        return;
+    };
+    static IDENT: &std::ffi::CStr = c"raidctl";
+    // SAFETY: openlog keeps the pointer to IDENT, a 'static C string; syslog gets a "%s"
+    // format and one NUL-terminated argument that outlives the call.
+    unsafe {
+        libc::openlog(IDENT.as_ptr(), libc::LOG_PID, libc::LOG_DAEMON);
+        libc::syslog(level, c"%s".as_ptr(), msg.as_ptr());
     }
 }
 
