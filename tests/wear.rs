@@ -424,3 +424,43 @@ fn two_years_of_daily_samples_on_sixteen_members_with_long_paths() {
         );
     }
 }
+
+/// Issue #16: a small write crossing a chunk boundary rewrote the whole parity chunk (an
+/// 8 KiB write straddling two 64 KiB chunks cost 64 KiB of parity). Its parity is updated
+/// over the two ranges it touches: 8 KiB.
+#[test]
+fn an_8k_write_across_a_chunk_boundary_writes_8k_of_parity() {
+    let dir = tempdir();
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--chunk", "64K", "--size", "16M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let parity = || -> u64 {
+        raidctl(["status", "--json", &ms[0]]).ok().json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["bytes_written_by_kind"]["parity"].as_u64().unwrap())
+            .sum()
+    };
+    let data_of = || -> u64 {
+        raidctl(["status", "--json", &ms[0]]).ok().json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["bytes_written_by_kind"]["data"].as_u64().unwrap())
+            .sum()
+    };
+    let (p0, d0) = (parity(), data_of());
+    let blob = pattern("straddle", 8192);
+    // 4 KiB before and 4 KiB after the boundary between the first two chunks of row 0.
+    write_at(&m[0], 64 * 1024 - 4096, &blob, dir.path());
+    assert_eq!(data_of() - d0, 8192, "data bytes");
+    assert_eq!(
+        parity() - p0,
+        8192,
+        "parity bytes for an 8 KiB straddling write"
+    );
+    assert!(read_at(&m[0], 64 * 1024 - 4096, 8192).ok().stdout == blob);
+}

@@ -999,12 +999,40 @@ impl Array {
         }
     }
 
+    /// Writes row-relative `range` of a row (the caller holds the row's lock). A write that
+    /// crosses a chunk boundary touches the end of one chunk and the start of the next: their
+    /// parity byte ranges are disjoint, so it is written as two pieces, each updating only its
+    /// own parity range; as one piece it rewrote the parity of everything in between (an 8 KiB
+    /// write straddling two 64 KiB chunks wrote 64 KiB of parity). Each piece is a write of its
+    /// own blocks, as a device may tear any multi-block write.
     pub(super) fn write_parity_row(
         &self,
         row: u64,
         parity: usize,
         range: &Range<u64>,
         src: &[u8],
+    ) -> Result<()> {
+        let chunk = self.layout.chunk();
+        let (first, last) = (range.start / chunk, (range.end - 1) / chunk);
+        if last == first + 1 && range.end - last * chunk < range.start % chunk {
+            let mid = last * chunk;
+            self.count_row_write(2, false);
+            let (a, b) = src.split_at((mid - range.start) as usize);
+            self.write_parity_span(row, parity, &(range.start..mid), a, false)?;
+            return self.write_parity_span(row, parity, &(mid..range.end), b, false);
+        }
+        self.write_parity_span(row, parity, range, src, true)
+    }
+
+    /// As [`Array::write_parity_row`], for a range whose parity is updated as one span;
+    /// `count`: add it to the write mix (the caller did when it split the write).
+    fn write_parity_span(
+        &self,
+        row: u64,
+        parity: usize,
+        range: &Range<u64>,
+        src: &[u8],
+        count: bool,
     ) -> Result<()> {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
@@ -1026,7 +1054,9 @@ impl Array {
             ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty");
         let span_len = (span.end - span.start) as usize;
         let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
-        self.count_row_write(touched.len(), full_row);
+        if count {
+            self.count_row_write(touched.len(), full_row);
+        }
 
         // Set when a read-modify-write or reconstruct-write read a block failing its checksum:
         // the next attempt reconstructs (and repairs) the span first.
