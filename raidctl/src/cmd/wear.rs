@@ -239,9 +239,15 @@ fn analyse(
             .map(|m| m.wear.data_bytes + m.wear.parity_bytes)
             .collect::<Vec<_>>(),
     );
+    // The expected byte shares come from the measured byte mix: data bytes per parity byte
+    // the array wrote (k_bytes). The chunks-per-row-write figure (k) counts a 4 KiB write and
+    // a 64 KiB one alike, so it mispredicted byte shares by up to 6 points for mixed sizes.
+    let data_total: u64 = members.iter().map(|m| m.wear.data_bytes).sum();
+    let parity_total: u64 = members.iter().map(|m| m.wear.parity_bytes).sum();
+    let k_bytes = (parity_total > 0).then(|| data_total as f64 / parity_total as f64);
     let expected = (layout.parity_count() == 1)
         .then_some(())
-        .and(k)
+        .and(k_bytes)
         .map(|k| wear::expected_shares(layout.weights(), k));
     let wearouts: Vec<Option<u64>> = projections.iter().map(|p| p.wearout_time).collect();
     let collision = wear::collision_window_days(&wearouts);
@@ -364,9 +370,13 @@ fn analyse(
             "data_chunk_writes": mix.data_chunk_writes,
             "full_row_writes": mix.full_row_writes,
             "chunks_per_row_write": k,
+            "data_bytes": data_total,
+            "parity_bytes": parity_total,
+            "data_bytes_per_parity_byte": k_bytes,
             "note": mix_note,
         },
         "skew": {
+            "formula": "expected share of member i = (p_i/k + (1-p_i)/(N-1)), normalised, where p_i = w_i/sum(w) and k = data bytes per parity byte written (write_mix.data_bytes_per_parity_byte)",
             "expected_shares": expected,
             "observed_shares": observed,
             "max_abs_difference": max_diff,
