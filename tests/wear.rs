@@ -473,7 +473,8 @@ fn an_8k_write_across_a_chunk_boundary_writes_8k_of_parity() {
 fn expected_skew_matches_observed_for_mixed_crossing_and_full_row_writes() {
     // F1 over 4 members, 16 KiB chunks: a row holds 48 KiB of data.
     let chunk = 16384u64;
-    let workloads: [(&str, Box<dyn Fn(&mut u64) -> (u64, u64)>); 3] = [
+    type Draw = Box<dyn Fn(&mut u64) -> (u64, u64)>;
+    let workloads: [(&str, Draw); 3] = [
         (
             "mixed-size random",
             Box::new(|r: &mut u64| {
