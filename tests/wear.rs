@@ -537,3 +537,71 @@ fn next(s: &mut u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+/// Issue #16 item 8: the wear table's columns sat 3 characters left of their headers (a JSON
+/// slot number ignored the column width), and far wear-out dates were cut (`147552-09-`).
+#[test]
+fn wear_table_columns_line_up_and_far_dates_are_whole() {
+    let dir = tempdir();
+    let t0: u64 = 1_800_000_000;
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        "f1",
+        "--size",
+        "16M",
+        "--endurance",
+        "9000",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    raidctl_at(t0, &["wear", "--record", &ms[0]]).ok();
+    write_at(&m[0], 0, &pattern("far", 4096), dir.path());
+    let t1 = t0 + 10 * 86_400;
+    raidctl_at(t1, &["wear", "--record", &ms[0]]).ok();
+    let out = raidctl_at(t1, &["wear", &ms[0]]).ok().stdout_str();
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("slot "))
+        .expect("a header");
+    let header = lines[head];
+    let rows: Vec<&str> = lines[head + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .copied()
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    for col in [
+        "slot", "written", "parity", "rate/day", "wear", "share", "expect",
+    ] {
+        let end = header
+            .find(&format!("{col} "))
+            .unwrap_or_else(|| panic!("{col}: {header}"))
+            + col.len();
+        for r in &rows {
+            let b = r.as_bytes();
+            assert!(
+                b[end - 1] != b' ' && b[end] == b' ',
+                "column {col} does not end under its header:\n{header}\n{r}"
+            );
+        }
+    }
+    let path_at = header.find("path").unwrap();
+    let out_at = header.find("wear-out").unwrap();
+    for r in &rows {
+        assert!(
+            r[path_at..].ends_with(&format!("m{}", &r[..4].trim())),
+            "{header}\n{r}"
+        );
+        // The wear-out date is whole: year-month-day.
+        let date = r[out_at..path_at].trim();
+        let parts: Vec<&str> = date.split('-').collect();
+        assert!(
+            parts.len() == 3 && parts[1].len() == 2 && parts[2].len() == 2,
+            "cut date {date:?}:\n{header}\n{r}"
+        );
+    }
+}

@@ -595,13 +595,19 @@ fn print_human(r: &Value) {
             .as_f64()
             .map(|x| human(x as u64))
             .unwrap_or_else(|| "-".into());
+        // The date part, whole (a far wear-out has a year of more than four digits).
         let out = m["projected_wearout"]
             .as_str()
-            .map(|s| s[..10].to_string())
+            .map(|s| s.split('T').next().unwrap_or(s).to_string())
+            .unwrap_or_else(|| "-".into());
+        // As strings: a JSON value ignores the width of a format.
+        let slot = m["slot"]
+            .as_u64()
+            .map(|x| x.to_string())
             .unwrap_or_else(|| "-".into());
         println!(
             "{:>4}  {:>10} {:>10} {:>12} {:>9} {:>7.1}% {:>8}  {:<22} {}",
-            m["slot"],
+            slot,
             human(m["bytes_written"]["total"].as_u64().unwrap_or(0)),
             human(m["bytes_written"]["parity"].as_u64().unwrap_or(0)),
             rate,
