@@ -219,3 +219,15 @@ fn a_member_failed_with_unflushed_rows_then_a_crash_reads_them_as_bad_blocks() {
 fn a_journaled_write_is_durable_on_every_member_before_its_entry_is_cleared() {
     pass(74646);
 }
+
+/// Found by a soak (RAID1 N=2): slot 0's member had its writes fail and was replaced, so it
+/// left the array without its own superblock recording it (events 4 while the array went on
+/// to 9); then slot 1's drive died. At the restart after a power cut, assembly named the old
+/// member first: the only sibling it lists was unreadable and the members that replaced it are
+/// not in its slot list, so it counted itself current and assembled alone, serving the data it
+/// held when it failed (0xe9 where 0x11 was flushed). A member of the array with more events
+/// that the named one does not list now makes the named one stale.
+#[test]
+fn a_member_replaced_behind_its_back_never_assembles_alone() {
+    pass(302389);
+}

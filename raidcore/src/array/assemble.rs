@@ -299,13 +299,18 @@ impl Array {
             Ok(())
         };
 
+        // Members of this array that the named member does not list, with more events than it:
+        // the array went on without the named member (it was failed or replaced while its own
+        // superblock could not be updated) and they know what happened since.
+        let mut newer: Vec<Found> = Vec::new();
         // The named member's own directory first (a copy of an array's files must assemble
         // from the copy, never reach back into the original through its absolute hints),
         // then the path hints, then the scan locations.
         let by_scan = |locations: Vec<PathBuf>,
                        found: &mut Vec<Option<Found>>,
                        reasons: &mut Vec<Option<String>>,
-                       seen: &mut HashSet<(u64, u64)>| {
+                       seen: &mut HashSet<(u64, u64)>,
+                       newer: &mut Vec<Found>| {
             for cand in src.candidates(&locations) {
                 if (0..count).all(|i| found[i].is_some() || !wanted(i)) {
                     break;
@@ -321,6 +326,13 @@ impl Array {
                 let Some(i) = (0..count).find(|&i| {
                     found[i].is_none() && entries[i].member_uuid == f.loaded.sb.member_uuid
                 }) else {
+                    if f.loaded.sb.events > sb0.events
+                        && !entries
+                            .iter()
+                            .any(|e| e.member_uuid == f.loaded.sb.member_uuid)
+                    {
+                        newer.push(f);
+                    }
                     continue;
                 };
                 match matches(&f, i).and_then(|()| claim(src, f, opts).map_err(|e| e.to_string())) {
@@ -340,7 +352,7 @@ impl Array {
                 } else {
                     dir.to_path_buf()
                 };
-                by_scan(vec![dir], &mut found, &mut reasons, &mut seen);
+                by_scan(vec![dir], &mut found, &mut reasons, &mut seen, &mut newer);
             }
         }
 
@@ -416,19 +428,34 @@ impl Array {
         }
 
         if (0..count).any(|i| found[i].is_none() && wanted(i)) && !opts.scan.is_empty() {
-            by_scan(opts.scan.clone(), &mut found, &mut reasons, &mut seen);
+            by_scan(
+                opts.scan.clone(),
+                &mut found,
+                &mut reasons,
+                &mut seen,
+                &mut newer,
+            );
         }
         // Members on block devices are looked for by uuid on every block device: kernel names
         // change between boots, and a member found under a new name is not stale.
         if (0..count).any(|i| found[i].is_none() && wanted(i)) && !src.is_file(path) {
-            by_scan(src.block_devices(), &mut found, &mut reasons, &mut seen);
+            by_scan(
+                src.block_devices(),
+                &mut found,
+                &mut reasons,
+                &mut seen,
+                &mut newer,
+            );
         }
 
         // The named member must be current: a member behind its siblings, or one recorded
-        // faulty, would otherwise present old data as the array's.
+        // faulty, would otherwise present old data as the array's. Its siblings include members
+        // of the array it does not list (found by scanning): when every member it knows is gone,
+        // they are the only sign that the array went on without it (simulator seed 302389).
         let newest = found
             .iter()
             .flatten()
+            .chain(&newer)
             .map(|f| f.loaded.sb.events)
             .max()
             .unwrap_or(0);
@@ -437,6 +464,7 @@ impl Array {
             let good = found
                 .iter()
                 .flatten()
+                .chain(&newer)
                 .find(|f| f.loaded.sb.events == newest);
             // Behind only because a superblock update did not reach it (a crash in the middle
             // of one): the newest superblock still counts it as active, so it missed no data.
@@ -449,9 +477,9 @@ impl Array {
                         .iter()
                         .any(|e| e.member_uuid == sb0.member_uuid && e.state == SlotState::Active)
                 {
-                    let newer = g.path.clone();
+                    let authority = g.path.clone();
                     drop(found);
-                    return Array::open_from(src, &newer, opts);
+                    return Array::open_from(src, &authority, opts);
                 }
             }
             let good = good.map(|f| f.path.display().to_string());

@@ -1517,3 +1517,80 @@ fn a_fold_into_a_damaged_table_page_never_blesses_corrupt_blocks() {
         assert!(read_all(&a) == model, "{level:?}");
     }
 }
+
+/// Simulator seed 302389 (RAID1 N=2): slot 0's member had its writes fail, so it left the array
+/// without its own superblock saying so; a new member rebuilt slot 0 and took later writes;
+/// then slot 1's member died. Named first, the old member found no sibling it knew (slot 1 was
+/// unreadable, the new member is not in its slot list), counted itself current and assembled
+/// alone, serving the data it held when it failed. A member of the array with more events that
+/// the named one does not list (found in its directory) now makes it stale.
+#[test]
+fn a_member_failed_behind_its_back_is_stale_when_every_sibling_it_knows_is_gone() {
+    use crate::sim::member::{Faults, SimMember, Store};
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+
+    let power = Arc::new(AtomicBool::new(true));
+    let store = Store::default();
+    let new = |name: &str| {
+        let m = Arc::new(SimMember::new(name, vec![0; 3 << 20], power.clone()));
+        store.insert(Path::new(name), m.clone());
+        m
+    };
+    let (m0, m1) = (new("/d/m0"), new("/d/m1"));
+    let spec = CreateSpec {
+        name: "t".into(),
+        layout: params(Level::Raid1, 2, 8192),
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: Some(CsumAlgo::default()),
+    };
+    let members = vec![
+        (PathBuf::from("/d/m0"), m0.clone() as Arc<dyn Member>),
+        (PathBuf::from("/d/m1"), m1.clone() as Arc<dyn Member>),
+    ];
+    let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    a.write(&[0x11u8; 8192], 0).unwrap();
+    a.flush().unwrap();
+    // Slot 0's writes fail: it is failed, and its own superblock cannot record it.
+    m0.set_faults(Faults {
+        write_errno: Some(libc::EIO),
+        ..Faults::default()
+    });
+    a.write(&[0x22u8; 8192], 0).unwrap();
+    assert!(!a.slot_usable(0), "slot 0 failed on the write");
+    let m2 = new("/d/m2");
+    a.add(m2, Path::new("/d/m2"), None, true).unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert!(a.slot_usable(0), "the new member serves slot 0");
+    a.write(&[0x33u8; 8192], 0).unwrap();
+    a.flush().unwrap();
+    // Slot 1's drive dies; the old member of slot 0 works again (a cable reseated).
+    m1.set_faults(Faults {
+        dead: true,
+        ..Faults::default()
+    });
+    drop(a);
+    m0.set_faults(Faults::default());
+
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    match Array::open_from(&store, Path::new("/d/m0"), &opts) {
+        Ok(b) => {
+            let mut got = vec![0u8; 8192];
+            let r = b.read(&mut got, 0);
+            panic!(
+                "the old member of slot 0 assembled alone (read {r:?}, byte 0 = {:#04x})",
+                got[0]
+            );
+        }
+        Err(e) => assert!(e.to_string().contains("stale"), "{e}"),
+    }
+    let b = Array::open_from(&store, Path::new("/d/m2"), &opts).unwrap();
+    let mut got = vec![0u8; 8192];
+    b.read(&mut got, 0).unwrap();
+    assert!(got.iter().all(|&x| x == 0x33), "byte 0 = {:#04x}", got[0]);
+}
