@@ -605,3 +605,43 @@ fn wear_table_columns_line_up_and_far_dates_are_whole() {
         );
     }
 }
+
+/// Issue #16 item 4: under file-copy traffic (full-row writes) F1 barely separates wear, and
+/// nothing told the user. `wear` says so plainly when the weights buy less than 2 % extra
+/// writes on the heavy member, and stays quiet when partial-row writes make them work.
+#[test]
+fn wear_says_when_f1_separates_almost_nothing() {
+    let note = "separate almost nothing";
+    for (level, sequential, want) in [("f1", true, true), ("f1", false, false), ("5", true, false)]
+    {
+        let dir = tempdir();
+        let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+        let ms = strs(&m);
+        let mut args = vec!["create", "--level", level, "--size", "16M"];
+        args.extend(ms.iter().map(|s| s.as_str()));
+        raidctl(&args).ok();
+        if sequential {
+            write_at(&m[0], 0, &pattern("copy", 4 << 20), dir.path());
+        } else {
+            let b = pattern("small", 4096);
+            for i in 0..24u64 {
+                write_at(&m[0], i * 7 * 65536 + 8192, &b, dir.path());
+            }
+        }
+        let w = raidctl(["wear", "--json", &ms[0]]).ok().json();
+        let said = w["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(note));
+        assert_eq!(
+            said, want,
+            "{level} sequential={sequential}: {}",
+            w["notes"]
+        );
+        if want {
+            let human = raidctl(["wear", &ms[0]]).ok().stdout_str();
+            assert!(human.contains(note), "{human}");
+        }
+    }
+}

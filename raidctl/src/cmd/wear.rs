@@ -218,7 +218,7 @@ fn analyse(
         .filter(|m| m.slot.is_some() && m.state != MemberState::Replacing)
         .collect();
     let paths: Vec<Option<PathBuf>> = members.iter().map(|m| m.path.clone()).collect();
-    let (smarts, notes) = read_smart(&opts.smart, &paths)?;
+    let (smarts, mut notes) = read_smart(&opts.smart, &paths)?;
     let now = raidcore::array::now_secs();
     let mut projections: Vec<Projection> = Vec::new();
     for (m, s) in members.iter().zip(&smarts) {
@@ -322,6 +322,23 @@ fn analyse(
         ),
         Some(k) => format!("{k:.2} data chunks per row write"),
     };
+    // What the weights buy under this mix: the heaviest member's expected excess over the
+    // average. Under full-row writes parity weights change almost nothing, and F1 users
+    // should hear it plainly rather than count on a separation that will not come.
+    let skewed = layout.weights().iter().any(|&w| w != layout.weights()[0]);
+    let excess = expected.as_ref().map(|e| {
+        let mean = 1.0 / e.len() as f64;
+        e.iter().fold(0.0f64, |a, &x| a.max(x)) / mean - 1.0
+    });
+    if let (true, Some(x)) = (skewed, excess) {
+        if x < 0.02 {
+            notes.push(format!(
+                "parity weights separate almost nothing under this write mix: the parity-heavy member is expected to take only {:.1}% more writes than the average ({:.2} data bytes per parity byte; full-row writes such as file copies and large files spread wear evenly whatever the weights). Plan replacements by wear instead of counting on F1 to stagger them",
+                x * 100.0,
+                k_bytes.unwrap_or(0.0)
+            ));
+        }
+    }
     let max_diff = expected.as_ref().map(|e| {
         e.iter()
             .zip(&observed)
@@ -380,6 +397,7 @@ fn analyse(
             "expected_shares": expected,
             "observed_shares": observed,
             "max_abs_difference": max_diff,
+            "heaviest_expected_excess": excess,
         },
         "collision_window_days": collision,
         "collision_threshold_days": threshold,
