@@ -163,15 +163,36 @@ fn ata(doc: &Value, w: &mut SmartWear) {
             ("Wear_Leveling_Count", false),
             ("Percent_Lifetime_Used", true),
         ];
+        let family = doc["model_family"].as_str().unwrap_or("");
         for (name, raw_is_used) in rules {
             if let Some((value, raw)) = attr(doc, name) {
+                // Phison-based drives keep SSD_Life_Left (percent left) in the raw value while
+                // the normalized one may stay at 100 (smartmontools' drive database: "Phison
+                // Driven SSDs", -v 231,raw48,SSD_Life_Left). A raw value that is not a
+                // percentage there means the field is not understood: unknown.
+                if name == "SSD_Life_Left" && family.contains("Phison") {
+                    if raw <= 100 {
+                        w.percent_used = Some(100.0 - raw as f64);
+                        w.percent_used_source = format!(
+                            "attribute {name}, raw value (percent left, as {family} keep it)"
+                        );
+                    } else {
+                        w.percent_used_source = format!(
+                            "unknown: attribute {name} raw value {raw} is not a percentage"
+                        );
+                    }
+                    break;
+                }
                 let used = if raw_is_used {
                     raw as f64
                 } else {
                     100.0 - value.min(100) as f64
                 };
                 w.percent_used = Some(used);
-                w.percent_used_source = format!("attribute {name}");
+                w.percent_used_source = format!(
+                    "attribute {name}, {} value",
+                    if raw_is_used { "raw" } else { "normalized" }
+                );
                 break;
             }
         }
@@ -323,8 +344,41 @@ mod tests {
         assert_eq!(peladn.available_spare_threshold_pct, Some(32.0));
         assert_eq!(
             fixture("sata-intel-s4500").percent_used_source,
-            "attribute Media_Wearout_Indicator"
+            "attribute Media_Wearout_Indicator, normalized value"
         );
+    }
+
+    /// Issue #16 item 7: Phison-based drives keep SSD_Life_Left in the raw value while the
+    /// normalized value can stay at 100; the normalized one read 0 % used for a worn drive.
+    /// A raw value that is no percentage stays unknown.
+    #[test]
+    fn phison_life_left_is_read_from_the_raw_value() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/smart/sata-kingston-a400.json"
+        ))
+        .unwrap();
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        let set = |doc: &mut Value, value: u64, raw: u64| {
+            for a in doc["ata_smart_attributes"]["table"].as_array_mut().unwrap() {
+                if a["name"] == "SSD_Life_Left" {
+                    a["value"] = value.into();
+                    a["raw"]["value"] = raw.into();
+                }
+            }
+        };
+        set(&mut doc, 100, 87);
+        let w = parse(&doc.to_string()).unwrap();
+        assert_eq!(w.percent_used, Some(13.0), "{}", w.percent_used_source);
+        assert!(
+            w.percent_used_source.contains("raw value"),
+            "{}",
+            w.percent_used_source
+        );
+        set(&mut doc, 100, 4_000_000);
+        let w = parse(&doc.to_string()).unwrap();
+        assert_eq!(w.percent_used, None, "{}", w.percent_used_source);
+        assert!(w.percent_used_source.starts_with("unknown"));
     }
 
     #[test]
