@@ -1330,6 +1330,20 @@ fn mirror_batch(
                 continue;
             }
             let repair = mode == Mode::Scrub { repair: true };
+            // Copy `x` is wrong and `data` is right: rewritten when repairing, reported always.
+            let rewrite = |rep: &mut ScrubReport,
+                           x: (usize, u64),
+                           data: &[u8],
+                           kind: &'static str,
+                           note: &str|
+             -> Result<()> {
+                if repair {
+                    array.member_write(x.0, data, x.1, (b * B) as u64, WriteKind::Data)?;
+                    rep.bytes_written += BLOCK;
+                }
+                push(rep, problem(x, kind, repair, note.into()));
+                Ok(())
+            };
             let unverifiable = |x: (usize, u64)| array.row_unverifiable(x.1);
             let bad: Vec<(usize, u64)> = avail
                 .iter()
@@ -1365,20 +1379,13 @@ fn mirror_batch(
                 if let Some(g) = source {
                     let data = block(g).to_vec();
                     for &x in &bad {
-                        if repair {
-                            array.member_write(x.0, &data, x.1, (b * B) as u64, WriteKind::Data)?;
-                            rep.bytes_written += BLOCK;
-                        }
-                        push(
+                        rewrite(
                             rep,
-                            problem(
-                                x,
-                                "data checksum",
-                                repair,
-                                "fails its checksum; rewritten from a copy that matches its own"
-                                    .into(),
-                            ),
-                        );
+                            x,
+                            &data,
+                            "data checksum",
+                            "fails its checksum; rewritten from a copy that matches its own",
+                        )?;
                     }
                 } else if avail.len() >= 2
                     && bad.len() == avail.len()
@@ -1428,19 +1435,13 @@ fn mirror_batch(
                     // unknown (a damaged table page): the checked copies decide.
                     let data = block(g).to_vec();
                     for &x in avail.iter().filter(|&&x| block(x) != &data[..]) {
-                        if repair {
-                            array.member_write(x.0, &data, x.1, (b * B) as u64, WriteKind::Data)?;
-                            rep.bytes_written += BLOCK;
-                        }
-                        push(
+                        rewrite(
                             rep,
-                            problem(
-                                x,
-                                "mirror",
-                                repair,
-                                "differs from a copy that matches its own checksum (its own entry is unknown: a damaged table page)".into(),
-                            ),
-                        );
+                            x,
+                            &data,
+                            "mirror",
+                            "differs from a copy that matches its own checksum (its own entry is unknown: a damaged table page)",
+                        )?;
                     }
                     continue;
                 }
