@@ -157,79 +157,72 @@ pub fn render(reports: &[Value]) -> String {
         let v = u8::from(r["served_by"]["pid"].is_u64());
         let _ = writeln!(out, "raidctl_array_served{{{}}} {v}", arr(r));
     }
-    family(
+    // A member family: per member of every report, the samples `f` gives as (extra labels,
+    // value).
+    let member_family = |out: &mut String,
+                         name: &str,
+                         kind: &str,
+                         help: &str,
+                         f: &dyn Fn(&Value) -> Vec<(String, u64)>| {
+        family(out, name, kind, help);
+        for r in reports {
+            for m in members(r) {
+                for (labels, v) in f(&m) {
+                    let sep = if labels.is_empty() { "" } else { "," };
+                    let _ = writeln!(out, "{name}{{{}{sep}{labels}}} {v}", member(r, &m));
+                }
+            }
+        }
+    };
+    member_family(
         &mut out,
         "raidctl_member_state",
         "gauge",
         "1 for each member's current state.",
+        &|m| {
+            MEMBER_STATES
+                .iter()
+                .map(|st| (format!("state=\"{st}\""), u64::from(m["state"] == *st)))
+                .collect()
+        },
     );
-    for r in reports {
-        for m in members(r) {
-            for st in MEMBER_STATES {
-                let v = u8::from(m["state"] == st);
-                let _ = writeln!(
-                    out,
-                    "raidctl_member_state{{{},state=\"{st}\"}} {v}",
-                    member(r, &m)
-                );
-            }
-        }
-    }
-    family(
+    member_family(
         &mut out,
         "raidctl_member_errors_total",
         "counter",
         "Errors seen on the member, by kind (read, write, checksum).",
-    );
-    for r in reports {
-        for m in members(r) {
-            for (kind, field) in [
+        &|m| {
+            [
                 ("read", "read_errors"),
                 ("write", "write_errors"),
                 ("checksum", "checksum_errors"),
-            ] {
-                let _ = writeln!(
-                    out,
-                    "raidctl_member_errors_total{{{},kind=\"{kind}\"}} {}",
-                    member(r, &m),
-                    m[field].as_u64().unwrap_or(0)
-                );
-            }
-        }
-    }
-    family(
+            ]
+            .iter()
+            .map(|(k, field)| (format!("kind=\"{k}\""), m[*field].as_u64().unwrap_or(0)))
+            .collect()
+        },
+    );
+    member_family(
         &mut out,
         "raidctl_member_written_bytes_total",
         "counter",
         "Bytes the array wrote to the member, by kind.",
+        &|m| {
+            ["data", "parity", "metadata", "rebuild"]
+                .iter()
+                .map(|k| {
+                    let v = m["bytes_written_by_kind"][*k].as_u64().unwrap_or(0);
+                    (format!("kind=\"{k}\""), v)
+                })
+                .collect()
+        },
     );
-    for r in reports {
-        for m in members(r) {
-            for kind in ["data", "parity", "metadata", "rebuild"] {
-                let _ = writeln!(
-                    out,
-                    "raidctl_member_written_bytes_total{{{},kind=\"{kind}\"}} {}",
-                    member(r, &m),
-                    m["bytes_written_by_kind"][kind].as_u64().unwrap_or(0)
-                );
-            }
-        }
-    }
-    family(
+    member_family(
         &mut out,
         "raidctl_member_bad_blocks",
         "gauge",
         "4 KiB data blocks of the member's slot on the bad-block list.",
+        &|m| vec![(String::new(), m["bad_blocks"].as_u64().unwrap_or(0))],
     );
-    for r in reports {
-        for m in members(r) {
-            let _ = writeln!(
-                out,
-                "raidctl_member_bad_blocks{{{}}} {}",
-                member(r, &m),
-                m["bad_blocks"].as_u64().unwrap_or(0)
-            );
-        }
-    }
     out
 }
