@@ -8,15 +8,6 @@ use std::time::{Duration, Instant};
 
 use crate::util::*;
 
-fn create(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
-    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", level, "--size", size];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
-    ms
-}
-
 /// A raidctl child process, killed (SIGKILL) on drop if still running.
 struct Bg(Child);
 
@@ -57,8 +48,8 @@ fn list_shows_a_served_and_an_offline_array_with_the_serving_pid() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
-    let ma = create(&a, "5", 3, "16M");
-    let mb = create(&b, "1", 2, "16M");
+    let ma = members_created(&a, "5", 3, "16M");
+    let mb = members_created(&b, "1", 2, "16M");
     let ua = status_run(["status", "--json", &ma[0]]).json()["uuid"].clone();
     let ub = status_run(["status", "--json", &mb[0]]).json()["uuid"].clone();
     let server = Server::start(&mb[0], &dir.path().join("b.sock"));
@@ -108,7 +99,7 @@ fn list_shows_a_served_and_an_offline_array_with_the_serving_pid() {
 #[test]
 fn status_exit_codes_follow_health() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     assert_eq!(raidctl(["status", &m[0]]).code, 0, "healthy");
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
     let r = raidctl(["status", "--json", &m[0]]);
@@ -126,7 +117,7 @@ fn status_exit_codes_follow_health() {
 #[test]
 fn status_and_wear_answer_during_an_offline_scrub() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 4, "64M");
+    let m = members_created(dir.path(), "5", 4, "64M");
     let mut scrub = Bg::start(&["scrub", "--max-rate", "4M", &m[0]]);
     // Once the scrub holds the members' locks, status names it, and a fail is refused,
     // naming it too.
@@ -158,7 +149,7 @@ fn status_and_wear_answer_during_an_offline_scrub() {
 #[test]
 fn an_interrupted_rebuild_shows_as_interrupted() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "64M");
+    let m = members_created(dir.path(), "5", 3, "64M");
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
     raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
     let mut job = Bg::start(&["rebuild", "--max-rate", "2M", &m[0]]);
@@ -206,7 +197,7 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
         ("RAIDCTL_STATE_DIR", state.as_path()),
         ("RAIDCTL_RUN_DIR", run.as_path()),
     ];
-    let m = create(dir.path(), "5", 3, "32M");
+    let m = members_created(dir.path(), "5", 3, "32M");
     let got = dir.path().join("got");
     let prog = dir.path().join("prog.sh");
     std::fs::write(
@@ -329,7 +320,7 @@ for f in text_string_to_metric_families(sys.stdin.read()):
 #[test]
 fn prometheus_output_parses_and_carries_member_state() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
     let member2 = raidctl(["status", "--json", &m[0]]).json()["members"][2]["uuid"]
         .as_str()
@@ -455,7 +446,7 @@ fn create_warns_once_per_disk_and_skew_says_it_needs_f1() {
 #[test]
 fn clear_set_and_wipe() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     // A checksum error, counted on the member whose block was corrupted.
     let data = pattern("clear", 1 << 20);
     write_at(Path::new(&m[0]), 0, &data, dir.path());
@@ -512,7 +503,7 @@ fn clear_set_and_wipe() {
 #[test]
 fn progress_bar_never_shows_an_empty_total() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "64M");
+    let m = members_created(dir.path(), "5", 3, "64M");
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
     raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
     let o = Command::new("script")
@@ -544,7 +535,7 @@ fn monitor_polls_offline_arrays_and_reports_one_turning_degraded() {
     );
     std::fs::create_dir_all(&run).unwrap();
     std::fs::create_dir_all(&arr).unwrap();
-    let m = create(&arr, "5", 3, "16M");
+    let m = members_created(&arr, "5", 3, "16M");
     let out = dir.path().join("out");
     let mut c = Command::new(BIN);
     c.args(["monitor", "--poll", "0.3", "--interval", "0.1", "--scan"])
@@ -582,7 +573,7 @@ fn monitor_polls_offline_arrays_and_reports_one_turning_degraded() {
 #[test]
 fn events_reach_syslog() {
     let dir = tempdir();
-    let m = create(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     let got = dir.path().join("syslog.txt");
     let script = format!(
         r#"set -e

@@ -23,25 +23,10 @@ fn cmd(prog: &str, args: &[&str]) -> std::process::Output {
     o
 }
 
-fn array(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
-    array_with(dir, level, n, size, &[])
-}
-
-/// As [`array`], with more `create` flags.
-fn array_with(dir: &Path, level: &str, n: usize, size: &str, extra: &[&str]) -> Vec<String> {
-    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", level, "--size", size];
-    args.extend(extra);
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
-    ms
-}
-
 #[test]
 fn nbd_clients_read_and_write_the_array() {
     let dir = tempdir();
-    let ms = array(dir.path(), "5", 4, "48M");
+    let ms = members_created(dir.path(), "5", 4, "48M");
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     let info: serde_json::Value =
         serde_json::from_slice(&cmd("nbdinfo", &["--json", &srv.uri()]).stdout).unwrap();
@@ -126,7 +111,7 @@ fn many_connections_to_an_array_in_memory_round_trip() {
         .prefix("raidctl-test-")
         .tempdir_in("/dev/shm")
         .expect("tempdir in /dev/shm");
-    let ms = array(dir.path(), "5", 4, "24M");
+    let ms = members_created(dir.path(), "5", 4, "24M");
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     let data = pattern("many-conns", 40 << 20);
     let src = dir.path().join("src.img");
@@ -154,7 +139,7 @@ fn many_connections_to_an_array_in_memory_round_trip() {
 #[test]
 fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
     let dir = tempdir();
-    let ms = array(dir.path(), "5", 4, "24M");
+    let ms = members_created(dir.path(), "5", 4, "24M");
     let data = pattern("heal", 1 << 20);
     write_at(Path::new(&ms[0]), 0, &data, dir.path());
     // RAID5 row 0: parity on slot 3, data chunk 0 (logical offset 0) on slot 0.
@@ -264,7 +249,7 @@ fn closed(s: &mut UnixStream) -> bool {
 #[test]
 fn malformed_protocol_input_never_kills_the_server() {
     let dir = tempdir();
-    let ms = array(dir.path(), "6", 4, "32M");
+    let ms = members_created(dir.path(), "6", 4, "32M");
     let srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     let sock = srv.socket.clone();
     // A well-behaved client stays connected through all of it.
@@ -319,7 +304,7 @@ fn malformed_protocol_input_never_kills_the_server() {
 #[test]
 fn sigterm_under_load_leaves_flushed_data_and_a_clean_array() {
     let dir = tempdir();
-    let ms = array(dir.path(), "f1", 4, "64M");
+    let ms = members_created(dir.path(), "f1", 4, "64M");
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     // Acknowledged and flushed before the load starts.
     let o = cmd(
@@ -371,7 +356,7 @@ fn sigterm_under_load_leaves_flushed_data_and_a_clean_array() {
 #[test]
 fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
     let dir = tempdir();
-    let ms = array(dir.path(), "5", 4, "80M");
+    let ms = members_created(dir.path(), "5", 4, "80M");
     let spare = dir.path().join("spare");
     sparse_file(&spare, 80 << 20);
     let srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
@@ -487,7 +472,7 @@ fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
 #[test]
 fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn() {
     let dir = tempdir();
-    let ms = array_with(dir.path(), "5", 4, "16M", &["--chunk", "4K"]);
+    let ms = members_created_with(dir.path(), "5", 4, "16M", &["--chunk", "4K"]);
     let spare = dir.path().join("spare");
     sparse_file(&spare, 16 << 20);
     let spare = spare.display().to_string();
@@ -536,7 +521,7 @@ fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn()
 fn raid10_rebuild_under_nbd_writes_then_the_other_copies_fail() {
     for (copies, others) in [("2", vec!["0"]), ("3", vec!["0", "2"])] {
         let dir = tempdir();
-        let ms = array_with(dir.path(), "10", 4, "32M", &["--copies", copies]);
+        let ms = members_created_with(dir.path(), "10", 4, "32M", &["--copies", copies]);
         let spare = dir.path().join("spare");
         sparse_file(&spare, 32 << 20);
         let spare = spare.display().to_string();
@@ -601,7 +586,7 @@ fn write_fua(s: &mut UnixStream, cookie: u64, offset: u64, data: &[u8]) -> std::
 #[test]
 fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
     let dir = tempdir();
-    let ms = array(dir.path(), "5", 4, "32M");
+    let ms = members_created(dir.path(), "5", 4, "32M");
     let size = status_run(["status", "--json", &ms[1]]).json()["size_bytes"]
         .as_u64()
         .unwrap() as usize;
@@ -695,7 +680,7 @@ fn kill_9_of_serve_during_a_rebuild_keeps_every_acknowledged_write() {
 #[test]
 fn serve_socket_over_a_member_is_refused_and_the_member_untouched() {
     let dir = tempdir();
-    let m = array(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     let before = hashes(&[PathBuf::from(&m[2])]);
     // Bounded: before the fix the server took the path and ran.
     let r = Command::new("timeout")
@@ -721,7 +706,7 @@ fn status_without_permission_for_the_daemon_says_permission_denied() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempdir();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let m = array(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     let mut srv = Server::start(&m[0], &dir.path().join("sock"));
     let out = Command::new("setpriv")
         .args([
@@ -748,7 +733,7 @@ fn status_without_permission_for_the_daemon_says_permission_denied() {
 #[test]
 fn sigterm_with_a_stalled_client_keeps_acknowledged_writes_and_closes_clean() {
     let dir = tempdir();
-    let ms = array(dir.path(), "5", 4, "64M");
+    let ms = members_created(dir.path(), "5", 4, "64M");
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     // Client A: one write at a row start (the stripe cache holds it), acknowledged, no flush.
     let data = pattern("held", 65536);
@@ -779,7 +764,7 @@ fn a_command_on_a_copy_never_acts_on_the_served_original() {
     let root = tempdir();
     let a_dir = root.path().join("A");
     std::fs::create_dir(&a_dir).unwrap();
-    let a = array(&a_dir, "5", 3, "16M");
+    let a = members_created(&a_dir, "5", 3, "16M");
     let mut srv = Server::start(&a[0], &root.path().join("sock"));
     let b_dir = root.path().join("B");
     assert!(Command::new("cp")
@@ -812,7 +797,7 @@ fn a_command_on_a_copy_never_acts_on_the_served_original() {
 #[test]
 fn a_loop_device_over_a_served_member_is_refused() {
     let dir = tempdir();
-    let m = array(dir.path(), "5", 3, "16M");
+    let m = members_created(dir.path(), "5", 3, "16M");
     let mut srv = Server::start(&m[0], &dir.path().join("sock"));
     let mut lo = LoopDev::attach(Path::new(&m[1]));
     let dev = lo.dev.display().to_string();

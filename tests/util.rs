@@ -264,3 +264,25 @@ impl Drop for Server {
         }
     }
 }
+
+/// Creates an array of `level` over `n` member files m0.. in `dir` at `size`: their paths.
+pub fn members_created(dir: &Path, level: &str, n: usize, size: &str) -> Vec<String> {
+    members_created_with(dir, level, n, size, &[])
+}
+
+/// As [`members_created`], with more `create` flags.
+pub fn members_created_with(
+    dir: &Path,
+    level: &str,
+    n: usize,
+    size: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", level, "--size", size];
+    args.extend(extra);
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    ms
+}

@@ -431,11 +431,8 @@ fn two_years_of_daily_samples_on_sixteen_members_with_long_paths() {
 #[test]
 fn an_8k_write_across_a_chunk_boundary_writes_8k_of_parity() {
     let dir = tempdir();
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", "5", "--chunk", "64K", "--size", "16M"];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
+    let ms = members_created_with(dir.path(), "5", 4, "16M", &["--chunk", "64K"]);
+    let m: Vec<PathBuf> = ms.iter().map(PathBuf::from).collect();
     let parity = || -> u64 {
         raidctl(["status", "--json", &ms[0]]).ok().json()["members"]
             .as_array()
@@ -493,11 +490,7 @@ fn expected_skew_matches_observed_for_mixed_crossing_and_full_row_writes() {
     ];
     for (name, draw) in workloads {
         let dir = tempdir();
-        let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-        let ms = strs(&m);
-        let mut args = vec!["create", "--level", "f1", "--chunk", "16K", "--size", "32M"];
-        args.extend(ms.iter().map(|s| s.as_str()));
-        raidctl(&args).ok();
+        let ms = members_created_with(dir.path(), "f1", 4, "32M", &["--chunk", "16K"]);
         // Many writes through one NBD client (qemu-io), without the stripe cache, so each
         // write reaches the members as it was issued.
         let sock = dir.path().join("s.sock");
@@ -615,11 +608,8 @@ fn wear_says_when_f1_separates_almost_nothing() {
     for (level, sequential, want) in [("f1", true, true), ("f1", false, false), ("5", true, false)]
     {
         let dir = tempdir();
-        let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-        let ms = strs(&m);
-        let mut args = vec!["create", "--level", level, "--size", "16M"];
-        args.extend(ms.iter().map(|s| s.as_str()));
-        raidctl(&args).ok();
+        let ms = members_created(dir.path(), level, 4, "16M");
+        let m: Vec<PathBuf> = ms.iter().map(PathBuf::from).collect();
         if sequential {
             write_at(&m[0], 0, &pattern("copy", 4 << 20), dir.path());
         } else {
