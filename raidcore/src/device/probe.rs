@@ -328,10 +328,18 @@ pub fn stable_name(dev: &Path) -> Option<PathBuf> {
 /// offline write, scrub or rebuild), from /proc/locks: its pid and command line. For a loop
 /// device the backing file is looked at too (raidctl locks both).
 pub fn lock_holder(path: &Path) -> Option<(u32, String)> {
+    lock_holder_of(&[path])
+}
+
+/// As [`lock_holder`], for the first of several paths that is held: /proc/locks is read once.
+pub fn lock_holder_of(paths: &[&Path]) -> Option<(u32, String)> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let mut paths = vec![path.to_path_buf()];
-    paths.extend(loop_backing_file(path));
+    let mut all = Vec::new();
     for p in paths {
+        all.push(p.to_path_buf());
+        all.extend(loop_backing_file(p));
+    }
+    for p in all {
         let Ok(m) = std::fs::metadata(&p) else {
             continue;
         };

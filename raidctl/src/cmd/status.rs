@@ -153,11 +153,9 @@ pub fn health_code(r: &Value) -> u8 {
 /// scrub or rebuild, from the members' locks) and whether a pending job runs or was cut short.
 pub fn offline(a: &Array) -> Value {
     let mut r = report(a);
-    let holder = a
-        .members()
-        .iter()
-        .filter_map(|m| m.path.as_ref())
-        .find_map(|p| raidcore::device::probe::lock_holder(p))
+    let members = a.members();
+    let paths: Vec<&std::path::Path> = members.iter().filter_map(|m| m.path.as_deref()).collect();
+    let holder = raidcore::device::probe::lock_holder_of(&paths)
         .filter(|(pid, _)| *pid != std::process::id());
     r["in_use_by"] = match &holder {
         Some((pid, cmd)) => json!({"pid": pid, "command": cmd}),
