@@ -52,6 +52,9 @@ _raidctl() {
             raidctl,monitor)
                 cmd="raidctl__subcmd__monitor"
                 ;;
+            raidctl,profile)
+                cmd="raidctl__subcmd__profile"
+                ;;
             raidctl,read)
                 cmd="raidctl__subcmd__read"
                 ;;
@@ -104,7 +107,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench completions generate"
+            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench profile completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -463,6 +466,48 @@ _raidctl() {
                     return 0
                     ;;
                 --poll)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__profile)
+            opts="-f -h -V --levels --target-iops --time-per-level --round --max-rounds --queue-depth --no-precondition --plot --no-save --force --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --levels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target-iops)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time-per-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --round)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-rounds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue-depth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plot)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

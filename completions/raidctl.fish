@@ -48,6 +48,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show d
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "profile" -d 'Measure sustained random-write IOPS against over-provisioning on one SSD (destructive)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "generate" -d 'Generate man pages and completions into a directory (for packaging)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s l -l level -d 'RAID level: 0, 1, 5, 6, 10 or f1 (RAID 5 with parity skewed onto one member)' -r
@@ -57,7 +58,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l skew -d 'Pari
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l parity-heavy -d 'F1: the slot that takes the extra parity' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l copies -d 'RAID10: copies of each chunk (near layout)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l size -d 'Create missing member files, or extend smaller ones, to this size' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l overprovision -d 'Percent of each member left unused at the tail and discarded (SSD overprovisioning)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l overprovision -d 'Percent of each member left unused at the tail and discarded (SSD overprovisioning), or auto: each member\'s recommendation from its saved `raidctl profile`' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l endurance -d 'Rated endurance in terabytes written, one value for all members or one per member' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l history-interval -d 'Time between wear history samples (e.g. 1d, 12h, 3600)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l checksum -d 'Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental corruption) or blake3 (cryptographic, five to eight times the CPU per block)' -r -f -a "xxh3\t''
@@ -237,6 +238,19 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l destructive -d
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l levels -d 'Over-provisioning levels to measure, percent of the device, comma-separated' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l target-iops -d 'Recommend the smallest level that sustains this many 4 KiB random-write IOPS (without it: the knee of the curve)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l time-per-level -d 'Longest time spent on one level when it does not reach steady state' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l round -d 'Length of one measurement round (SNIA: one minute)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l max-rounds -d 'Most rounds on one level (SNIA: 25)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l queue-depth -d 'Writes in flight (one thread each, O_DIRECT)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l plot -d 'Write the curve as an SVG plot' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l no-precondition -d 'Skip the two sequential fills (only when the device was filled just before)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l no-save -d 'Do not save the result for `create --overprovision auto`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -s f -l force -d 'Profile a device that holds a file system, a partition table or an array member (never a mounted or busy one)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -l json -d 'Print the result as JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand profile" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand generate" -l man -d 'Output directory for man pages (raidctl.8, raidctl-SUBCOMMAND.8)' -r -F

@@ -173,20 +173,6 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     assert!(v["job"].is_null(), "{v}");
 }
 
-/// A raidctl run with its own state and run directories (events, monitor position, sockets).
-fn rc_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().unwrap();
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: o.stdout,
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild_finishes() {
@@ -241,7 +227,7 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
         .unwrap_or_default();
     wait_for("the daemon", || run.join(format!("{uuid}.ctl")).exists());
     let read = || std::fs::read_to_string(&got).unwrap_or_default();
-    rc_env(&env, &["fail", &m[0], "2"]).ok();
+    raidctl_env(&env, &["fail", &m[0], "2"]).ok();
     wait_for("member-failed to reach the program", || {
         read().contains("member-failed")
     });
@@ -255,7 +241,7 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
         "{lines}"
     );
     assert!(lines.contains("degraded"), "{lines}");
-    rc_env(&env, &["add", "--force", &m[0], &m[2]]).ok();
+    raidctl_env(&env, &["add", "--force", &m[0], &m[2]]).ok();
     wait_for("rebuild-finished to reach the program", || {
         read().contains("rebuild-finished")
     });
@@ -272,7 +258,7 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
         pos[format!("{uuid}.jsonl")].as_u64() == Some(len)
     });
     drop(monitor);
-    let once = rc_env(
+    let once = raidctl_env(
         &env,
         &[
             "monitor",

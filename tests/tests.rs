@@ -11,6 +11,7 @@ mod levels;
 mod lifecycle;
 mod loopdev;
 mod ops;
+mod profile;
 mod scrub;
 mod serve;
 mod wear;

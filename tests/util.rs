@@ -87,6 +87,17 @@ where
     )
 }
 
+/// A raidctl run with its own state and run directories (events, monitor position, sockets,
+/// saved profiles).
+pub fn raidctl_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
+    let mut c = Command::new(BIN);
+    c.args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    from_output(c.output().expect("run raidctl"))
+}
+
 /// Deterministic bytes from a seed (blake3 in XOF mode).
 pub fn pattern(seed: &str, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];

@@ -50,6 +50,7 @@ pub enum Command {
     Serve(cmd::serve::ServeArgs),
     Scrub(cmd::scrub::ScrubArgs),
     Bench(cmd::bench::BenchArgs),
+    Profile(cmd::profile::ProfileArgs),
     Completions(cmd::generate::CompletionsArgs),
     #[command(hide = true)]
     Generate(cmd::generate::GenerateArgs),

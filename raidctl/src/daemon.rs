@@ -24,7 +24,8 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn install_signals() {
+/// Turns SIGTERM and SIGINT into a stop request ([`stop_requested`]); SIGPIPE is ignored.
+pub(crate) fn install_signals() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe; SIGPIPE is
     // ignored so a vanished client is an EPIPE error, not a dead server.
     unsafe {
@@ -32,6 +33,11 @@ fn install_signals() {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+}
+
+/// True once SIGTERM or SIGINT arrived (after [`install_signals`]).
+pub(crate) fn stop_requested() -> bool {
+    STOP.load(Ordering::Acquire)
 }
 
 /// Where the daemon of an array keeps its sockets.

@@ -10,6 +10,7 @@ mod exit;
 mod loopdev;
 mod nbd;
 mod output;
+mod profile;
 mod progress;
 mod prom;
 mod units;

@@ -48,9 +48,10 @@ pub struct CreateArgs {
     /// Create missing member files, or extend smaller ones, to this size
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
-    /// Percent of each member left unused at the tail and discarded (SSD overprovisioning)
-    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
-    pub overprovision: f64,
+    /// Percent of each member left unused at the tail and discarded (SSD overprovisioning),
+    /// or auto: each member's recommendation from its saved `raidctl profile`
+    #[arg(long, value_name = "PCT|auto", default_value = "0", value_parser = parse_overprovision)]
+    pub overprovision: Overprovision,
     /// Rated endurance in terabytes written, one value for all members or one per member
     #[arg(long, value_delimiter = ',', value_name = "TBW[,TBW..]")]
     pub endurance: Vec<f64>,
@@ -74,6 +75,95 @@ pub struct CreateArgs {
     /// Member paths, in slot order
     #[arg(required = true, value_name = "MEMBER")]
     pub members: Vec<PathBuf>,
+}
+
+/// `--overprovision`: a percentage, or the members' saved profiles.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Overprovision {
+    Pct(f64),
+    Auto,
+}
+
+fn parse_overprovision(s: &str) -> std::result::Result<Overprovision, String> {
+    if s == "auto" {
+        return Ok(Overprovision::Auto);
+    }
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if (0.0..=90.0).contains(&p) => Ok(Overprovision::Pct(p)),
+        _ => Err(format!(
+            "{s:?} is neither a percentage between 0 and 90 nor auto"
+        )),
+    }
+}
+
+/// `--overprovision auto`: each member's saved profile gives the share of it to leave unused;
+/// members share one geometry, so the array reserves on every member at least its own share
+/// (more where another member's share, or a smaller member, asks for it). Returns the
+/// percentage of the smallest member that gives that geometry.
+fn auto_overprovision(a: &CreateArgs) -> Result<f64> {
+    let mut usable = Vec::new();
+    let mut lens = Vec::new();
+    for m in &a.members {
+        if !m.exists() {
+            return Err(invalid(format!(
+                "--overprovision auto needs a saved profile of every member, and {} does not exist yet",
+                m.display()
+            )));
+        }
+        let id = crate::profile::identity(m)?;
+        let Some((path, doc)) = crate::profile::find(&id) else {
+            return Err(invalid(format!(
+                "--overprovision auto: no saved profile of {} ({}); run `raidctl profile {}` first, or give --overprovision PCT",
+                m.display(),
+                id.key,
+                m.display()
+            )));
+        };
+        if doc["complete"].as_bool() != Some(true) {
+            return Err(invalid(format!(
+                "--overprovision auto: the profile of {} ({}) was interrupted; run `raidctl profile` again",
+                m.display(),
+                path.display()
+            )));
+        }
+        let Some(pct) = doc["recommendation"]["overprovision_pct"]
+            .as_f64()
+            .filter(|p| (0.0..=90.0).contains(p))
+        else {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "--overprovision auto: {} holds no recommendation between 0 and 90 %",
+                    path.display()
+                ),
+            ));
+        };
+        let info = raidcore::device::probe::inspect(m)
+            .map_err(|e| Error::io(e, "stat", &m.display().to_string(), 0))?;
+        let len = match a.size {
+            Some(s) if !info.kind.starts_with("block") => info.size_bytes.max(s),
+            _ => info.size_bytes,
+        };
+        eprintln!(
+            "raidctl: {}: profile of {} recommends {pct} % over-provisioning ({})",
+            m.display(),
+            doc["date_text"].as_str().unwrap_or("?"),
+            doc["recommendation"]["basis"].as_str().unwrap_or("?")
+        );
+        usable.push(len as f64 * (1.0 - pct / 100.0));
+        lens.push(len);
+    }
+    let smallest = *lens.iter().min().expect("members") as f64;
+    let keep = usable.iter().copied().fold(f64::INFINITY, f64::min);
+    let pct = ((1.0 - keep / smallest) * 100.0).clamp(0.0, 90.0);
+    for (m, &len) in a.members.iter().zip(&lens) {
+        eprintln!(
+            "raidctl: {}: {:.1} % of it left unused",
+            m.display(),
+            (1.0 - keep / len as f64) * 100.0
+        );
+    }
+    Ok(pct)
 }
 
 fn parse_level(s: &str) -> std::result::Result<Level, String> {
@@ -203,12 +293,6 @@ fn warn_about_devices(members: &[PathBuf]) {
 pub fn run(a: CreateArgs) -> Result<ExitCode> {
     let params = layout_params(&a)?;
     let endurance_bytes = endurance(&a)?;
-    if !(0.0..=90.0).contains(&a.overprovision) {
-        return Err(invalid(format!(
-            "--overprovision {} is not a percentage between 0 and 90",
-            a.overprovision
-        )));
-    }
     // Duplicates by absolute path (members may not exist yet).
     let mut seen = std::collections::HashSet::new();
     for m in &a.members {
@@ -249,10 +333,14 @@ pub fn run(a: CreateArgs) -> Result<ExitCode> {
         }
     }
     preflight(&existing, a.force)?;
+    let overprovision = match a.overprovision {
+        Overprovision::Pct(p) => p,
+        Overprovision::Auto => auto_overprovision(&a)?,
+    };
     // Member files this run creates or extends are put back as they were if it fails.
     let mut undo = Undo::default();
     let r = create_members(&a, &mut undo);
-    let r = r.and_then(|()| build(&a, params, endurance_bytes));
+    let r = r.and_then(|()| build(&a, params, endurance_bytes, overprovision));
     if r.is_err() {
         undo.run();
     }
@@ -310,11 +398,12 @@ fn build(
     a: &CreateArgs,
     params: LayoutParams,
     endurance_bytes: Vec<Option<u64>>,
+    overprovision_pct: f64,
 ) -> Result<ExitCode> {
     let spec = CreateSpec {
         name: a.name.clone(),
         layout: params,
-        overprovision_pct: a.overprovision,
+        overprovision_pct,
         endurance_bytes,
         history_interval: a.history_interval,
         checksums: (!a.no_checksums).then_some(a.checksum),

@@ -12,6 +12,7 @@ pub mod inspect;
 pub mod list;
 pub mod loops;
 pub mod monitor;
+pub mod profile;
 pub mod read;
 pub mod rebuild;
 pub mod remove;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(a) => serve::run(a),
         Command::Scrub(a) => scrub::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Profile(a) => profile::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Generate(a) => generate::run(a),
     }
