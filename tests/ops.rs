@@ -173,7 +173,6 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     assert!(v["job"].is_null(), "{v}");
 }
 
-
 #[test]
 fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild_finishes() {
     let dir = tempdir();

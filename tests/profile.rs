@@ -38,7 +38,13 @@ fn a_short_profile_of_a_loop_device_measures_every_level_plots_and_saves_it() {
     let r = profile(
         &state,
         &lo.dev,
-        &["--levels", "50,0,20", "--json", "--plot", svg.to_str().unwrap()],
+        &[
+            "--levels",
+            "50,0,20",
+            "--json",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
     )
     .ok();
     let v = r.json();
@@ -49,7 +55,11 @@ fn a_short_profile_of_a_loop_device_measures_every_level_plots_and_saves_it() {
         .iter()
         .map(|l| l["overprovision_pct"].as_f64().unwrap())
         .collect();
-    assert_eq!(pcts, vec![0.0, 20.0, 50.0], "levels are measured in ascending order");
+    assert_eq!(
+        pcts,
+        vec![0.0, 20.0, 50.0],
+        "levels are measured in ascending order"
+    );
     for l in levels {
         let rounds = l["rounds"].as_array().unwrap();
         assert!(
@@ -98,7 +108,10 @@ fn a_short_profile_of_a_loop_device_measures_every_level_plots_and_saves_it() {
     assert_eq!(saved.len(), 1);
     assert_eq!(
         saved[0]["identity"]["key"],
-        format!("file:{}", std::fs::canonicalize(&backing).unwrap().display()),
+        format!(
+            "file:{}",
+            std::fs::canonicalize(&backing).unwrap().display()
+        ),
         "a loop device is named by its backing file"
     );
     assert_eq!(saved[0]["levels"], v["levels"]);
@@ -108,20 +121,26 @@ fn a_short_profile_of_a_loop_device_measures_every_level_plots_and_saves_it() {
 fn profile_refuses_a_device_holding_ext4_unless_forced() {
     let dir = tempdir();
     let state = dir.path().join("state");
-    let dev = dir.path().join("fs.img");
-    sparse_file(&dev, 24 << 20);
+    let img = dir.path().join("fs.img");
+    sparse_file(&img, 24 << 20);
     assert!(Command::new("mkfs.ext4")
         .args(["-q", "-F"])
-        .arg(&dev)
+        .arg(&img)
         .status()
         .expect("mkfs.ext4 (e2fsprogs) is needed")
         .success());
-    let before = hashes(std::slice::from_ref(&dev));
+    let lo = LoopDev::attach(&img);
+    let dev = lo.dev.clone();
+    let before = hashes(std::slice::from_ref(&img));
     profile(&state, &dev, &["--levels", "0"]).fails(
         4,
         &[dev.to_str().unwrap(), "ext2/3/4 file system", "--force"],
     );
-    assert_eq!(hashes(std::slice::from_ref(&dev)), before, "nothing written");
+    assert_eq!(
+        hashes(std::slice::from_ref(&img)),
+        before,
+        "nothing written"
+    );
     assert!(saved_profiles(&state).is_empty());
     let r = profile(
         &state,
@@ -130,9 +149,21 @@ fn profile_refuses_a_device_holding_ext4_unless_forced() {
     )
     .ok();
     let out = r.stdout_str();
-    assert!(out.contains("IOPS") && out.contains("recommended: 0 %"), "{out}");
-    assert!(r.stderr.contains("no flash translation layer"), "{}", r.stderr);
+    assert!(
+        out.contains("IOPS") && out.contains("recommended: 0 %"),
+        "{out}"
+    );
+    assert!(
+        r.stderr.contains("no flash translation layer"),
+        "{}",
+        r.stderr
+    );
     assert!(saved_profiles(&state).is_empty(), "--no-save saves nothing");
+    assert_ne!(
+        hashes(std::slice::from_ref(&img)),
+        before,
+        "--force profiled it"
+    );
 }
 
 #[test]
@@ -150,7 +181,10 @@ fn profile_refuses_bad_flags_and_array_members_and_writes_nothing() {
         (&["--max-rounds", "3"][..], "--max-rounds 3"),
         (&["--queue-depth", "0"][..], "--queue-depth 0"),
         (&["--target-iops", "0"][..], "--target-iops"),
-        (&["--time-per-level", "1", "--round", "2"][..], "--time-per-level"),
+        (
+            &["--time-per-level", "1", "--round", "2"][..],
+            "--time-per-level",
+        ),
     ] {
         profile(&state, &spare, flags).fails(2, &[needle]);
     }
@@ -170,7 +204,13 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
     sparse_file(&dev, 16 << 20);
     let child = Command::new(BIN)
         .args(["profile", dev.to_str().unwrap(), "--levels", "0,30"])
-        .args(["--round", "1", "--time-per-level", "60", "--no-precondition"])
+        .args([
+            "--round",
+            "1",
+            "--time-per-level",
+            "60",
+            "--no-precondition",
+        ])
         .env("RAIDCTL_STATE_DIR", &state)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -191,7 +231,10 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
     assert_eq!(saved.len(), 1);
     assert_eq!(saved[0]["complete"], false);
     assert!(
-        !saved[0]["levels"][0]["rounds"].as_array().unwrap().is_empty(),
+        !saved[0]["levels"][0]["rounds"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
         "the rounds done are kept: {}",
         saved[0]
     );
@@ -259,7 +302,9 @@ fn create_overprovision_auto_applies_each_members_saved_profile() {
     let auto_size = r.json()["size_bytes"].as_u64().unwrap();
     // The same as 25 % given by hand on members of the same size: the array reserves on every
     // member at least its own recommendation.
-    let manual: Vec<_> = (0..2).map(|i| dir.path().join(format!("hand{i}"))).collect();
+    let manual: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("hand{i}")))
+        .collect();
     for f in &manual {
         sparse_file(f, 32 << 20);
     }

@@ -15,7 +15,7 @@ pub const ARRAY_FAILED: u8 = 5;
 pub const EXIT_STATUS: &str = "\
 EXIT STATUS:
   0  success
-  1  I/O error, data failing its checksum beyond repair, data on the bad-block list, scrub problems left unrepaired, or other failure
+  1  I/O error, data failing its checksum beyond repair, data on the bad-block list, scrub problems left unrepaired, an interrupted profile, or other failure
   2  usage error: bad flag, value, member count or range
   3  metadata problem: no or corrupt superblock, member of another array, truncated or stale member
   4  refused: the device holds a file system or another array (use --force), or is mounted or in use (never overridden)

@@ -327,7 +327,13 @@ pub fn save(doc: &serde_json::Value) -> Result<PathBuf> {
     let key = doc["identity"]["key"].as_str().unwrap_or("device");
     let safe: String = key
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let tail = &safe[safe.len().saturating_sub(80)..];
     let p = d.join(format!("{}-{tail}.json", doc["date"].as_u64().unwrap_or(0)));
@@ -454,7 +460,10 @@ mod tests {
         // 10 % measured above 20 % by noise; the pooled curve still levels off at 20-30 %.
         let r = recommend(&curve(&[8e3, 12e3, 36e3, 34e3, 39e3, 40e3]), None).unwrap();
         assert_eq!(r.basis, Basis::Knee, "{r:?}");
-        assert!(r.overprovision_pct <= 20.0 && r.overprovision_pct >= 10.0, "{r:?}");
+        assert!(
+            r.overprovision_pct <= 20.0 && r.overprovision_pct >= 10.0,
+            "{r:?}"
+        );
         assert_eq!(
             non_decreasing(&[8.0, 12.0, 36.0, 34.0, 39.0]),
             vec![8.0, 12.0, 35.0, 35.0, 39.0]

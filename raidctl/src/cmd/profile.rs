@@ -30,7 +30,12 @@ pub struct ProfileArgs {
     #[arg(value_name = "DEVICE")]
     pub device: PathBuf,
     /// Over-provisioning levels to measure, percent of the device, comma-separated
-    #[arg(long, value_delimiter = ',', default_value = "0,7,10,20,30,50", value_name = "PCT,..")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,7,10,20,30,50",
+        value_name = "PCT,.."
+    )]
     pub levels: Vec<f64>,
     /// Recommend the smallest level that sustains this many 4 KiB random-write IOPS
     /// (without it: the knee of the curve)
@@ -413,7 +418,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     };
     let precondition_secs = started.elapsed().as_secs_f64();
     let mut measured: Vec<Level> = Vec::new();
-    let max_rounds = a.max_rounds.min((a.time_per_level / a.round).max(1) as usize);
+    let max_rounds = a
+        .max_rounds
+        .min((a.time_per_level / a.round).max(1) as usize);
     let bar = rounds_bar((levels.len() * max_rounds) as u64);
     let stop = AtomicBool::new(false);
     let mut interrupted_at = None;
@@ -522,7 +529,16 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     drop(dev);
     if let Some(p) = &a.plot {
         let name = a.device.display().to_string();
-        plot(p, &points, a.target_iops, &name, rec.as_ref(), ftl.is_some())?;
+        let steady: Vec<bool> = usable.iter().map(|l| l.steady_at.is_some()).collect();
+        plot(
+            p,
+            &points,
+            &steady,
+            a.target_iops,
+            &name,
+            rec.as_ref(),
+            ftl.is_some(),
+        )?;
     }
     let saved = if a.no_save || measured.iter().all(|l| l.rounds.is_empty()) {
         None
@@ -532,7 +548,14 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     if a.json {
         crate::output::print_json(&doc);
     } else {
-        print_table(&a, &identity, size, &measured, rec.as_ref(), saved.as_deref());
+        print_table(
+            &a,
+            &identity,
+            size,
+            &measured,
+            rec.as_ref(),
+            saved.as_deref(),
+        );
     }
     if !complete {
         let how_far = match interrupted_at {
@@ -543,7 +566,11 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         eprintln!(
             "raidctl: profile interrupted {how_far} after {}; levels measured: {}{}",
             human_duration(started.elapsed().as_secs_f64()),
-            if done.is_empty() { "none".into() } else { done.join(", ") },
+            if done.is_empty() {
+                "none".into()
+            } else {
+                done.join(", ")
+            },
             if saved.is_some() {
                 " (saved as incomplete: create --overprovision auto will not use it)"
             } else {
@@ -610,6 +637,7 @@ fn print_table(
 fn plot(
     path: &std::path::Path,
     points: &[(f64, f64)],
+    steady: &[bool],
     target: Option<f64>,
     device: &str,
     rec: Option<&Recommendation>,
@@ -619,17 +647,16 @@ fn plot(
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let x_max = points.iter().map(|p| p.0).fold(10.0, f64::max) * 1.05;
-    let y_max = points
-        .iter()
-        .map(|p| p.1)
-        .chain(target)
-        .fold(1.0, f64::max)
-        * 1.15;
+    let y_max = points.iter().map(|p| p.1).chain(target).fold(1.0, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
                 "{device}: sustained 4 KiB random writes against over-provisioning{}",
-                if no_ftl { " (no flash translation layer)" } else { "" }
+                if no_ftl {
+                    " (no flash translation layer)"
+                } else {
+                    ""
+                }
             ),
             ("sans-serif", 20),
         )
@@ -641,14 +668,17 @@ fn plot(
     chart
         .configure_mesh()
         .x_desc("over-provisioning (% of the device)")
-        .y_desc("IOPS (steady state)")
+        .y_desc("IOPS (mean of the last 5 rounds)")
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(e.to_string()))?;
     let blue = RGBColor(31, 119, 180);
     chart
-        .draw_series(LineSeries::new(points.iter().copied(), blue.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            points.iter().copied(),
+            blue.stroke_width(2),
+        ))
         .map_err(|e| err(e.to_string()))?
         .label("measured")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], blue));
@@ -656,9 +686,24 @@ fn plot(
         .draw_series(
             points
                 .iter()
-                .map(|&p| Circle::new(p, 4, blue.filled())),
+                .zip(steady)
+                .filter(|(_, &s)| s)
+                .map(|(&p, _)| Circle::new(p, 4, blue.filled())),
         )
-        .map_err(|e| err(e.to_string()))?;
+        .map_err(|e| err(e.to_string()))?
+        .label("steady state")
+        .legend(move |(x, y)| Circle::new((x + 8, y), 4, blue.filled()));
+    chart
+        .draw_series(
+            points
+                .iter()
+                .zip(steady)
+                .filter(|(_, &s)| !s)
+                .map(|(&p, _)| Circle::new(p, 4, blue.stroke_width(1))),
+        )
+        .map_err(|e| err(e.to_string()))?
+        .label("not steady (time limit)")
+        .legend(move |(x, y)| Circle::new((x + 8, y), 4, blue.stroke_width(1)));
     if let Some(t) = target {
         chart
             .draw_series(LineSeries::new(
@@ -704,10 +749,7 @@ mod tests {
         }
         for (q, want) in [(0.5, 5000.0), (0.99, 9900.0), (0.999, 9990.0)] {
             let got = h.percentile_us(q);
-            assert!(
-                got <= want && got >= want * 0.96,
-                "p{q}: {got} for {want}"
-            );
+            assert!(got <= want && got >= want * 0.96, "p{q}: {got} for {want}");
         }
         for ns in [0u64, 1, 63, 64, 65, 1000, 123_456_789, u64::MAX / 4] {
             let b = Histogram::bucket(ns);
