@@ -47,6 +47,7 @@ pub enum Command {
     Wear(cmd::wear::WearArgs),
     Simulate(cmd::simulate::SimulateArgs),
     Inspect(cmd::inspect::InspectArgs),
+    Inject(cmd::inject::InjectArgs),
     Serve(cmd::serve::ServeArgs),
     Scrub(cmd::scrub::ScrubArgs),
     Bench(cmd::bench::BenchArgs),

@@ -63,6 +63,8 @@ pub struct ServeConfig {
     pub readonly: bool,
     pub rebuild_rate: Option<u64>,
     pub keep_roles: bool,
+    /// Fault injection (`raidctl inject`) and the member timeout; every member goes through it.
+    pub drill: crate::inject::Drill,
 }
 
 struct Daemon {
@@ -139,6 +141,7 @@ impl Daemon {
             Some("status") => {
                 let mut r = crate::cmd::status::report(a);
                 r["served_by"] = self.served_by.clone();
+                r["injected"] = self.config.drill.json();
                 // The daemon runs every pending rebuild and replace itself.
                 r["job"] = crate::cmd::status::job_json(&r, true);
                 if let (Some(p), Some((t0, p0))) = (
@@ -171,7 +174,16 @@ impl Daemon {
                 let keep = req["keep_roles"]
                     .as_bool()
                     .unwrap_or(self.config.keep_roles);
-                let member = crate::cmd::add::open_new(a, &new, force)?;
+                // A member taken back is the one the array had, already behind the drill table;
+                // a new device is put behind it here.
+                let member = match a.take_failed(&new) {
+                    Some(m) => m,
+                    None => self
+                        .config
+                        .drill
+                        .table
+                        .wrap(&new, crate::cmd::add::open_new(a, &new, force)?),
+                };
                 let out = if req["cmd"] == "add" {
                     let (slot, change) = a.add(member, &new, endurance, keep)?;
                     json!({"slot": slot, "role_change": change.map(|c| c.description)})
@@ -183,6 +195,7 @@ impl Daemon {
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(out)
             }
+            Some("inject") => self.inject(req),
             Some("rebuild") => {
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
@@ -200,6 +213,77 @@ impl Daemon {
                 format!("unknown control command {other:?}"),
             )),
         }
+    }
+
+    /// `raidctl inject`: sets, adds to or clears a member's faults; `return` brings a vanished
+    /// member back, and adds it again when the array failed it meanwhile (it is stale: rebuilt).
+    fn inject(&self, req: &Value) -> std::result::Result<Value, Error> {
+        let a = &self.array;
+        let table = &self.config.drill.table;
+        let report = crate::cmd::status::report(a);
+        let members = report["members"].as_array().cloned().unwrap_or_default();
+        let path = match req["member"].as_str() {
+            None => None,
+            Some(spec) => Some(crate::inject::member_path(&members, spec).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("{spec} is not a member of this array (give its path or slot)"),
+                )
+            })?),
+        };
+        if req["clear"] == true {
+            match &path {
+                Some(p) => table.state(p).clear(),
+                None => table.all().iter().for_each(|s| s.clear()),
+            }
+            return Ok(json!({"cleared": path, "injected": crate::inject::table_json(table)}));
+        }
+        let Some(path) = path else {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "name the member to inject into (its path or slot)",
+            ));
+        };
+        let st = table.state(&path);
+        let add: raidcore::device::inject::Faults =
+            serde_json::from_value(req["faults"].clone()).map_err(|e| {
+                Error::new(ErrorKind::InvalidInput, format!("bad faults: {e}"))
+            })?;
+        let mut f = st.faults();
+        crate::inject::merge(&mut f, &add);
+        let mut re_added = None;
+        if req["return"] == true {
+            f.vanished = false;
+            st.set(f.clone());
+            let failed = members.iter().any(|m| {
+                m["path"].as_str().map(std::path::Path::new) == Some(path.as_path())
+                    && m["state"] == "faulty"
+            });
+            if failed {
+                if let Some(m) = a.take_failed(&path) {
+                    let (slot, _) = a.add(m, &path, None, self.config.keep_roles)?;
+                    self.rebuild_wanted.store(true, Ordering::Release);
+                    re_added = slot;
+                }
+            }
+        } else {
+            st.set(f.clone());
+        }
+        a.raise(
+            "drill",
+            members
+                .iter()
+                .find(|m| m["path"].as_str().map(std::path::Path::new) == Some(path.as_path()))
+                .and_then(|m| m["slot"].as_u64())
+                .map(|s| s as usize),
+            format!(
+                "{}: {}{}",
+                path.display(),
+                crate::inject::describe(&serde_json::to_value(&f).unwrap_or_default()),
+                if re_added.is_some() { "; returned and added back (stale: rebuilt)" } else { "" }
+            ),
+        );
+        Ok(json!({"member": path, "faults": f, "re_added_slot": re_added, "injected": crate::inject::table_json(table)}))
     }
 
     fn serve_control(self: &Arc<Self>, stream: UnixStream) {

@@ -7,6 +7,7 @@ mod control;
 mod daemon;
 mod events;
 mod exit;
+mod inject;
 mod loopdev;
 mod nbd;
 mod output;

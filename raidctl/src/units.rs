@@ -74,6 +74,14 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     }
 }
 
+/// As [`parse_duration`], where 0 means never.
+pub fn parse_duration_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    parse_duration(s)
+}
+
 /// "1.5 GiB" style.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

@@ -250,6 +250,37 @@ fn claim(src: &dyn MemberSource, f: Found, opts: &AssembleOptions) -> Result<Fou
     Ok(Found { member, ..again })
 }
 
+/// Files and block devices whose claimed members go through a table of injected faults
+/// (failure drills; see [`crate::device::inject`]). Every member is wrapped, with or without
+/// faults, so its requests in flight are tracked for the member timeout.
+pub struct InjectingFiles(pub Arc<crate::device::inject::InjectTable>);
+
+impl MemberSource for InjectingFiles {
+    fn peek(&self, path: &Path) -> Result<Arc<dyn Member>> {
+        Files.peek(path)
+    }
+
+    fn claim(&self, path: &Path, writable: bool) -> Result<Arc<dyn Member>> {
+        Ok(self.0.wrap(path, Files.claim(path, writable)?))
+    }
+
+    fn id(&self, path: &Path) -> Option<(u64, u64)> {
+        Files.id(path)
+    }
+
+    fn candidates(&self, locations: &[PathBuf]) -> Vec<PathBuf> {
+        Files.candidates(locations)
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        Files.is_file(path)
+    }
+
+    fn block_devices(&self) -> Vec<PathBuf> {
+        Files.block_devices()
+    }
+}
+
 impl Array {
     /// Assembles the array that `path` is a member of.
     pub fn open(path: &Path, opts: &AssembleOptions) -> Result<Array> {

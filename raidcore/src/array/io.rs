@@ -203,13 +203,14 @@ impl Array {
         let off = self.cell_offset(row, within);
         d.member.read_at(buf, off).map_err(|e| {
             d.read_errors.fetch_add(1, Ordering::Relaxed);
+            let cause = e.to_string();
             let e = e.context(format!("slot {slot}"));
             // As md does: a slot's member stays in after a read error (the caller rebuilds
             // the range from redundancy and rewrites it, which remaps a bad sector on an SSD;
             // a member that cannot take the rewrite is failed then). Past
             // READ_ERROR_LIMIT errors since open it is failed. A target is failed at once.
             // Failing is best effort here; the caller reconstructs or reports.
-            let why = format!("read error at member offset {off}");
+            let why = format!("read error at member offset {off} ({cause})");
             let member = self.slots[slot]
                 .usable()
                 .is_some_and(|u| Arc::ptr_eq(&u, &d));

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use assemble::{discover, AssembleOptions, Discovered, Files, MemberSource};
+pub use assemble::{discover, AssembleOptions, Discovered, Files, InjectingFiles, MemberSource};
 pub use create::{preflight, CreateSpec};
 pub use lifecycle::{MemberRef, RoleChange};
 pub use stripe::DEFAULT_STRIPE_CACHE;

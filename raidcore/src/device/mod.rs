@@ -1,12 +1,13 @@
 //! Member devices: the [`Member`] trait (len, read_at, write_at, flush, discard) and its
 //! backends: files and block devices ([`FileMember`], O_DIRECT when a request is aligned),
-//! memory ([`MemMember`]), fault injection ([`FaultMember`]) and crash simulation
-//! ([`CrashMember`]); plus device probing (size, signatures of file systems and other arrays,
+//! memory ([`MemMember`]), fault injection for tests ([`FaultMember`]) and for drills at run
+//! time ([`inject`]), and crash simulation ([`CrashMember`]); plus device probing (size, signatures of file systems and other arrays,
 //! mounts and other users). Knows nothing about RAID.
 
 pub(crate) mod crash;
 mod fault;
 mod file;
+pub mod inject;
 mod memory;
 pub mod probe;
 

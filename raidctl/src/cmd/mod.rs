@@ -8,6 +8,7 @@ pub mod create;
 pub mod examine;
 pub mod fail;
 pub mod generate;
+pub mod inject;
 pub mod inspect;
 pub mod list;
 pub mod loops;
@@ -51,6 +52,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Wear(a) => wear::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Inspect(a) => inspect::run(a),
+        Command::Inject(a) => inject::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Scrub(a) => scrub::run(a),
         Command::Bench(a) => bench::run(a),
@@ -68,6 +70,17 @@ pub fn assemble(args: &ArrayArgs, writable: bool) -> Result<Array> {
 /// As [`assemble`]; `report` assembles read-only for a report: a failed array too, and
 /// without locks, so it answers while another process holds the members.
 pub fn assemble_with(args: &ArrayArgs, writable: bool, report: bool) -> Result<Array> {
+    assemble_from(args, writable, report, &raidcore::array::Files)
+}
+
+/// As [`assemble_with`], finding and opening members through `src` (a failure drill's
+/// [`crate::inject::Drill::source`]).
+pub fn assemble_from(
+    args: &ArrayArgs,
+    writable: bool,
+    report: bool,
+    src: &dyn raidcore::array::MemberSource,
+) -> Result<Array> {
     let opts = AssembleOptions {
         writable,
         scan: args.scan.clone(),
@@ -77,7 +90,7 @@ pub fn assemble_with(args: &ArrayArgs, writable: bool, report: bool) -> Result<A
     };
     let mut tries = 0;
     let array = loop {
-        match Array::open(&args.array, &opts) {
+        match Array::open_from(src, &args.array, &opts) {
             // Unlocked, a report can meet another process updating the superblocks between
             // its two reads of a member: look again.
             Err(e)

@@ -16,6 +16,8 @@ use crate::units::parse_size;
 pub struct ReadArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
+    #[command(flatten)]
+    pub drill: crate::inject::InjectArgs,
     /// Byte offset in the array (K/M/G suffixes allowed)
     #[arg(long, short = 'o', default_value = "0", value_parser = parse_size)]
     pub offset: u64,
@@ -46,7 +48,8 @@ pub fn check_offset(offset: u64, size: u64) -> Result<()> {
 }
 
 pub fn run(a: ReadArgs) -> Result<ExitCode> {
-    let array = super::assemble(&a.array, false)?;
+    let drill = a.drill.drill()?;
+    let array = super::assemble_from(&a.array, false, false, &drill.source())?;
     let size = array.size();
     check_offset(a.offset, size)?;
     let length = a.length.unwrap_or(size - a.offset);

@@ -46,6 +46,8 @@ pub struct RebuildArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
     #[command(flatten)]
+    pub drill: crate::inject::InjectArgs,
+    #[command(flatten)]
     pub flags: RebuildFlags,
 }
 
@@ -126,6 +128,9 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
 
 pub fn run(a: RebuildArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
+        if !a.drill.inject.is_empty() {
+            return Err(crate::inject::served_error());
+        }
         let r = crate::control::call(c, json!({"cmd": "rebuild"}))?;
         eprintln!(
             "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",
@@ -133,7 +138,8 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let array = super::assemble(&a.array, true)?;
+    let drill = a.drill.drill()?;
+    let array = super::assemble_from(&a.array, true, false, &drill.source())?;
     finish(
         array,
         &RebuildFlags {

@@ -17,6 +17,8 @@ use crate::units::parse_size;
 pub struct ScrubArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
+    #[command(flatten)]
+    pub drill: crate::inject::InjectArgs,
     /// Rewrite what is wrong where the right content can be decided
     #[arg(long)]
     pub repair: bool,
@@ -60,12 +62,14 @@ pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<
 
 pub fn run(a: ScrubArgs) -> Result<ExitCode> {
     let r = match crate::control::daemon_for(&a.array.array)? {
+        Some(_) if !a.drill.inject.is_empty() => return Err(crate::inject::served_error()),
         Some(c) => crate::control::call(
             c,
             json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate}),
         )?,
         None => {
-            let array = super::assemble(&a.array, true)?;
+            let drill = a.drill.drill()?;
+            let array = super::assemble_from(&a.array, true, false, &drill.source())?;
             let r = scrub_json(&array, a.repair, a.max_rate)?;
             array.close()?;
             r

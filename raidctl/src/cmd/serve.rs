@@ -18,6 +18,8 @@ use crate::units::parse_size;
 pub struct ServeArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
+    #[command(flatten)]
+    pub drill: crate::inject::InjectArgs,
     /// Unix socket to listen on (default /run/raidctl/UUID.sock, mode 0600)
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
@@ -55,7 +57,8 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             )
         })?;
     }
-    let array = super::assemble(&a.array, true)?;
+    let drill = a.drill.drill()?;
+    let array = super::assemble_from(&a.array, true, false, &drill.source())?;
     array.set_stripe_cache(a.stripe_cache as usize)?;
     let config = ServeConfig {
         socket: a.socket.clone(),
@@ -64,6 +67,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         readonly: a.readonly,
         rebuild_rate: a.max_rate,
         keep_roles: a.keep_roles,
+        drill,
     };
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     daemon::serve(array, config, |urls| {

@@ -251,6 +251,25 @@ fn print_human(r: &Value) {
     } else if let Some(pid) = r["in_use_by"]["pid"].as_u64() {
         println!("in use   by pid {pid}: {}", s(&r["in_use_by"]["command"]));
     }
+    for i in r["injected"].as_array().into_iter().flatten() {
+        let n = &i["injected"];
+        let total: u64 = n
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, v)| v.as_u64())
+            .sum();
+        println!(
+            "drill    {}: {}{}; {total} faults injected so far (not persisted: a restart clears them)",
+            s(&i["path"]),
+            crate::inject::describe(&i["faults"]),
+            if i["timed_out"] == true {
+                ", given up on by the member timeout"
+            } else {
+                ""
+            }
+        );
+    }
     let job = &r["job"];
     if let Some(kind) = job["kind"].as_str() {
         let pct = job["progress"].as_f64().unwrap_or(0.0) * 100.0;

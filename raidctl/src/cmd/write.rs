@@ -16,6 +16,8 @@ use crate::units::parse_size;
 pub struct WriteArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
+    #[command(flatten)]
+    pub drill: crate::inject::InjectArgs,
     /// Byte offset in the array (K/M/G suffixes allowed)
     #[arg(long, short = 'o', default_value = "0", value_parser = parse_size)]
     pub offset: u64,
@@ -33,7 +35,8 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
         }
         None => (Box::new(std::io::stdin().lock()), "stdin".into(), None),
     };
-    let array = super::assemble(&a.array, true)?;
+    let drill = a.drill.drill()?;
+    let array = super::assemble_from(&a.array, true, false, &drill.source())?;
     let size = array.size();
     let room = size.saturating_sub(a.offset);
     super::read::check_offset(a.offset, size)?;

@@ -1,0 +1,680 @@
+//! Run-time fault injection for failure drills: a member wrapper ([`Injected`]) whose faults
+//! (read or write errors over a range or at a rate, latency, requests that hang, bit rot on
+//! read, a vanished device, a full one) are switched on and off while the array runs, the
+//! requests in flight on it (for the member timeout), and a table of them by member path
+//! ([`InjectTable`]). Nothing here is persisted: a restart clears every fault.
+//!
+//! Lock order: `InjectTable::states`, then one `FaultState`'s locks in field order (`faults`,
+//! `gate`, `healed`, `rotten`, `rng`, `inflight`); none is held across the inner member's I/O.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::Member;
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+
+const BLOCK: u64 = 4096;
+
+/// Where errors strike: a byte range of the member, or a share of requests.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Where {
+    /// Member bytes `start..end`.
+    Range { start: u64, end: u64 },
+    /// This fraction (0 to 1) of requests.
+    Rate(f64),
+}
+
+/// The faults of one member. `Default` is none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Faults {
+    /// Reads fail with EIO: over a range until the block is rewritten (an SSD remaps a bad
+    /// sector on write), or at a rate.
+    pub read_errors: Option<Where>,
+    /// Writes fail with EIO.
+    pub write_errors: Option<Where>,
+    /// Every request waits this long, plus up to `latency_jitter_us` more.
+    pub latency_us: Option<u64>,
+    pub latency_jitter_us: u64,
+    /// After this many more requests, every request hangs (a dying drive) until the faults
+    /// change or the member timeout gives up on it.
+    pub hang_after: Option<u64>,
+    /// This fraction of the 4 KiB blocks read rot: they read back with one bit flipped, every
+    /// time, until rewritten.
+    pub corrupt_on_read: Option<f64>,
+    /// The device is gone: every request fails with ENXIO.
+    pub vanished: bool,
+    /// Writes fail with ENOSPC.
+    pub full: bool,
+}
+
+impl Faults {
+    pub fn is_none(&self) -> bool {
+        *self == Faults::default()
+    }
+}
+
+/// How many faults were injected, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Injections {
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub delayed: u64,
+    pub hung: u64,
+    pub corrupted_blocks: u64,
+    pub vanished: u64,
+    pub full: u64,
+}
+
+/// One request in flight: when it started, what it is, where.
+#[derive(Clone, Copy, Debug)]
+pub struct InFlight {
+    pub started: Instant,
+    pub op: &'static str,
+    pub offset: u64,
+}
+
+/// The faults of one member path and what they did; shared by every wrapper of that path.
+pub struct FaultState {
+    path: PathBuf,
+    faults: RwLock<Faults>,
+    /// Any fault set: the fast path of every request reads only this.
+    armed: AtomicBool,
+    /// Requests answered since `hang_after` was set.
+    answered: AtomicU64,
+    /// Bumped whenever the faults change or hung requests are given up on; hung requests wait
+    /// for it to move.
+    gate: (Mutex<u64>, Condvar),
+    /// Set when the member timeout gave up on a request: every later request fails at once
+    /// with ETIMEDOUT, until the faults change.
+    given_up: AtomicBool,
+    /// Blocks of a read-error range that were rewritten since (healed).
+    healed: Mutex<HashSet<u64>>,
+    /// Blocks that rotted (read with a flipped bit until rewritten).
+    rotten: Mutex<HashSet<u64>>,
+    /// How many blocks are rotten: reads skip the lock when none is.
+    rotten_n: AtomicU64,
+    rng: Mutex<SplitMix64>,
+    inflight: Mutex<HashMap<u64, InFlight>>,
+    next_id: AtomicU64,
+    counts: [AtomicU64; 7],
+}
+
+impl FaultState {
+    fn new(path: &Path) -> FaultState {
+        let seed = path
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            });
+        FaultState {
+            path: path.to_path_buf(),
+            faults: RwLock::new(Faults::default()),
+            armed: AtomicBool::new(false),
+            answered: AtomicU64::new(0),
+            gate: (Mutex::new(0), Condvar::new()),
+            given_up: AtomicBool::new(false),
+            healed: Mutex::new(HashSet::new()),
+            rotten: Mutex::new(HashSet::new()),
+            rotten_n: AtomicU64::new(0),
+            rng: Mutex::new(SplitMix64(seed)),
+            inflight: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            counts: Default::default(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.faults.read().expect("faults lock").clone()
+    }
+
+    /// Replaces the faults; hung requests go on (the drive answered after all), and a member
+    /// the timeout gave up on answers again. Rotten blocks stay rotten (bit rot is on the
+    /// medium) unless `clear` also forgets them.
+    pub fn set(&self, f: Faults) {
+        let none = f.is_none();
+        let old = std::mem::replace(&mut *self.faults.write().expect("faults lock"), f.clone());
+        if old.hang_after != f.hang_after {
+            self.answered.store(0, Ordering::SeqCst);
+        }
+        if old.read_errors != f.read_errors {
+            self.healed.lock().expect("healed lock").clear();
+        }
+        self.given_up.store(false, Ordering::SeqCst);
+        self.armed.store(!none, Ordering::SeqCst);
+        self.open_gate();
+    }
+
+    /// Removes every fault and forgets rotten blocks.
+    pub fn clear(&self) {
+        self.set(Faults::default());
+        self.rotten.lock().expect("rotten lock").clear();
+        self.rotten_n.store(0, Ordering::SeqCst);
+    }
+
+    /// Gives up on hung requests: they fail with ETIMEDOUT, as does every later request until
+    /// the faults change. Called by the member timeout.
+    pub fn give_up(&self) {
+        self.given_up.store(true, Ordering::SeqCst);
+        self.open_gate();
+    }
+
+    pub fn given_up(&self) -> bool {
+        self.given_up.load(Ordering::SeqCst)
+    }
+
+    fn open_gate(&self) {
+        let (m, c) = &self.gate;
+        *m.lock().expect("gate lock") += 1;
+        c.notify_all();
+    }
+
+    /// The oldest request in flight, if any.
+    pub fn oldest(&self) -> Option<InFlight> {
+        self.inflight
+            .lock()
+            .expect("inflight lock")
+            .values()
+            .min_by_key(|f| f.started)
+            .copied()
+    }
+
+    pub fn injections(&self) -> Injections {
+        let c = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        Injections {
+            read_errors: c(0),
+            write_errors: c(1),
+            delayed: c(2),
+            hung: c(3),
+            corrupted_blocks: c(4),
+            vanished: c(5),
+            full: c(6),
+        }
+    }
+
+    fn count(&self, i: usize) {
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn chance(&self, p: f64) -> bool {
+        let x = self.rng.lock().expect("rng lock").next_u64();
+        ((x >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    fn err(&self, errno: i32, op: &str, offset: u64) -> Error {
+        let why = if errno == libc::ETIMEDOUT {
+            "no answer within the member timeout"
+        } else {
+            "injected"
+        };
+        Error::io(
+            io::Error::from_raw_os_error(errno),
+            &format!("{op} ({why})"),
+            &self.path.display().to_string(),
+            offset,
+        )
+    }
+
+    /// Faults every request meets before it reaches the device: vanished, given up, latency,
+    /// hang.
+    fn before(&self, op: &'static str, offset: u64) -> Result<()> {
+        if self.given_up.load(Ordering::SeqCst) {
+            return Err(self.err(libc::ETIMEDOUT, op, offset));
+        }
+        let f = self.faults();
+        if f.vanished {
+            self.count(5);
+            return Err(self.err(libc::ENXIO, op, offset));
+        }
+        if let Some(us) = f.latency_us {
+            let jitter = if f.latency_jitter_us > 0 {
+                self.rng
+                    .lock()
+                    .expect("rng lock")
+                    .below(f.latency_jitter_us + 1)
+            } else {
+                0
+            };
+            self.count(2);
+            std::thread::sleep(Duration::from_micros(us + jitter));
+        }
+        if let Some(n) = f.hang_after {
+            if self.answered.fetch_add(1, Ordering::SeqCst) >= n {
+                self.count(3);
+                let (m, c) = &self.gate;
+                let mut g = m.lock().expect("gate lock");
+                let at = *g;
+                while *g == at {
+                    g = c.wait(g).expect("gate lock");
+                }
+                drop(g);
+                if self.given_up.load(Ordering::SeqCst) {
+                    return Err(self.err(libc::ETIMEDOUT, op, offset));
+                }
+                // The faults changed while it hung: start over with the new ones.
+                return self.before(op, offset);
+            }
+        }
+        Ok(())
+    }
+
+    fn hits(&self, w: &Where, offset: u64, len: u64, heal: bool) -> Option<u64> {
+        match *w {
+            Where::Rate(p) => self.chance(p).then_some(offset),
+            Where::Range { start, end } => {
+                let (lo, hi) = (offset.max(start), (offset + len).min(end));
+                if lo >= hi {
+                    return None;
+                }
+                if !heal {
+                    return Some(lo);
+                }
+                let healed = self.healed.lock().expect("healed lock");
+                let mut b = lo / BLOCK * BLOCK;
+                while b < hi {
+                    if !healed.contains(&b) {
+                        return Some(b.max(lo));
+                    }
+                    b += BLOCK;
+                }
+                None
+            }
+        }
+    }
+
+    /// A write of whole blocks heals the read-error and rot blocks it covers.
+    fn rewritten(&self, offset: u64, len: u64) {
+        if !self.armed.load(Ordering::Relaxed) && self.rotten_n.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let first = offset.div_ceil(BLOCK) * BLOCK;
+        let end = (offset + len) / BLOCK * BLOCK;
+        if first >= end {
+            return;
+        }
+        if let Some(Where::Range { start, end: e }) = self.faults().read_errors {
+            let mut h = self.healed.lock().expect("healed lock");
+            let mut b = first.max(start / BLOCK * BLOCK);
+            while b < end.min(e) {
+                h.insert(b);
+                b += BLOCK;
+            }
+        }
+        let mut r = self.rotten.lock().expect("rotten lock");
+        if !r.is_empty() {
+            r.retain(|&b| b < first || b >= end);
+            self.rotten_n.store(r.len() as u64, Ordering::SeqCst);
+        }
+    }
+
+    /// Flips one bit in every rotten block of `buf`, rotting new ones at the rate.
+    fn rot(&self, buf: &mut [u8], offset: u64, rate: Option<f64>) {
+        if rate.is_none() && self.rotten_n.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut rotten = self.rotten.lock().expect("rotten lock");
+        if rotten.is_empty() && rate.is_none() {
+            return;
+        }
+        let end = offset + buf.len() as u64;
+        let mut b = offset / BLOCK * BLOCK;
+        while b < end {
+            let mut bad = rotten.contains(&b);
+            if !bad && rate.is_some_and(|p| self.chance(p)) {
+                rotten.insert(b);
+                self.rotten_n.store(rotten.len() as u64, Ordering::SeqCst);
+                self.count(4);
+                bad = true;
+            }
+            if bad {
+                // The same bit of the block every time: rot is on the medium.
+                let pos = b + (b / BLOCK).wrapping_mul(2_654_435_761) % BLOCK;
+                if (offset..end).contains(&pos) {
+                    buf[(pos - offset) as usize] ^= 0x10;
+                }
+            }
+            b += BLOCK;
+        }
+    }
+
+    fn track(&self, op: &'static str, offset: u64) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.inflight.lock().expect("inflight lock").insert(
+            id,
+            InFlight {
+                started: Instant::now(),
+                op,
+                offset,
+            },
+        );
+        id
+    }
+
+    fn untrack(&self, id: u64) {
+        self.inflight.lock().expect("inflight lock").remove(&id);
+    }
+}
+
+/// A member whose requests meet the faults of its [`FaultState`].
+pub struct Injected {
+    inner: Arc<dyn Member>,
+    state: Arc<FaultState>,
+}
+
+impl Injected {
+    pub fn new(inner: Arc<dyn Member>, state: Arc<FaultState>) -> Injected {
+        Injected { inner, state }
+    }
+
+    /// Runs one request: tracked for the member timeout; through the faults when armed.
+    fn run<T>(
+        &self,
+        op: &'static str,
+        offset: u64,
+        io: impl FnOnce(&dyn Member) -> Result<T>,
+    ) -> Result<T> {
+        let id = self.state.track(op, offset);
+        let r = if self.state.armed.load(Ordering::Relaxed) || self.state.given_up() {
+            self.state
+                .before(op, offset)
+                .and_then(|()| io(&*self.inner))
+        } else {
+            io(&*self.inner)
+        };
+        self.state.untrack(id);
+        r
+    }
+}
+
+impl Member for Injected {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let s = &self.state;
+        self.run("read", offset, |m| {
+            if s.armed.load(Ordering::Relaxed) {
+                let f = s.faults();
+                if let Some(w) = &f.read_errors {
+                    if let Some(at) = s.hits(w, offset, buf.len() as u64, true) {
+                        s.count(0);
+                        return Err(s.err(libc::EIO, "read", at));
+                    }
+                }
+                m.read_at(buf, offset)?;
+                s.rot(buf, offset, f.corrupt_on_read);
+                return Ok(());
+            }
+            m.read_at(buf, offset)?;
+            s.rot(buf, offset, None);
+            Ok(())
+        })
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let s = &self.state;
+        self.run("write", offset, |m| {
+            if s.armed.load(Ordering::Relaxed) {
+                let f = s.faults();
+                if f.full {
+                    s.count(6);
+                    return Err(s.err(libc::ENOSPC, "write", offset));
+                }
+                if let Some(w) = &f.write_errors {
+                    if let Some(at) = s.hits(w, offset, buf.len() as u64, false) {
+                        s.count(1);
+                        return Err(s.err(libc::EIO, "write", at));
+                    }
+                }
+            }
+            m.write_at(buf, offset)?;
+            s.rewritten(offset, buf.len() as u64);
+            Ok(())
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.run("flush", 0, |m| m.flush())
+    }
+
+    fn discard(&self, offset: u64, len: u64) -> Result<()> {
+        self.run("discard", offset, |m| m.discard(offset, len))
+    }
+
+    fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        let s = &self.state;
+        self.run("write zeroes", offset, |m| {
+            if s.armed.load(Ordering::Relaxed) && s.faults().full {
+                s.count(6);
+                return Err(s.err(libc::ENOSPC, "write zeroes", offset));
+            }
+            m.write_zeroes(offset, len)?;
+            s.rewritten(offset, len);
+            Ok(())
+        })
+    }
+
+    fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        let s = &self.state;
+        self.run("unmap", offset, |m| {
+            m.unmap_zeroes(offset, len)?;
+            s.rewritten(offset, len);
+            Ok(())
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn direct_io(&self) -> bool {
+        self.inner.direct_io()
+    }
+
+    fn memory_backed(&self) -> bool {
+        self.inner.memory_backed()
+    }
+}
+
+/// The fault states of a process, by member path (canonical where it resolves).
+#[derive(Default)]
+pub struct InjectTable {
+    states: Mutex<Vec<Arc<FaultState>>>,
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl InjectTable {
+    pub fn new() -> InjectTable {
+        InjectTable::default()
+    }
+
+    /// The state of `path`, made (with no faults) if it has none yet.
+    pub fn state(&self, path: &Path) -> Arc<FaultState> {
+        let p = canonical(path);
+        let mut v = self.states.lock().expect("inject table lock");
+        if let Some(s) = v.iter().find(|s| s.path == p) {
+            return s.clone();
+        }
+        let s = Arc::new(FaultState::new(&p));
+        v.push(s.clone());
+        s
+    }
+
+    /// The state of `path`, if it has one.
+    pub fn get(&self, path: &Path) -> Option<Arc<FaultState>> {
+        let p = canonical(path);
+        self.states
+            .lock()
+            .expect("inject table lock")
+            .iter()
+            .find(|s| s.path == p)
+            .cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<FaultState>> {
+        self.states.lock().expect("inject table lock").clone()
+    }
+
+    /// Wraps a member opened at `path` so that its requests meet that path's faults.
+    pub fn wrap(&self, path: &Path, inner: Arc<dyn Member>) -> Arc<dyn Member> {
+        Arc::new(Injected::new(inner, self.state(path)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemMember;
+
+    fn member() -> (Arc<FaultState>, Injected) {
+        let s = Arc::new(FaultState::new(Path::new("/dev/test")));
+        let m = Injected::new(Arc::new(MemMember::new(1 << 20)), s.clone());
+        m.write_at(&[7u8; 65536], 0).unwrap();
+        (s, m)
+    }
+
+    #[test]
+    fn a_read_error_range_fails_until_its_block_is_rewritten() {
+        let (s, m) = member();
+        s.set(Faults {
+            read_errors: Some(Where::Range {
+                start: 8192,
+                end: 16384,
+            }),
+            ..Default::default()
+        });
+        let mut b = vec![0u8; 4096];
+        m.read_at(&mut b, 0).unwrap();
+        let e = m.read_at(&mut b, 12288).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        assert!(e.to_string().contains("injected"), "{e}");
+        assert!(e.to_string().contains("12288"), "{e}");
+        m.write_at(&b, 12288).unwrap();
+        m.read_at(&mut b, 12288).unwrap();
+        assert!(
+            m.read_at(&mut b, 8192).is_err(),
+            "the other block is still bad"
+        );
+        assert_eq!(s.injections().read_errors, 2);
+        s.clear();
+        m.read_at(&mut b, 8192).unwrap();
+    }
+
+    #[test]
+    fn rot_is_the_same_bit_every_time_until_rewritten() {
+        let (s, m) = member();
+        s.set(Faults {
+            corrupt_on_read: Some(1.0),
+            ..Default::default()
+        });
+        let mut a = vec![0u8; 8192];
+        m.read_at(&mut a, 4096).unwrap();
+        s.set(Faults::default());
+        let mut b = vec![0u8; 8192];
+        m.read_at(&mut b, 4096).unwrap();
+        assert_eq!(a, b, "rot stays after the rate is switched off");
+        let diff = a.iter().filter(|&&x| x != 7).count();
+        assert_eq!(diff, 2, "one byte per block");
+        m.write_at(&[7u8; 4096], 4096).unwrap();
+        m.read_at(&mut b, 4096).unwrap();
+        assert_eq!(b[..4096], [7u8; 4096], "rewritten block healed");
+        assert_ne!(b[4096..], [7u8; 4096], "the other block still rotten");
+        s.clear();
+        m.read_at(&mut b, 4096).unwrap();
+        assert_eq!(b, vec![7u8; 8192]);
+    }
+
+    #[test]
+    fn a_hung_request_waits_until_given_up_then_fails_fast() {
+        let (s, m) = member();
+        let m = Arc::new(m);
+        s.set(Faults {
+            hang_after: Some(1),
+            ..Default::default()
+        });
+        let mut b = vec![0u8; 4096];
+        m.read_at(&mut b, 0).unwrap();
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || {
+            let mut b = vec![0u8; 4096];
+            m2.read_at(&mut b, 4096)
+        });
+        let started = Instant::now();
+        while s.oldest().is_none() {
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::yield_now();
+        }
+        assert_eq!(s.oldest().unwrap().offset, 4096);
+        s.give_up();
+        let e = t.join().unwrap().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ETIMEDOUT));
+        assert_eq!(
+            m.read_at(&mut b, 0).unwrap_err().raw_os_error(),
+            Some(libc::ETIMEDOUT)
+        );
+        assert!(s.oldest().is_none());
+        s.clear();
+        m.read_at(&mut b, 0).unwrap();
+    }
+
+    #[test]
+    fn vanished_full_and_write_errors() {
+        let (s, m) = member();
+        let b = vec![1u8; 4096];
+        s.set(Faults {
+            full: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            m.write_at(&b, 0).unwrap_err().raw_os_error(),
+            Some(libc::ENOSPC)
+        );
+        let mut r = vec![0u8; 4096];
+        m.read_at(&mut r, 0).unwrap();
+        s.set(Faults {
+            vanished: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            m.read_at(&mut r, 0).unwrap_err().raw_os_error(),
+            Some(libc::ENXIO)
+        );
+        s.set(Faults {
+            write_errors: Some(Where::Rate(1.0)),
+            ..Default::default()
+        });
+        assert!(m.write_at(&b, 0).is_err());
+        m.read_at(&mut r, 0).unwrap();
+        assert_eq!(r, vec![7u8; 4096], "failed writes changed nothing");
+        let i = s.injections();
+        assert_eq!((i.full, i.vanished, i.write_errors), (1, 1, 1));
+    }
+
+    #[test]
+    fn the_table_shares_one_state_per_path() {
+        let t = InjectTable::new();
+        let a = t.state(Path::new("/nonexistent/x"));
+        let b = t.state(Path::new("/nonexistent/x"));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(t.get(Path::new("/nonexistent/y")).is_none());
+        assert_eq!(t.all().len(), 1);
+    }
+}
