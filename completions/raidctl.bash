@@ -40,6 +40,9 @@ _raidctl() {
             raidctl,generate)
                 cmd="raidctl__subcmd__generate"
                 ;;
+            raidctl,inject)
+                cmd="raidctl__subcmd__inject"
+                ;;
             raidctl,inspect)
                 cmd="raidctl__subcmd__inspect"
                 ;;
@@ -107,7 +110,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect serve scrub bench profile completions generate"
+            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect inject serve scrub bench profile completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,6 +351,40 @@ _raidctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        raidctl__subcmd__inject)
+            opts="-h -V --read-errors --write-errors --latency --timeout-after --corrupt-on-read --vanish --return --full --clear --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --read-errors)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --write-errors)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --latency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --corrupt-on-read)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         raidctl__subcmd__inspect)
             opts="-h -V --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -519,13 +556,21 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__read)
-            opts="-o -n -h -V --scan --force-assemble --offset --length --output --help --version"
+            opts="-o -n -h -V --scan --force-assemble --inject --member-timeout --offset --length --output --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -557,13 +602,21 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__rebuild)
-            opts="-h -V --scan --force-assemble --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --max-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -623,13 +676,21 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__scrub)
-            opts="-h -V --scan --force-assemble --repair --max-rate --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --repair --max-rate --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -645,13 +706,21 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --force-assemble --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -859,13 +928,21 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__write)
-            opts="-o -i -h -V --scan --force-assemble --offset --input --help --version"
+            opts="-o -i -h -V --scan --force-assemble --inject --member-timeout --offset --input --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --inject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

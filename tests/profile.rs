@@ -185,8 +185,20 @@ fn profile_refuses_bad_flags_and_array_members_and_writes_nothing() {
             &["--time-per-level", "1", "--round", "2"][..],
             "--time-per-level",
         ),
+        (
+            &["--time-per-level", "4", "--round", "1"][..],
+            "steady-state window",
+        ),
     ] {
-        profile(&state, &spare, flags).fails(2, &[needle]);
+        // Without the SHORT flags: each case sets only what it tests.
+        let mut args = vec!["profile", spare.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let r = raidctl_env(&[("RAIDCTL_STATE_DIR", &state)], &args).fails(2, &[needle]);
+        assert!(
+            !r.stderr.contains("cannot be used multiple times"),
+            "{}",
+            r.stderr
+        );
     }
     assert_eq!(hashes(&[member.to_path_buf()]), before);
     assert_eq!(
@@ -253,6 +265,71 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
         ],
     )
     .fails(2, &["profile of", "was interrupted"]);
+    // A complete profile, then a newer interrupted one: the complete one is what counts.
+    profile(&state, &dev, &["--levels", "0", "--no-precondition"]).ok();
+    let child = Command::new(BIN)
+        .args(["profile", dev.to_str().unwrap(), "--levels", "0"])
+        .args([
+            "--round",
+            "1",
+            "--time-per-level",
+            "60",
+            "--no-precondition",
+        ])
+        .env("RAIDCTL_STATE_DIR", &state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: signalling our own child by its PID.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(1));
+    assert_eq!(saved_profiles(&state).len(), 3);
+    raidctl_env(
+        &[("RAIDCTL_STATE_DIR", &state)],
+        &[
+            "create",
+            "--level",
+            "1",
+            "--overprovision",
+            "auto",
+            dev.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    )
+    .fails(2, &[other.to_str().unwrap(), "no saved profile"]);
+}
+
+#[test]
+fn a_write_error_stops_the_profile_and_names_device_and_offset() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success());
+    // A 32 MiB sparse file on 8 MiB of memory: random writes run out of room.
+    let dev = mnt.join("ssd.img");
+    sparse_file(&dev, 32 << 20);
+    let r = profile(&state, &dev, &["--levels", "0", "--no-precondition"]);
+    let _ = std::fs::remove_file(&dev);
+    assert!(Command::new("umount").arg(&mnt).status().unwrap().success());
+    let r = r.fails(
+        1,
+        &[
+            "profile failed during round 1 of the 0 % level",
+            "random 4 KiB write",
+            dev.to_str().unwrap(),
+            "at offset",
+            "No space left on device",
+        ],
+    );
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }
 
 #[test]
@@ -280,11 +357,12 @@ fn create_overprovision_auto_applies_each_members_saved_profile() {
     }
     // A file's own profile recommends the smallest level (it has no flash translation layer).
     // Give member 1 what an SSD's profile could: 25 %.
+    let key1 = format!("file:{}", std::fs::canonicalize(&m[1]).unwrap().display());
     let p1 = std::fs::read_dir(state.join("profiles"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.to_str().unwrap().ends_with("ssd1.json"))
+        .find(|p| std::fs::read_to_string(p).unwrap().contains(&key1))
         .expect("profile of ssd1");
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&p1).unwrap()).unwrap();
@@ -315,4 +393,29 @@ fn create_overprovision_auto_applies_each_members_saved_profile() {
     assert_eq!(auto_size, hand);
     let full = raidctl_env(&env, &["status", "--json", &s[0]]).json();
     assert!(auto_size < (32 << 20) * 3 / 4, "{full}");
+    // A member that changed size since it was profiled is refused.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&m[2])
+        .unwrap()
+        .set_len(40 << 20)
+        .unwrap();
+    profile(&state, &m[2], &["--levels", "0", "--no-precondition"]).ok();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&m[2])
+        .unwrap()
+        .set_len(48 << 20)
+        .unwrap();
+    let other = dir.path().join("ssd3");
+    sparse_file(&other, 32 << 20);
+    create_auto(&[&s[2], other.to_str().unwrap()], &[]).fails(
+        2,
+        &[
+            &s[2],
+            "is 50331648 bytes now",
+            "measured 41943040",
+            "profile it again",
+        ],
+    );
 }

@@ -246,9 +246,8 @@ impl Daemon {
         };
         let st = table.state(&path);
         let add: raidcore::device::inject::Faults =
-            serde_json::from_value(req["faults"].clone()).map_err(|e| {
-                Error::new(ErrorKind::InvalidInput, format!("bad faults: {e}"))
-            })?;
+            serde_json::from_value(req["faults"].clone())
+                .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("bad faults: {e}")))?;
         let mut f = st.faults();
         crate::inject::merge(&mut f, &add);
         let mut re_added = None;
@@ -280,10 +279,16 @@ impl Daemon {
                 "{}: {}{}",
                 path.display(),
                 crate::inject::describe(&serde_json::to_value(&f).unwrap_or_default()),
-                if re_added.is_some() { "; returned and added back (stale: rebuilt)" } else { "" }
+                if re_added.is_some() {
+                    "; returned and added back (stale: rebuilt)"
+                } else {
+                    ""
+                }
             ),
         );
-        Ok(json!({"member": path, "faults": f, "re_added_slot": re_added, "injected": crate::inject::table_json(table)}))
+        Ok(
+            json!({"member": path, "faults": f, "re_added_slot": re_added, "injected": crate::inject::table_json(table)}),
+        )
     }
 
     fn serve_control(self: &Arc<Self>, stream: UnixStream) {

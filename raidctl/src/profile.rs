@@ -18,6 +18,9 @@ pub const FLAT: f64 = 0.10;
 /// How far (in normalised units) the knee must rise above the chord from the first to the last
 /// level; below it the curve is about straight, and noise would pick the knee.
 pub const KNEE_MIN: f64 = 0.15;
+/// A knee must reach this share of the best level: a curve that rises a little early and a lot
+/// later has its knee late, where the early bend would leave most of the gain unbought.
+pub const KNEE_SHARE: f64 = 0.75;
 
 /// The SNIA steady-state check of the last [`WINDOW`] rounds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,7 +106,8 @@ pub enum Basis {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recommendation {
     pub overprovision_pct: f64,
-    pub iops: f64,
+    /// The level's figure; none when the level was not measured (no flash: 0 %).
+    pub iops: Option<f64>,
     pub basis: Basis,
     pub reason: String,
 }
@@ -141,7 +145,7 @@ pub fn recommend(points: &[(f64, f64)], target_iops: Option<f64>) -> Option<Reco
         .expect("non-empty");
     let rec = |p: (f64, f64), basis, reason: String| Recommendation {
         overprovision_pct: p.0,
-        iops: p.1,
+        iops: Some(p.1),
         basis,
         reason,
     };
@@ -189,7 +193,7 @@ pub fn recommend(points: &[(f64, f64)], target_iops: Option<f64>) -> Option<Reco
             })
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .expect("non-empty");
-        if d >= KNEE_MIN {
+        if d >= KNEE_MIN && y[k] >= KNEE_SHARE * y1 {
             return Some(rec(
                 points[k],
                 Basis::Knee,
@@ -212,12 +216,13 @@ pub fn recommend(points: &[(f64, f64)], target_iops: Option<f64>) -> Option<Reco
     ))
 }
 
-/// The recommendation for a device without a flash translation layer: the smallest level.
+/// The recommendation for a device without a flash translation layer: none (0 %), whatever
+/// was measured.
 pub fn no_flash(points: &[(f64, f64)]) -> Option<Recommendation> {
-    let &(pct, iops) = points.first()?;
+    points.first()?;
     Some(Recommendation {
-        overprovision_pct: pct,
-        iops,
+        overprovision_pct: 0.0,
+        iops: points.iter().find(|p| p.0 == 0.0).map(|p| p.1),
         basis: Basis::NoFlash,
         reason: "no flash translation layer: over-provisioning cannot help this device, whatever page cache and file system made of the curve".into(),
     })
@@ -263,55 +268,77 @@ pub fn identity(path: &Path) -> Result<Identity> {
     if let Some(b) = raidcore::device::probe::loop_backing_file(path) {
         return file_key(&b, "loop device backing file");
     }
-    if let Ok(o) = std::process::Command::new("smartctl")
-        .args(["-j", "-i"])
-        .arg(path)
-        .output()
-    {
-        if let Ok(s) = raidcore::wear::smart::parse(&String::from_utf8_lossy(&o.stdout)) {
-            if let (Some(m), Some(sn)) = (s.model, s.serial) {
-                return Ok(Identity {
-                    key: format!("{m}:{sn}"),
-                    model: Some(m),
-                    serial: Some(sn),
-                    source: "smartctl".into(),
-                });
-            }
-        }
-    }
     let rdev = meta.rdev();
     let dev = PathBuf::from(format!(
         "/sys/dev/block/{}:{}",
         libc::major(rdev),
         libc::minor(rdev)
     ));
-    // A partition's drive is its parent.
-    let disk = if dev.join("partition").exists() {
-        dev.join("..")
+    // A partition is its drive's identity plus where it lies on the drive; an NVMe namespace
+    // its controller's plus the namespace's own id (smartctl and the controller's serial are
+    // the same for every namespace and partition of a drive).
+    let (disk, part) = if dev.join("partition").exists() {
+        let sectors = |n: &str| sysfs_attr(&dev, n).unwrap_or_default();
+        (
+            dev.join(".."),
+            format!(":part{}+{}", sectors("start"), sectors("size")),
+        )
     } else {
-        dev
+        (dev.clone(), String::new())
+    };
+    let disk_name = std::fs::canonicalize(&disk)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+        .unwrap_or_default();
+    let ns = if disk_name.starts_with("nvme") {
+        sysfs_attr(&disk, "wwid")
+            .or_else(|| sysfs_attr(&disk, "nsid"))
+            .map(|w| format!(":ns:{w}"))
+            .unwrap_or_default()
+    } else {
+        String::new()
     };
     let d = disk.join("device");
-    let model = sysfs_attr(&d, "model");
-    let serial = sysfs_attr(&d, "serial")
-        .or_else(|| sysfs_attr(&disk, "wwid"))
-        .or_else(|| sysfs_attr(&d, "wwid"));
+    let from_smart = std::process::Command::new("smartctl")
+        .args(["-j", "-i"])
+        .arg(path)
+        .output()
+        .ok()
+        .and_then(|o| raidcore::wear::smart::parse(&String::from_utf8_lossy(&o.stdout)).ok())
+        .and_then(|s| Some((s.model?, s.serial?)));
+    let (model, serial, source) = match from_smart {
+        Some((m, sn)) => (Some(m), Some(sn), "smartctl"),
+        None => (
+            sysfs_attr(&d, "model"),
+            sysfs_attr(&d, "serial")
+                .or_else(|| sysfs_attr(&disk, "wwid"))
+                .or_else(|| sysfs_attr(&d, "wwid")),
+            "sysfs",
+        ),
+    };
     match (model, serial) {
         (Some(m), Some(sn)) => Ok(Identity {
-            key: format!("{m}:{sn}"),
+            key: format!("{m}:{sn}{ns}{part}"),
             model: Some(m),
             serial: Some(sn),
-            source: "sysfs".into(),
+            source: source.into(),
         }),
         (m, _) => Err(Error::new(
             ErrorKind::Unsupported,
             format!(
-                "{}: no serial number to name a profile by (model {}); neither smartctl nor sysfs gives one",
+                "{}: no serial number to name a saved profile by (model {}; neither smartctl nor sysfs gives one): profile it with --no-save",
                 path.display(),
                 m.as_deref().unwrap_or("unknown")
             ),
         )),
     }
+}
+
+/// FNV-1a of a string: a short stable tag for file names.
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Where profiles are saved.
@@ -336,8 +363,12 @@ pub fn save(doc: &serde_json::Value) -> Result<PathBuf> {
         })
         .collect();
     let tail = &safe[safe.len().saturating_sub(80)..];
-    let p = d.join(format!("{}-{tail}.json", doc["date"].as_u64().unwrap_or(0)));
-    let tmp = p.with_extension("tmp");
+    let p = d.join(format!(
+        "{}-{tail}-{:016x}.json",
+        doc["date"].as_u64().unwrap_or(0),
+        fnv(key)
+    ));
+    let tmp = p.with_extension(format!("{}.tmp", std::process::id()));
     let text = serde_json::to_string_pretty(doc).expect("JSON value");
     std::fs::write(&tmp, text + "\n")
         .and_then(|()| std::fs::rename(&tmp, &p))
@@ -345,10 +376,11 @@ pub fn save(doc: &serde_json::Value) -> Result<PathBuf> {
     Ok(p)
 }
 
-/// The newest saved profile of `id`, with its path; file names are only a hint, the identity
-/// inside is what is matched.
+/// The newest complete saved profile of `id` (the newest interrupted one when there is no
+/// complete one), with its path; file names are only a hint, the identity inside is what is
+/// matched.
 pub fn find(id: &Identity) -> Option<(PathBuf, serde_json::Value)> {
-    let mut best: Option<(u64, PathBuf, serde_json::Value)> = None;
+    let mut best: Option<((bool, u64), PathBuf, serde_json::Value)> = None;
     for e in std::fs::read_dir(dir()).ok()?.flatten() {
         let p = e.path();
         if p.extension().and_then(|x| x.to_str()) != Some("json") {
@@ -363,9 +395,12 @@ pub fn find(id: &Identity) -> Option<(PathBuf, serde_json::Value)> {
         if doc["identity"]["key"].as_str() != Some(id.key.as_str()) {
             continue;
         }
-        let date = doc["date"].as_u64().unwrap_or(0);
-        if best.as_ref().is_none_or(|b| date >= b.0) {
-            best = Some((date, p, doc));
+        let rank = (
+            doc["complete"].as_bool() == Some(true),
+            doc["date"].as_u64().unwrap_or(0),
+        );
+        if best.as_ref().is_none_or(|b| rank >= b.0) {
+            best = Some((rank, p, doc));
         }
     }
     best.map(|(_, p, d)| (p, d))
@@ -456,14 +491,12 @@ mod tests {
     }
 
     #[test]
-    fn noise_does_not_move_the_knee_to_a_lucky_level() {
-        // 10 % measured above 20 % by noise; the pooled curve still levels off at 20-30 %.
+    fn a_level_measured_below_a_smaller_one_is_pooled_with_it() {
+        // 20 % measured below 10 % (noise): pooled, both are 35k, and the curve levels off
+        // from 10 % on, where the knee is.
         let r = recommend(&curve(&[8e3, 12e3, 36e3, 34e3, 39e3, 40e3]), None).unwrap();
         assert_eq!(r.basis, Basis::Knee, "{r:?}");
-        assert!(
-            r.overprovision_pct <= 20.0 && r.overprovision_pct >= 10.0,
-            "{r:?}"
-        );
+        assert_eq!(r.overprovision_pct, 10.0, "{r:?}");
         assert_eq!(
             non_decreasing(&[8.0, 12.0, 36.0, 34.0, 39.0]),
             vec![8.0, 12.0, 35.0, 35.0, 39.0]
@@ -478,6 +511,30 @@ mod tests {
         assert_eq!(r.basis, Basis::NearBest, "{r:?}");
         // Best 30k at 50 %; 40 % gives 26k, below 90 % of it, so 50 % is the first within 10 %.
         assert_eq!(r.overprovision_pct, 50.0);
+    }
+
+    #[test]
+    fn an_early_bend_is_no_knee_when_a_later_level_buys_much_more() {
+        // Bends at 7 %, but 50 % doubles it: the early bend reaches half of the best.
+        let r = recommend(&curve(&[10e3, 30e3, 31e3, 32e3, 33e3, 60e3]), None).unwrap();
+        assert_eq!(
+            (r.basis, r.overprovision_pct),
+            (Basis::NearBest, 50.0),
+            "{r:?}"
+        );
+        let r = recommend(&curve(&[5e3, 25e3, 26e3, 27e3, 40e3, 41e3]), None).unwrap();
+        assert_eq!(r.overprovision_pct, 30.0, "{r:?}");
+    }
+
+    #[test]
+    fn no_flash_recommends_zero_even_when_zero_was_not_measured() {
+        let r = no_flash(&[(10.0, 5e3), (20.0, 6e3)]).unwrap();
+        assert_eq!(
+            (r.basis, r.overprovision_pct, r.iops),
+            (Basis::NoFlash, 0.0, None)
+        );
+        let r = no_flash(&[(0.0, 5e3), (20.0, 6e3)]).unwrap();
+        assert_eq!(r.iops, Some(5e3));
     }
 
     #[test]

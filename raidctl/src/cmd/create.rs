@@ -126,6 +126,18 @@ fn auto_overprovision(a: &CreateArgs) -> Result<f64> {
                 path.display()
             )));
         }
+        if doc["recommendation"].is_null() {
+            return Err(invalid(format!(
+                "--overprovision auto: the profile of {} ({}) recommends nothing ({}); give --overprovision PCT",
+                m.display(),
+                path.display(),
+                doc["notes"]
+                    .as_array()
+                    .and_then(|n| n.last())
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("no level was measured")
+            )));
+        }
         let Some(pct) = doc["recommendation"]["overprovision_pct"]
             .as_f64()
             .filter(|p| (0.0..=90.0).contains(p))
@@ -140,6 +152,21 @@ fn auto_overprovision(a: &CreateArgs) -> Result<f64> {
         };
         let info = raidcore::device::probe::inspect(m)
             .map_err(|e| Error::io(e, "stat", &m.display().to_string(), 0))?;
+        let profiled = doc["size_bytes"].as_u64().unwrap_or(0);
+        if profiled != info.size_bytes / 4096 * 4096 {
+            return Err(invalid(format!(
+                "--overprovision auto: {} is {} bytes now, but its saved profile ({}) measured {profiled}: profile it again",
+                m.display(),
+                info.size_bytes,
+                path.display()
+            )));
+        }
+        if doc["recommendation_steady"] == false {
+            eprintln!(
+                "raidctl: warning: {}: the level its profile recommends never reached steady state (a longer profile tells)",
+                m.display()
+            );
+        }
         let len = match a.size {
             Some(s) if !info.kind.starts_with("block") => info.size_bytes.max(s),
             _ => info.size_bytes,

@@ -120,7 +120,8 @@ pub fn run(a: InjectArgs) -> Result<ExitCode> {
             r["member"].as_str().unwrap_or(""),
             crate::inject::describe(&r["faults"]),
             match r["re_added_slot"].as_u64() {
-                Some(s) => format!("; it had been failed, and is added back to slot {s} (stale: rebuilt)"),
+                Some(s) =>
+                    format!("; it had been failed, and is added back to slot {s} (stale: rebuilt)"),
                 None => String::new(),
             }
         );

@@ -108,10 +108,12 @@ fn levels(a: &ProfileArgs) -> Result<Vec<f64>> {
             profile::WINDOW
         )));
     }
-    if a.time_per_level < a.round {
+    if a.time_per_level < a.round * profile::WINDOW as u64 {
         return Err(invalid(format!(
-            "--time-per-level ({} s) is shorter than one --round ({} s)",
-            a.time_per_level, a.round
+            "--time-per-level ({} s) is shorter than the {} rounds of --round ({} s) a steady-state window needs",
+            a.time_per_level,
+            profile::WINDOW,
+            a.round
         )));
     }
     Ok(l)
@@ -235,9 +237,11 @@ fn round(
                         buf[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
                         let off = rng.below(blocks) * BLOCK;
                         let t0 = Instant::now();
-                        dev.write_at(&buf, off).map_err(|e| {
-                            e.context(format!("profile: random 4 KiB write at offset {off}"))
-                        })?;
+                        if let Err(e) = dev.write_at(&buf, off) {
+                            // The others stop too: the device is failing.
+                            stop.store(true, Ordering::Relaxed);
+                            return Err(e.context("profile: random 4 KiB write"));
+                        }
                         let now = Instant::now();
                         hist.record(now.duration_since(t0).as_nanos() as u64);
                         n += 1;
@@ -270,8 +274,8 @@ fn round(
 
 /// TRIM the whole device, then fill it sequentially twice (SNIA's workload-independent
 /// preconditioning). False when interrupted.
-fn precondition(dev: &FileMember, notes: &mut Vec<String>) -> Result<bool> {
-    trim(dev, 0, dev.len(), notes)?;
+fn precondition(dev: &FileMember, trimmed: &mut bool) -> Result<bool> {
+    *trimmed &= trim(dev, 0, dev.len())?;
     let len = dev.len() / BLOCK * BLOCK;
     let mut buf = AlignedBuf::zeroed(FILL_IO);
     let mut rng = SplitMix64(0x5eed);
@@ -286,9 +290,12 @@ fn precondition(dev: &FileMember, notes: &mut Vec<String>) -> Result<bool> {
                 return Ok(false);
             }
             let n = (len - pos).min(FILL_IO as u64) as usize;
-            buf[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+            // New bytes in every 4 KiB block, so no controller can deduplicate the fill.
+            for b in buf.chunks_mut(BLOCK as usize) {
+                b[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+            }
             dev.write_at(&buf[..n], pos)
-                .map_err(|e| e.context(format!("profile: sequential fill pass {}", pass + 1)))?;
+                .map_err(|e| e.context(format!("profile: sequential fill, pass {}", pass + 1)))?;
             pos += n as u64;
             progress.update(pass * len + pos, 2 * len, Some(&phase));
         }
@@ -298,24 +305,23 @@ fn precondition(dev: &FileMember, notes: &mut Vec<String>) -> Result<bool> {
     Ok(true)
 }
 
-/// TRIM a range; a device without TRIM gets a note once, not an error.
-fn trim(dev: &FileMember, off: u64, len: u64, notes: &mut Vec<String>) -> Result<()> {
+/// TRIMs a range: false when the device does not take TRIM; any other failure is an error.
+fn trim(dev: &FileMember, off: u64, len: u64) -> Result<bool> {
     if len == 0 {
-        return Ok(());
+        return Ok(true);
     }
     match dev.discard(off, len) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.kind(), ErrorKind::Io | ErrorKind::Unsupported) => {
-            let n = format!(
-                "{} does not take TRIM ({e}): the reserve is only unwritten, which a drive cannot tell from data",
-                dev.path().display()
-            );
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-            Ok(())
+        Ok(()) => Ok(true),
+        Err(e)
+            if e.kind() == ErrorKind::Unsupported
+                || matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::ENOTTY | libc::EINVAL)
+                ) =>
+        {
+            Ok(false)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.context(format!("profile: TRIM of {len} bytes"))),
     }
 }
 
@@ -377,8 +383,34 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
     let levels = levels(&a)?;
     raidcore::array::preflight(std::slice::from_ref(&a.device), a.force)
         .map_err(|e| e.context("profile"))?;
-    let identity = profile::identity(&a.device)?;
-    let dev = Arc::new(FileMember::open(&a.device, OpenMode::Write)?);
+    let identity = match profile::identity(&a.device) {
+        Ok(i) => i,
+        Err(_) if a.no_save => profile::Identity {
+            key: format!("path:{}", a.device.display()),
+            model: None,
+            serial: None,
+            source: "device path (no serial; not saved)".into(),
+        },
+        Err(e) => return Err(e),
+    };
+    let dev = Arc::new(
+        FileMember::open(&a.device, OpenMode::Write).map_err(|e| match e.kind() {
+            ErrorKind::Busy | ErrorKind::InUse => Error::new(
+                e.kind(),
+                match raidcore::device::probe::lock_holder(&a.device) {
+                    Some((pid, cmd)) => format!(
+                        "{} is held by pid {pid} ({cmd}); profile needs the device to itself: stop that process first",
+                        a.device.display()
+                    ),
+                    None => format!(
+                        "{} is in use ({e}); profile needs the device to itself",
+                        a.device.display()
+                    ),
+                },
+            ),
+            _ => e,
+        })?,
+    );
     let size = dev.len() / BLOCK * BLOCK;
     let info = raidcore::device::probe::inspect(&a.device).unwrap_or_default();
     let smallest = size as f64 * (1.0 - levels[levels.len() - 1] / 100.0);
@@ -406,15 +438,24 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             eprintln!("raidctl: note: {n}");
         }
     }
+    let notes_shown = notes.len();
     crate::daemon::install_signals();
     let started = Instant::now();
     let date = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let mut trimmed = true;
+    let mut failure: Option<Error> = None;
     let mut complete = if a.no_precondition {
         true
     } else {
-        precondition(&dev, &mut notes)?
+        match precondition(&dev, &mut trimmed) {
+            Ok(done) => done,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
     };
     let precondition_secs = started.elapsed().as_secs_f64();
     let mut measured: Vec<Level> = Vec::new();
@@ -429,7 +470,14 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             break;
         }
         let active = ((size as f64 * (1.0 - pct / 100.0)) as u64 / BLOCK).max(1);
-        trim(&dev, active * BLOCK, size - active * BLOCK, &mut notes)?;
+        match trim(&dev, active * BLOCK, size - active * BLOCK) {
+            Ok(t) => trimmed &= t,
+            Err(e) => {
+                failure = Some(e);
+                complete = false;
+                break;
+            }
+        }
         let level_start = Instant::now();
         let mut lv = Level {
             pct,
@@ -442,14 +490,23 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             && level_start.elapsed() < Duration::from_secs(a.time_per_level)
         {
             let seed = (li as u64) << 32 | lv.rounds.len() as u64;
-            let r = round(
+            let r = match round(
                 &dev,
                 active,
                 a.queue_depth,
                 Duration::from_secs(a.round),
                 seed,
                 &stop,
-            )?;
+            ) {
+                Ok(r) => r,
+                Err(e) => {
+                    failure = Some(e);
+                    interrupted_at = Some((pct, lv.rounds.len() + 1));
+                    complete = false;
+                    measured.push(lv);
+                    break 'levels;
+                }
+            };
             if crate::daemon::stop_requested() {
                 interrupted_at = Some((pct, lv.rounds.len() + 1));
                 complete = false;
@@ -494,11 +551,32 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         .filter(|l| interrupted_at.is_none_or(|(p, _)| p != l.pct))
         .collect();
     let points: Vec<(f64, f64)> = usable.iter().map(|l| (l.pct, l.iops())).collect();
-    let rec = if ftl.is_some() {
+    if !trimmed {
+        notes.push(format!(
+            "{} took no TRIM: after the fills its reserve was not free to the drive, so the curve does not measure over-provisioning, and nothing is recommended",
+            a.device.display()
+        ));
+    }
+    let rec = if !trimmed {
+        None
+    } else if ftl.is_some() {
+        if a.target_iops.is_some() {
+            notes.push("--target-iops is not used: over-provisioning cannot help a device without a flash translation layer".into());
+        }
         profile::no_flash(&points)
     } else {
         profile::recommend(&points, a.target_iops)
     };
+    // Whether the level recommended reached steady state (its figure may still be falling).
+    let rec_steady = rec.as_ref().and_then(|r| {
+        usable
+            .iter()
+            .find(|l| l.pct == r.overprovision_pct)
+            .map(|l| l.steady_at.is_some())
+    });
+    if rec_steady == Some(false) {
+        notes.push("the level recommended did not reach steady state within --time-per-level: its figure may still have been falling; a longer profile tells".into());
+    }
     let doc = json!({
         "version": 1,
         "device": a.device.display().to_string(),
@@ -508,6 +586,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
         "date_text": crate::output::time(date),
         "flash_translation_layer": ftl.is_none(),
         "complete": complete,
+        "error": failure.as_ref().map(|e| e.to_string()),
+        "trim": trimmed,
+        "recommendation_steady": rec_steady,
         "interrupted_at": interrupted_at.map(|(p, r)| json!({"overprovision_pct": p, "round": r})),
         "settings": {
             "levels_pct": levels,
@@ -556,15 +637,24 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
             rec.as_ref(),
             saved.as_deref(),
         );
+        for n in &doc["notes"].as_array().cloned().unwrap_or_default()[notes_shown..] {
+            eprintln!("raidctl: note: {}", n.as_str().unwrap_or(""));
+        }
     }
     if !complete {
         let how_far = match interrupted_at {
             Some((p, r)) => format!("during round {r} of the {p} % level"),
-            None => "while preconditioning".into(),
+            None if measured.is_empty() && !a.no_precondition => "while preconditioning".into(),
+            None => "between levels".into(),
+        };
+        let what = if failure.is_some() {
+            "failed"
+        } else {
+            "interrupted"
         };
         let done: Vec<String> = usable.iter().map(|l| format!("{} %", l.pct)).collect();
         eprintln!(
-            "raidctl: profile interrupted {how_far} after {}; levels measured: {}{}",
+            "raidctl: profile {what} {how_far} after {}; levels measured: {}{}",
             human_duration(started.elapsed().as_secs_f64()),
             if done.is_empty() {
                 "none".into()
@@ -577,6 +667,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode> {
                 ""
             }
         );
+        if let Some(e) = failure {
+            return Err(e);
+        }
         return Ok(ExitCode::from(crate::exit::FAILURE));
     }
     Ok(ExitCode::SUCCESS)
@@ -621,8 +714,12 @@ fn print_table(
     }
     match rec {
         Some(r) => println!(
-            "recommended: {} % over-provisioning ({:.0} IOPS): {}",
-            r.overprovision_pct, r.iops, r.reason
+            "recommended: {} % over-provisioning{}: {}",
+            r.overprovision_pct,
+            r.iops
+                .map(|i| format!(" ({i:.0} IOPS)"))
+                .unwrap_or_default(),
+            r.reason
         ),
         None => println!("recommended: nothing (no level was measured)"),
     }
@@ -714,11 +811,11 @@ fn plot(
             .label(format!("target {t:.0} IOPS"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
     }
-    if let Some(r) = rec {
+    if let Some((r, iops)) = rec.and_then(|r| Some((r, r.iops?))) {
         let green = RGBColor(44, 160, 44);
         chart
             .draw_series(std::iter::once(Circle::new(
-                (r.overprovision_pct, r.iops),
+                (r.overprovision_pct, iops),
                 8,
                 green.stroke_width(2),
             )))
