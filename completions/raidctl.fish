@@ -105,7 +105,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand examine" -l json -d 'Pri
 complete -c raidctl -n "__fish_raidctl_using_subcommand examine" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand examine" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s o -l offset -d 'Byte offset in the array (K/M/G suffixes allowed)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s n -l length -d 'Bytes to read (default: to the end of the array)' -r
@@ -114,7 +114,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand read" -l force-assemble 
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand read" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s o -l offset -d 'Byte offset in the array (K/M/G suffixes allowed)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand write" -s i -l input -d 'Read from this file instead of stdin' -r -F
@@ -154,7 +154,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l json -d 'Pro
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
@@ -218,7 +218,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l read-errors -
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l write-errors -d 'Writes fail with EIO, over a byte range or on a share of requests' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l latency -d 'Every request waits this long, plus a random share of JITTER (e.g. 20ms,10ms)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l timeout-after -d 'After N more requests every request hangs, as a dying drive\'s do, until --clear, or until the member timeout of `raidctl serve` fails the member' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l corrupt-on-read -d 'This share of the 4 KiB blocks read rot: one bit flips, on every read, until the block is rewritten (the checksums must catch it)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l corrupt-on-read -d 'This share of the member\'s 4 KiB blocks (of a byte range with @START-END) has rotted: one bit flips on every read until the block is rewritten (the checksums must catch it)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l vanish -d 'The device disappears: every request fails (ENXIO)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l return -d 'A vanished device comes back; if the array failed it meanwhile, it is added back as stale and rebuilt'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l full -d 'Writes fail with ENOSPC (a thin-provisioned or full device)'
@@ -227,7 +227,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l json -d 'Prin
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l socket -d 'Unix socket to listen on (default /run/raidctl/UUID.sock, mode 0600)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l listen -d 'Also listen on TCP (only where you name it, e.g. 127.0.0.1:10809)' -r
@@ -241,7 +241,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l keep-roles -d 
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l max-rate -d 'Read at most this many bytes per second' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'

@@ -9,20 +9,6 @@ use std::time::{Duration, Instant};
 
 use crate::util::*;
 
-fn cmd(prog: &str, args: &[&str]) -> std::process::Output {
-    let o = Command::new(prog)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{prog}: {e}"));
-    assert!(
-        o.status.success(),
-        "{prog} {args:?}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
 #[test]
 fn nbd_clients_read_and_write_the_array() {
     let dir = tempdir();

@@ -6,6 +6,7 @@ mod util;
 mod bad_input;
 mod crash;
 mod docs;
+mod drills;
 mod golden;
 mod levels;
 mod lifecycle;

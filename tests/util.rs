@@ -98,6 +98,21 @@ pub fn raidctl_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
     from_output(c.output().expect("run raidctl"))
 }
 
+/// Runs a program (an NBD client, mkfs), asserting that it succeeds.
+pub fn cmd(prog: &str, args: &[&str]) -> Output {
+    let o = Command::new(prog)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    assert!(
+        o.status.success(),
+        "{prog} {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
 /// Deterministic bytes from a seed (blake3 in XOF mode).
 pub fn pattern(seed: &str, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];

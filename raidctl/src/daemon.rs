@@ -329,11 +329,12 @@ impl Daemon {
                     "member-errors",
                     m.slot,
                     format!(
-                        "{} new read errors and {} new checksum errors (repaired from redundancy where it allowed; totals {} and {})",
+                        "{} new read errors and {} new checksum errors (repaired from redundancy where it allowed; totals {} and {}); the last: {}",
                         now.0 - before.0,
                         now.1 - before.1,
                         now.0,
-                        now.1
+                        now.1,
+                        m.last_error.as_deref().unwrap_or("unknown")
                     ),
                 );
             }

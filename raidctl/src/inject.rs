@@ -79,6 +79,17 @@ pub fn parse_pct(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// `--corrupt-on-read PCT[@RANGE]`: a share of blocks, optionally of a byte range only.
+pub fn parse_rot(s: &str) -> std::result::Result<(f64, Option<(u64, u64)>), String> {
+    match s.split_once('@') {
+        None => Ok((parse_pct(s)?, None)),
+        Some((p, r)) => match parse_where(r)? {
+            Where::Range { start, end } => Ok((parse_pct(p)?, Some((start, end)))),
+            Where::Rate(_) => Err(format!("{s:?}: after @ comes a byte range (START-END)")),
+        },
+    }
+}
+
 /// Adds one `KIND[=VALUE]` of `--inject` to `f`.
 fn apply_kind<'a>(
     f: &mut Faults,
@@ -105,7 +116,11 @@ fn apply_kind<'a>(
                     .map_err(|_| format!("timeout-after={} is not a count", value.unwrap_or("")))?,
             )
         }
-        "corrupt-on-read" => f.corrupt_on_read = Some(parse_pct(need(value)?)?),
+        "corrupt-on-read" => {
+            let (p, r) = parse_rot(need(value)?)?;
+            f.corrupt_on_read = Some(p);
+            f.corrupt_in = r;
+        }
         "vanish" => {
             none(value)?;
             f.vanished = true;
@@ -154,6 +169,7 @@ pub fn merge(into: &mut Faults, add: &Faults) {
     }
     if add.corrupt_on_read.is_some() {
         into.corrupt_on_read = add.corrupt_on_read;
+        into.corrupt_in = add.corrupt_in;
     }
     into.vanished |= add.vanished;
     into.full |= add.full;
@@ -315,7 +331,15 @@ pub fn describe(f: &Value) -> String {
         parts.push(format!("hangs after {n} more requests"));
     }
     if let Some(p) = f["corrupt_on_read"].as_f64() {
-        parts.push(format!("bit rot on {}% of blocks read", p * 100.0));
+        let r = &f["corrupt_in"];
+        parts.push(format!(
+            "bit rot in {}% of blocks{}",
+            p * 100.0,
+            match (r[0].as_u64(), r[1].as_u64()) {
+                (Some(a), Some(b)) => format!(" of bytes {a}-{b}"),
+                _ => String::new(),
+            }
+        ));
     }
     if f["vanished"] == true {
         parts.push("vanished".into());
@@ -335,7 +359,7 @@ pub fn describe(f: &Value) -> String {
 pub struct InjectArgs {
     /// Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE];
     /// kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER],
-    /// timeout-after=N, corrupt-on-read=PCT, vanish, full (repeatable; see raidctl-inject(8))
+    /// timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))
     #[arg(long, value_name = "MEMBER:KIND[=VALUE]")]
     pub inject: Vec<String>,
     /// Give up on a member that has not answered a request for this long, and fail it (as the

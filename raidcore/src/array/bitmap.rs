@@ -223,7 +223,7 @@ impl Array {
             match r {
                 Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
                 Err(e) => {
-                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    d.write_error(&e);
                     self.fail_dev(&d, &format!("bitmap write failed: {e}"))?;
                 }
             }

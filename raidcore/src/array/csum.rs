@@ -26,8 +26,6 @@ use std::sync::{MutexGuard, OnceLock};
 
 use crate::sync::{Condvar, Mutex};
 
-use std::sync::atomic::Ordering;
-
 use super::{Array, Dev, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::device::Member;
@@ -959,7 +957,7 @@ impl Array {
             match r {
                 Ok(n) => d.count(WriteKind::Metadata, n),
                 Err(e) => {
-                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    d.write_error(&e);
                     self.fail_dev(&d, &format!("checksum log write failed: {e}"))?;
                 }
             }

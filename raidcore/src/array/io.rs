@@ -204,6 +204,7 @@ impl Array {
         d.member.read_at(buf, off).map_err(|e| {
             d.read_errors.fetch_add(1, Ordering::Relaxed);
             let cause = e.to_string();
+            d.note_error(format!("read at member offset {off}: {cause}"));
             let e = e.context(format!("slot {slot}"));
             // As md does: a slot's member stays in after a read error (the caller rebuilds
             // the range from redundancy and rewrites it, which remaps a bad sector on an SSD;
@@ -273,7 +274,12 @@ impl Array {
                 });
             }
         }
-        d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
+        if let Some(&i) = bad.first() {
+            d.csum_error(
+                bad.len() as u64,
+                self.cell_offset(row, within) + i as u64 * BLOCK,
+            );
+        }
         Ok(if !bad.is_empty() {
             Verdict::Bad
         } else if unknown {
@@ -309,7 +315,7 @@ impl Array {
                     self.csum_record(&d, off, buf);
                 }
                 Err(e) => {
-                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    d.write_error(&e);
                     self.fail_member(slot, &format!("write error at member offset {off}: {e}"))?;
                 }
             }
@@ -324,7 +330,7 @@ impl Array {
                     self.csum_record(&t.dev, off, buf);
                 }
                 Err(e) => {
-                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    t.dev.write_error(&e);
                     self.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
                 }
             }

@@ -187,7 +187,7 @@ impl Array {
                 match r {
                     Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
                     Err(e) => {
-                        d.write_errors.fetch_add(1, Ordering::Relaxed);
+                        d.write_error(&e);
                         self.fail_member(i, &format!("journal write failed: {e}"))?;
                     }
                 }
@@ -209,7 +209,7 @@ impl Array {
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(d) = s.usable() {
                 if let Err(e) = d.member.flush() {
-                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    d.write_error(&e);
                     self.fail_member(i, &format!("flush failed: {e}"))?;
                 }
             }
@@ -218,7 +218,7 @@ impl Array {
                     .csum_sync_dev(&t.dev)
                     .and_then(|()| t.dev.member.flush())
                 {
-                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    t.dev.write_error(&e);
                     self.fail_target(i, &format!("flush failed: {e}"))?;
                 }
             }

@@ -105,6 +105,8 @@ pub struct Dev {
     pub(crate) write_errors: AtomicU64,
     /// Blocks that read back different from their checksum (counted once per repair).
     pub(crate) csum_errors: AtomicU64,
+    /// The newest read, write or checksum error: operation, member offset and cause.
+    pub(crate) last_error: Mutex<Option<String>>,
     /// Per-block checksums, opened on first use when the array has them.
     pub(crate) csum: std::sync::OnceLock<csum::CsumStore>,
 }
@@ -128,7 +130,29 @@ impl Dev {
             read_errors_open: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
             csum_errors: AtomicU64::new(0),
+            last_error: Mutex::new(None),
             csum: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Remembers the newest error of this device, for status.
+    pub(crate) fn note_error(&self, what: String) {
+        *self.last_error.lock().expect("last error lock") = Some(what);
+    }
+
+    /// Counts a write (or flush) error, and remembers it (it names operation and offset).
+    pub(crate) fn write_error(&self, e: &Error) {
+        self.write_errors.fetch_add(1, Ordering::Relaxed);
+        self.note_error(e.to_string());
+    }
+
+    /// Counts `n` blocks failing their checksums, and remembers where.
+    pub(crate) fn csum_error(&self, n: u64, at: u64) {
+        if n > 0 {
+            self.csum_errors.fetch_add(n, Ordering::Relaxed);
+            self.note_error(format!(
+                "checksum mismatch at member offset {at} ({n} blocks)"
+            ));
         }
     }
 
@@ -219,6 +243,8 @@ pub struct MemberInfo {
     pub read_errors: u64,
     pub write_errors: u64,
     pub checksum_errors: u64,
+    /// The newest read, write or checksum error since open, with its member offset.
+    pub last_error: Option<String>,
     /// For rebuild and replace targets: fraction of rows in sync.
     pub progress: Option<f64>,
 }
@@ -480,6 +506,7 @@ impl Array {
                 read_errors: dev.read_errors.load(Ordering::Relaxed),
                 write_errors: dev.write_errors.load(Ordering::Relaxed),
                 checksum_errors: dev.csum_errors.load(Ordering::Relaxed),
+                last_error: dev.last_error.lock().expect("last error lock").clone(),
                 progress,
             };
             let reason = s.reason.lock().expect("reason lock").clone();
@@ -520,6 +547,7 @@ impl Array {
                         read_errors: 0,
                         write_errors: 0,
                         checksum_errors: 0,
+                        last_error: None,
                         progress: None,
                     });
                 }
@@ -541,6 +569,7 @@ impl Array {
                 read_errors: d.read_errors.load(Ordering::Relaxed),
                 write_errors: d.write_errors.load(Ordering::Relaxed),
                 checksum_errors: d.csum_errors.load(Ordering::Relaxed),
+                last_error: d.last_error.lock().expect("last error lock").clone(),
                 progress: None,
             });
         }
@@ -811,7 +840,7 @@ impl Array {
             sb.wear = d.wear();
             let mut st = d.sb_state.lock().expect("sb lock");
             if let Err(e) = format::write_next(d.member.as_ref(), &sb, &mut st) {
-                d.write_errors.fetch_add(1, Ordering::Relaxed);
+                d.write_error(&e);
                 first_err.get_or_insert((d.uuid, e));
             }
         }
@@ -950,13 +979,13 @@ impl Array {
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(d) = s.usable() {
                 if let Err(e) = d.member.flush() {
-                    d.write_errors.fetch_add(1, Ordering::Relaxed);
+                    d.write_error(&e);
                     self.fail_member(i, &format!("flush failed: {e}"))?;
                 }
             }
             if let Some(t) = s.target() {
                 if let Err(e) = t.dev.member.flush() {
-                    t.dev.write_errors.fetch_add(1, Ordering::Relaxed);
+                    t.dev.write_error(&e);
                     self.fail_target(i, &format!("flush failed: {e}"))?;
                 }
             }

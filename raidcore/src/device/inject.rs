@@ -5,7 +5,8 @@
 //! ([`InjectTable`]). Nothing here is persisted: a restart clears every fault.
 //!
 //! Lock order: `InjectTable::states`, then one `FaultState`'s locks in field order (`faults`,
-//! `gate`, `healed`, `rotten`, `rng`, `inflight`); none is held across the inner member's I/O.
+//! `gate`, `healed`, `rot_healed`, `rng`, `inflight`); none is held across the inner member's
+//! I/O.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -47,9 +48,12 @@ pub struct Faults {
     /// After this many more requests, every request hangs (a dying drive) until the faults
     /// change or the member timeout gives up on it.
     pub hang_after: Option<u64>,
-    /// This fraction of the 4 KiB blocks read rot: they read back with one bit flipped, every
-    /// time, until rewritten.
+    /// This fraction of the member's 4 KiB blocks (of `corrupt_in` only, when set) has rotted:
+    /// they read back with one bit flipped, every time, until rewritten. Which blocks is fixed
+    /// when it is set.
     pub corrupt_on_read: Option<f64>,
+    /// Member bytes `start..end` the rot is confined to.
+    pub corrupt_in: Option<(u64, u64)>,
     /// The device is gone: every request fails with ENXIO.
     pub vanished: bool,
     /// Writes fail with ENOSPC.
@@ -98,10 +102,10 @@ pub struct FaultState {
     given_up: AtomicBool,
     /// Blocks of a read-error range that were rewritten since (healed).
     healed: Mutex<HashSet<u64>>,
-    /// Blocks that rotted (read with a flipped bit until rewritten).
-    rotten: Mutex<HashSet<u64>>,
-    /// How many blocks are rotten: reads skip the lock when none is.
-    rotten_n: AtomicU64,
+    /// Rotten blocks rewritten since (healed).
+    rot_healed: Mutex<HashSet<u64>>,
+    /// Picks the rotten blocks; new at every change of the rot.
+    rot_seed: AtomicU64,
     rng: Mutex<SplitMix64>,
     inflight: Mutex<HashMap<u64, InFlight>>,
     next_id: AtomicU64,
@@ -125,8 +129,8 @@ impl FaultState {
             gate: (Mutex::new(0), Condvar::new()),
             given_up: AtomicBool::new(false),
             healed: Mutex::new(HashSet::new()),
-            rotten: Mutex::new(HashSet::new()),
-            rotten_n: AtomicU64::new(0),
+            rot_healed: Mutex::new(HashSet::new()),
+            rot_seed: AtomicU64::new(seed),
             rng: Mutex::new(SplitMix64(seed)),
             inflight: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
@@ -143,8 +147,7 @@ impl FaultState {
     }
 
     /// Replaces the faults; hung requests go on (the drive answered after all), and a member
-    /// the timeout gave up on answers again. Rotten blocks stay rotten (bit rot is on the
-    /// medium) unless `clear` also forgets them.
+    /// the timeout gave up on answers again.
     pub fn set(&self, f: Faults) {
         let none = f.is_none();
         let old = std::mem::replace(&mut *self.faults.write().expect("faults lock"), f.clone());
@@ -154,16 +157,19 @@ impl FaultState {
         if old.read_errors != f.read_errors {
             self.healed.lock().expect("healed lock").clear();
         }
+        if (old.corrupt_on_read, old.corrupt_in) != (f.corrupt_on_read, f.corrupt_in) {
+            self.rot_healed.lock().expect("rot lock").clear();
+            self.rot_seed
+                .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::SeqCst);
+        }
         self.given_up.store(false, Ordering::SeqCst);
         self.armed.store(!none, Ordering::SeqCst);
         self.open_gate();
     }
 
-    /// Removes every fault and forgets rotten blocks.
+    /// Removes every fault.
     pub fn clear(&self) {
         self.set(Faults::default());
-        self.rotten.lock().expect("rotten lock").clear();
-        self.rotten_n.store(0, Ordering::SeqCst);
     }
 
     /// Gives up on hung requests: they fail with ETIMEDOUT, as does every later request until
@@ -298,7 +304,7 @@ impl FaultState {
 
     /// A write of whole blocks heals the read-error and rot blocks it covers.
     fn rewritten(&self, offset: u64, len: u64) {
-        if !self.armed.load(Ordering::Relaxed) && self.rotten_n.load(Ordering::Relaxed) == 0 {
+        if !self.armed.load(Ordering::Relaxed) {
             return;
         }
         let first = offset.div_ceil(BLOCK) * BLOCK;
@@ -306,7 +312,8 @@ impl FaultState {
         if first >= end {
             return;
         }
-        if let Some(Where::Range { start, end: e }) = self.faults().read_errors {
+        let f = self.faults();
+        if let Some(Where::Range { start, end: e }) = f.read_errors {
             let mut h = self.healed.lock().expect("healed lock");
             let mut b = first.max(start / BLOCK * BLOCK);
             while b < end.min(e) {
@@ -314,37 +321,45 @@ impl FaultState {
                 b += BLOCK;
             }
         }
-        let mut r = self.rotten.lock().expect("rotten lock");
-        if !r.is_empty() {
-            r.retain(|&b| b < first || b >= end);
-            self.rotten_n.store(r.len() as u64, Ordering::SeqCst);
+        if f.corrupt_on_read.is_some() {
+            let mut h = self.rot_healed.lock().expect("rot lock");
+            let mut b = first;
+            while b < end {
+                if self.rotten(b, &f) {
+                    h.insert(b);
+                }
+                b += BLOCK;
+            }
         }
     }
 
-    /// Flips one bit in every rotten block of `buf`, rotting new ones at the rate.
-    fn rot(&self, buf: &mut [u8], offset: u64, rate: Option<f64>) {
-        if rate.is_none() && self.rotten_n.load(Ordering::Relaxed) == 0 {
-            return;
+    /// Whether block `b` (byte offset) rotted under `f` (healed or not).
+    fn rotten(&self, b: u64, f: &Faults) -> bool {
+        let Some(p) = f.corrupt_on_read else {
+            return false;
+        };
+        if f.corrupt_in.is_some_and(|(s, e)| b < s || b + BLOCK > e) {
+            return false;
         }
-        let mut rotten = self.rotten.lock().expect("rotten lock");
-        if rotten.is_empty() && rate.is_none() {
+        let h = SplitMix64(self.rot_seed.load(Ordering::Relaxed) ^ (b / BLOCK)).next_u64();
+        ((h >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    /// Flips one bit in every rotten block of `buf` not rewritten since it rotted.
+    fn rot(&self, buf: &mut [u8], offset: u64, f: &Faults) {
+        if f.corrupt_on_read.is_none() {
             return;
         }
         let end = offset + buf.len() as u64;
+        let healed = self.rot_healed.lock().expect("rot lock");
         let mut b = offset / BLOCK * BLOCK;
         while b < end {
-            let mut bad = rotten.contains(&b);
-            if !bad && rate.is_some_and(|p| self.chance(p)) {
-                rotten.insert(b);
-                self.rotten_n.store(rotten.len() as u64, Ordering::SeqCst);
-                self.count(4);
-                bad = true;
-            }
-            if bad {
+            if self.rotten(b, f) && !healed.contains(&b) {
                 // The same bit of the block every time: rot is on the medium.
                 let pos = b + (b / BLOCK).wrapping_mul(2_654_435_761) % BLOCK;
                 if (offset..end).contains(&pos) {
                     buf[(pos - offset) as usize] ^= 0x10;
+                    self.count(4);
                 }
             }
             b += BLOCK;
@@ -417,12 +432,10 @@ impl Member for Injected {
                     }
                 }
                 m.read_at(buf, offset)?;
-                s.rot(buf, offset, f.corrupt_on_read);
+                s.rot(buf, offset, &f);
                 return Ok(());
             }
-            m.read_at(buf, offset)?;
-            s.rot(buf, offset, None);
-            Ok(())
+            m.read_at(buf, offset)
         })
     }
 
@@ -583,23 +596,45 @@ mod tests {
         let (s, m) = member();
         s.set(Faults {
             corrupt_on_read: Some(1.0),
+            corrupt_in: Some((4096, 12288)),
             ..Default::default()
         });
-        let mut a = vec![0u8; 8192];
-        m.read_at(&mut a, 4096).unwrap();
-        s.set(Faults::default());
-        let mut b = vec![0u8; 8192];
-        m.read_at(&mut b, 4096).unwrap();
-        assert_eq!(a, b, "rot stays after the rate is switched off");
-        let diff = a.iter().filter(|&&x| x != 7).count();
-        assert_eq!(diff, 2, "one byte per block");
+        let mut a = vec![0u8; 16384];
+        m.read_at(&mut a, 0).unwrap();
+        let mut b = vec![0u8; 16384];
+        m.read_at(&mut b, 0).unwrap();
+        assert_eq!(a, b, "the same blocks and bits every time");
+        let bad: Vec<usize> = (0..4)
+            .filter(|i| a[i * 4096..(i + 1) * 4096] != [7u8; 4096])
+            .collect();
+        assert_eq!(bad, vec![1, 2], "only the blocks of the range rot");
+        assert_eq!(
+            a.iter().filter(|&&x| x != 7).count(),
+            2,
+            "one byte per block"
+        );
         m.write_at(&[7u8; 4096], 4096).unwrap();
-        m.read_at(&mut b, 4096).unwrap();
-        assert_eq!(b[..4096], [7u8; 4096], "rewritten block healed");
-        assert_ne!(b[4096..], [7u8; 4096], "the other block still rotten");
+        m.read_at(&mut b, 0).unwrap();
+        assert_eq!(b[4096..8192], [7u8; 4096], "rewritten block healed");
+        assert_ne!(b[8192..12288], [7u8; 4096], "the other block still rotten");
+        assert_eq!(s.injections().corrupted_blocks, 5);
         s.clear();
-        m.read_at(&mut b, 4096).unwrap();
-        assert_eq!(b, vec![7u8; 8192]);
+        m.read_at(&mut b, 0).unwrap();
+        assert_eq!(b, vec![7u8; 16384]);
+    }
+
+    #[test]
+    fn a_rot_rate_rots_about_that_share_of_blocks() {
+        let (s, m) = member();
+        m.write_at(&vec![7u8; 1 << 20], 0).unwrap();
+        s.set(Faults {
+            corrupt_on_read: Some(0.1),
+            ..Default::default()
+        });
+        let mut a = vec![0u8; 1 << 20];
+        m.read_at(&mut a, 0).unwrap();
+        let bad = a.chunks(4096).filter(|c| c.iter().any(|&x| x != 7)).count();
+        assert!((10..=45).contains(&bad), "{bad} of 256 blocks");
     }
 
     #[test]

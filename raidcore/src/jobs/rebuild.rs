@@ -272,7 +272,7 @@ fn write_target(array: &Array, slot: usize, dev: &Dev, buf: &[u8], row: u64) -> 
             Ok(true)
         }
         Err(e) => {
-            dev.write_errors.fetch_add(1, Ordering::Relaxed);
+            dev.write_error(&e);
             array.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
             Ok(false)
         }
@@ -652,7 +652,12 @@ fn fill_batch(
                                         array.cell_offset(row2, 0),
                                         out,
                                     );
-                                    d.csum_errors.fetch_add(bad.len() as u64, Ordering::Relaxed);
+                                    if let Some(&i) = bad.first() {
+                                        d.csum_error(
+                                            bad.len() as u64,
+                                            array.cell_offset(row2, 0) + i as u64 * 4096,
+                                        );
+                                    }
                                     bad
                                 })
                                 .unwrap_or_default();
@@ -708,8 +713,9 @@ fn fix_bad_blocks(
         if unreadable.contains(&(slot, blk)) {
             continue; // counted as a read error already
         }
-        if let Some(d) = array.source(slot, r0 + (blk / per_row) as u64) {
-            d.csum_errors.fetch_add(1, Ordering::Relaxed);
+        let row = r0 + (blk / per_row) as u64;
+        if let Some(d) = array.source(slot, row) {
+            d.csum_error(1, array.cell_offset(row, 0) + (blk % per_row) as u64 * 4096);
         }
     }
     for (blk, bad_slots) in cols {

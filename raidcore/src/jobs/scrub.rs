@@ -680,7 +680,7 @@ fn count_checksum_error(array: &Array, slot: usize, row: u64, repair: bool) {
         return;
     }
     if let Some(d) = array.source(slot, row) {
-        d.csum_errors.fetch_add(1, Ordering::Relaxed);
+        d.csum_error(1, array.cell_offset(row, 0));
     }
 }
 

@@ -10,7 +10,7 @@ use raidcore::device::inject::{Faults, Where};
 use raidcore::{Error, ErrorKind, Result};
 use serde_json::json;
 
-use crate::inject::{parse_latency, parse_pct, parse_where};
+use crate::inject::{parse_latency, parse_rot, parse_where};
 
 /// Failure drill on a served array: inject faults into one member, or clear them
 #[derive(Args, Debug)]
@@ -42,10 +42,10 @@ pub struct InjectArgs {
     /// until the member timeout of `raidctl serve` fails the member
     #[arg(long, value_name = "N")]
     pub timeout_after: Option<u64>,
-    /// This share of the 4 KiB blocks read rot: one bit flips, on every read, until the block
-    /// is rewritten (the checksums must catch it)
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    pub corrupt_on_read: Option<f64>,
+    /// This share of the member's 4 KiB blocks (of a byte range with @START-END) has rotted:
+    /// one bit flips on every read until the block is rewritten (the checksums must catch it)
+    #[arg(long, value_name = "PCT[@RANGE]", value_parser = parse_rot)]
+    pub corrupt_on_read: Option<(f64, Option<(u64, u64)>)>,
     /// The device disappears: every request fails (ENXIO)
     #[arg(long, conflicts_with = "return_")]
     pub vanish: bool,
@@ -71,7 +71,8 @@ pub fn run(a: InjectArgs) -> Result<ExitCode> {
         latency_us: a.latency.map(|l| l.0),
         latency_jitter_us: a.latency.map_or(0, |l| l.1),
         hang_after: a.timeout_after,
-        corrupt_on_read: a.corrupt_on_read,
+        corrupt_on_read: a.corrupt_on_read.map(|c| c.0),
+        corrupt_in: a.corrupt_on_read.and_then(|c| c.1),
         vanished: a.vanish,
         full: a.full,
     };

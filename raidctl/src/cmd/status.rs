@@ -60,6 +60,7 @@ pub fn report(a: &Array) -> Value {
                 "read_errors": m.read_errors,
                 "write_errors": m.write_errors,
                 "checksum_errors": m.checksum_errors,
+                "last_error": m.last_error,
                 "bad_blocks": m.slot.filter(|_| m.state.name() != "spare").and_then(|s| bad.get(s)).copied().unwrap_or(0),
             })
         })

@@ -1,0 +1,370 @@
+//! Failure drills through the binary: every kind of `raidctl inject` against a served array
+//! with an NBD client (nbdcopy) doing the I/O, the member timeout, and `--inject` on offline
+//! commands. Each checks the data, the counters and what `status` names.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A served array of `level` over `n` members of 32 MiB holding 8 MiB of known data.
+struct Drill {
+    dir: tempfile::TempDir,
+    ms: Vec<String>,
+    srv: Server,
+    data: Vec<u8>,
+    /// Where the data area starts on every member.
+    data_offset: u64,
+}
+
+impl Drill {
+    fn new(level: &str, n: usize, serve: &[&str]) -> Drill {
+        let dir = tempdir();
+        let ms = members_created(dir.path(), level, n, "32M");
+        let data = pattern(&format!("drill-{level}"), 8 << 20);
+        write_at(Path::new(&ms[0]), 0, &data, dir.path());
+        let data_offset = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
+            .as_u64()
+            .unwrap();
+        let mut args = vec!["--member-timeout", "2"];
+        args.extend_from_slice(serve);
+        let srv = Server::start_with(&ms[0], &dir.path().join("nbd.sock"), &args);
+        Drill {
+            dir,
+            ms,
+            srv,
+            data,
+            data_offset,
+        }
+    }
+
+    fn inject(&self, args: &[&str]) -> Run {
+        let mut a = vec!["inject", self.ms[0].as_str()];
+        a.extend_from_slice(args);
+        raidctl(&a).ok()
+    }
+
+    fn status(&self) -> Value {
+        status_run(["status", "--json", &self.ms[0]]).json()
+    }
+
+    fn member(&self, slot: usize) -> Value {
+        self.status()["members"][slot].clone()
+    }
+
+    /// Reads the data back through NBD.
+    fn read_back(&self) -> Vec<u8> {
+        let out = self.dir.path().join("back.img");
+        cmd("nbdcopy", &[&self.srv.uri(), out.to_str().unwrap()]);
+        let mut got = std::fs::read(&out).unwrap();
+        std::fs::remove_file(&out).unwrap();
+        got.truncate(self.data.len());
+        got
+    }
+
+    fn assert_data(&self, what: &str) {
+        assert!(self.read_back() == self.data, "{what}: data differs");
+    }
+
+    /// Writes new data through NBD (it becomes the data checked from then on).
+    fn write_new(&mut self, seed: &str) {
+        self.data = pattern(seed, 8 << 20);
+        let src = self.dir.path().join("src.img");
+        std::fs::write(&src, &self.data).unwrap();
+        cmd("nbdcopy", &[src.to_str().unwrap(), &self.srv.uri()]);
+        std::fs::remove_file(&src).unwrap();
+    }
+
+    fn wait_for(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        loop {
+            let v = self.status();
+            if ok(&v) {
+                return v;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{what} never happened: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A member byte range inside the data area, as `START+LEN`.
+    fn data_range(&self, len: &str) -> String {
+        format!("{}+{len}", self.data_offset + (1 << 20))
+    }
+}
+
+#[test]
+fn injected_read_errors_are_repaired_from_redundancy_and_named_by_member_and_offset() {
+    let d = Drill::new("5", 3, &[]);
+    let range = d.data_range("64K");
+    let r = d.inject(&["1", "--read-errors", &range]);
+    assert!(r.stderr.contains("read errors on bytes"), "{}", r.stderr);
+    d.assert_data("reads with bad sectors on slot 1");
+    let m = d.member(1);
+    assert_eq!(
+        m["state"], "active",
+        "a few bad sectors do not fail a member: {m}"
+    );
+    let errors = m["read_errors"].as_u64().unwrap();
+    assert!(errors > 0, "{m}");
+    let last = m["last_error"].as_str().unwrap();
+    assert!(
+        last.contains("read at member offset") && last.contains("injected") && last.contains("/m1"),
+        "{last}"
+    );
+    let v = d.status();
+    assert_eq!(
+        v["injected"][0]["path"].as_str().unwrap(),
+        std::fs::canonicalize(&d.ms[1]).unwrap().to_str().unwrap()
+    );
+    assert!(
+        v["injected"][0]["injected"]["read_errors"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{v}"
+    );
+    let human = raidctl(["status", &d.ms[0]]).ok().stdout_str();
+    assert!(
+        human.contains("drill") && human.contains("read errors on bytes"),
+        "{human}"
+    );
+    // The blocks were rewritten from redundancy, which heals them (an SSD remaps on write):
+    // a second pass meets no new errors.
+    d.assert_data("second read");
+    assert_eq!(d.member(1)["read_errors"].as_u64().unwrap(), errors);
+    d.inject(&["--clear"]);
+    assert_eq!(
+        d.status()["injected"][0]["faults"]["read_errors"],
+        Value::Null
+    );
+}
+
+#[test]
+fn injected_write_errors_fail_the_member_and_writes_go_on_degraded() {
+    let mut d = Drill::new("6", 4, &[]);
+    d.inject(&["2", "--write-errors", "100%"]);
+    d.write_new("after-write-errors");
+    let m = d.member(2);
+    assert_eq!(m["state"], "faulty", "{m}");
+    // The first write to fail may be data, parity or metadata (the write-intent bitmap).
+    let reason = m["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("write (injected)") && reason.contains("/m2 at offset"),
+        "{reason}"
+    );
+    assert!(m["write_errors"].as_u64().unwrap() > 0, "{m}");
+    assert!(
+        m["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("write (injected)"),
+        "{m}"
+    );
+    d.assert_data("RAID6 with a member failed by write errors");
+    // --clear restores the member's service; added back, it is rebuilt.
+    d.inject(&["--clear"]);
+    raidctl(["add", &d.ms[0], &d.ms[2]]).ok();
+    d.wait_for("the rebuild", |v| v["state"] == "clean");
+    d.assert_data("after the rebuild");
+}
+
+#[test]
+fn a_hung_member_is_failed_after_the_member_timeout_and_io_resumes() {
+    let mut d = Drill::new("5", 3, &[]);
+    d.inject(&["1", "--timeout-after", "0"]);
+    // Reads and writes that reach it hang until the 2 s member timeout gives up on it.
+    d.assert_data("reads with a hung member");
+    let v = d.wait_for("the member failing", |v| {
+        v["members"][1]["state"] == "faulty"
+    });
+    let reason = v["members"][1]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no answer within the member timeout"),
+        "{reason}"
+    );
+    assert_eq!(v["injected"][0]["timed_out"], true, "{v}");
+    assert!(
+        v["injected"][0]["injected"]["hung"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    d.write_new("after-the-hang");
+    d.assert_data("degraded after the hang");
+    let human = raidctl(["status", &d.ms[0]]).stdout_str();
+    assert!(
+        human.contains("given up on by the member timeout"),
+        "{human}"
+    );
+}
+
+#[test]
+fn latency_slows_a_member_without_changing_data_and_clear_stops_it() {
+    let mut d = Drill::new("1", 2, &[]);
+    d.inject(&["0", "--latency", "2ms,1ms"]);
+    d.assert_data("reads with a slow member");
+    d.write_new("with-latency");
+    d.assert_data("after writes with a slow member");
+    let v = d.status();
+    assert_eq!(v["state"], "clean", "latency alone fails nothing: {v}");
+    let delayed = v["injected"][0]["injected"]["delayed"].as_u64().unwrap();
+    assert!(delayed > 0, "{v}");
+    assert_eq!(v["injected"][0]["faults"]["latency_us"], 2000);
+    d.inject(&["--clear"]);
+    d.assert_data("after --clear");
+    let v = d.status();
+    assert_eq!(
+        v["injected"][0]["injected"]["delayed"].as_u64().unwrap(),
+        delayed,
+        "no request is delayed after --clear: {v}"
+    );
+}
+
+#[test]
+fn bit_rot_is_caught_by_the_checksums_and_repaired_by_scrub() {
+    let d = Drill::new("5", 3, &[]);
+    // 5 % of the blocks of the first 8 MiB of slot 2's data area rot.
+    let range = format!("{}-{}", d.data_offset, d.data_offset + (8 << 20));
+    d.inject(&["2", "--corrupt-on-read", &format!("5@{range}")]);
+    let r = raidctl(["scrub", "--repair", "--json", &d.ms[0]]);
+    let v = r.json();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(!problems.is_empty(), "scrub found no rot: {v}");
+    assert_eq!(v["unrepaired"], 0, "{v}");
+    assert!(
+        problems.iter().all(|p| p["slot"] == 2),
+        "only slot 2 rotted: {v}"
+    );
+    let m = d.member(2);
+    assert!(m["checksum_errors"].as_u64().unwrap() > 0, "{m}");
+    assert!(
+        m["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("checksum mismatch at member offset"),
+        "{m}"
+    );
+    // Repaired blocks were rewritten: a second scrub finds nothing, and reads are right.
+    let v = raidctl(["scrub", "--json", &d.ms[0]]).ok().json();
+    assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
+    d.assert_data("after the scrub");
+}
+
+#[test]
+fn a_vanished_member_returns_stale_and_is_rebuilt() {
+    let mut d = Drill::new("5", 3, &[]);
+    d.inject(&["2", "--vanish"]);
+    d.write_new("while-vanished");
+    let m = d.member(2);
+    assert_eq!(m["state"], "faulty", "{m}");
+    assert!(
+        m["reason"].as_str().unwrap().contains("No such device"),
+        "{m}"
+    );
+    d.assert_data("degraded while vanished");
+    let r = d.inject(&["2", "--return"]);
+    assert!(
+        r.stderr.contains("added back to slot 2 (stale: rebuilt)"),
+        "{}",
+        r.stderr
+    );
+    let v = d.wait_for("the rebuild of the returned member", |v| {
+        v["state"] == "clean"
+    });
+    assert_eq!(v["members"][2]["state"], "active", "{v}");
+    d.assert_data("after the returned member was rebuilt");
+    // And the rebuilt member carries the data on its own: fail another one.
+    raidctl(["fail", &d.ms[0], &d.ms[1]]).ok();
+    d.assert_data("with the rebuilt member standing in");
+}
+
+#[test]
+fn a_full_member_fails_on_write_and_reads_go_on() {
+    let mut d = Drill::new("10", 4, &[]);
+    d.inject(&["3", "--full"]);
+    d.assert_data("reads from a full member");
+    assert_eq!(d.member(3)["state"], "active", "reads do not fill it");
+    d.write_new("onto-a-full-member");
+    let m = d.member(3);
+    assert_eq!(m["state"], "faulty", "{m}");
+    assert!(
+        m["reason"]
+            .as_str()
+            .unwrap()
+            .contains("No space left on device"),
+        "{m}"
+    );
+    d.assert_data("RAID10 with a full member failed");
+}
+
+#[test]
+fn inject_refuses_what_it_cannot_do_and_status_forgets_faults_at_restart() {
+    let mut d = Drill::new("5", 3, &[]);
+    let r = raidctl(["inject", &d.ms[0], "--latency", "1ms"]);
+    r.fails(2, &["name the member"]);
+    raidctl(["inject", &d.ms[0], "7", "--full"]).fails(2, &["7 is not a member"]);
+    raidctl(["inject", &d.ms[0], "1"]).fails(2, &["give a fault"]);
+    raidctl(["inject", &d.ms[0], "1", "--read-errors", "lots"]).fails(2, &["lots"]);
+    d.inject(&["1", "--latency", "1ms"]);
+    assert!(d.srv.stop().success());
+    // Not served: inject says how to drill offline, and status shows no faults.
+    raidctl(["inject", &d.ms[0], "1", "--full"]).fails(2, &["not served", "--inject"]);
+    d.srv = Server::start(&d.ms[0], &d.dir.path().join("nbd.sock"));
+    let v = d.status();
+    assert_eq!(v["injected"], serde_json::json!([]), "{v}");
+    d.assert_data("after the restart");
+}
+
+#[test]
+fn offline_commands_take_inject_for_drills_without_a_server() {
+    let dir = tempdir();
+    let ms = members_created(dir.path(), "5", 3, "32M");
+    let data = pattern("offline-drill", 4 << 20);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let spec = format!("{}:read-errors=100%", ms[1]);
+    let r = raidctl(["read", &ms[0], "--length", "4M", "--inject", &spec]).ok();
+    assert!(
+        r.stdout == data,
+        "a read around a member whose every read fails"
+    );
+    assert!(
+        r.stderr.contains("raidctl: drill:") && r.stderr.contains("read errors"),
+        "{}",
+        r.stderr
+    );
+    // Offline, nothing stays: a plain read afterwards meets no faults.
+    let r = raidctl(["read", &ms[0], "--length", "4M"]).ok();
+    assert!(r.stdout == data && !r.stderr.contains("drill"));
+    // Bit rot found and repaired by an offline scrub.
+    let rot = format!("{}:corrupt-on-read=10@2M-6M", ms[2]);
+    let v = raidctl(["scrub", "--repair", "--json", &ms[0], "--inject", &rot]).json();
+    assert!(!v["problems"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["unrepaired"], 0, "{v}");
+    // A hung member during an offline write: failed after the member timeout, the write done.
+    let hang = format!("{}:timeout-after=0", ms[2]);
+    let input = dir.path().join("new");
+    let new = pattern("offline-new", 1 << 20);
+    std::fs::write(&input, &new).unwrap();
+    let r = raidctl([
+        "write",
+        &ms[0],
+        "--input",
+        input.to_str().unwrap(),
+        "--inject",
+        &hang,
+        "--member-timeout",
+        "1",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("the member timeout"), "{}", r.stderr);
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["members"][2]["state"], "faulty", "{v}");
+    assert!(raidctl(["read", &ms[0], "--length", "1M"]).ok().stdout == new);
+    // Bad specs are refused before anything is opened.
+    raidctl(["read", &ms[0], "--inject", "nothing"]).fails(2, &["MEMBER:KIND"]);
+    raidctl(["read", &ms[0], "--inject", &format!("{}:melt", ms[1])]).fails(2, &["unknown fault"]);
+}
