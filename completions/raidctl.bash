@@ -31,6 +31,9 @@ _raidctl() {
             raidctl,create)
                 cmd="raidctl__subcmd__create"
                 ;;
+            raidctl,drill)
+                cmd="raidctl__subcmd__drill"
+                ;;
             raidctl,examine)
                 cmd="raidctl__subcmd__examine"
                 ;;
@@ -110,7 +113,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect inject serve scrub bench profile completions generate"
+            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect inject drill serve scrub bench profile completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,6 +287,32 @@ _raidctl() {
                     ;;
                 --checksum)
                     COMPREPLY=($(compgen -W "xxh3 blake3" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__drill)
+            opts="-h -V --scan --force-assemble --size --spare --force --json --help --version bad-sectors-during-rebuild second-failure-during-rebuild bit-rot slow-member vanish-and-return smart-replacement"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spare)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -46,6 +46,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "wear" -d 'Per-membe
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inject" -d 'Failure drill on a served array: inject faults into one member, or clear them'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "drill" -d 'Rehearse a failure offline and report what the array did (writes a region, then restores it)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "serve" -d 'Export an array as an NBD block device (Unix socket by default; TCP with --listen)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "scrub" -d 'Check every block\'s checksum, parity and mirror copies (exit 1 when unrepaired problems remain)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "bench" -d 'Benchmark an array (CrystalDiskMark profiles through the engine) or the parity kernels'
@@ -226,6 +227,14 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l clear -d 'Rem
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l json -d 'Print the result as JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l size -d 'Size of the region at the start of the array the workload writes (saved first and put back at the end)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l spare -d 'smart-replacement: the device that replaces the most worn member (it stays in the array; the worn one leaves it)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l force -d 'smart-replacement: overwrite a spare that holds a file system or another array'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l json -d 'Print the report as JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l inject -d 'Failure drill: inject a fault into a member for this run only, MEMBER:KIND[=VALUE]; kinds: read-errors=RANGE|PCT, write-errors=RANGE|PCT, latency=DUR[,JITTER], timeout-after=N, corrupt-on-read=PCT[@RANGE], vanish, full (repeatable; see raidctl-inject(8))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l member-timeout -d 'Give up on a member that has not answered a request for this long, and fail it (as the SCSI layer\'s command timeout does); 0 never gives up' -r

@@ -101,7 +101,8 @@ impl Drill {
 #[test]
 fn injected_read_errors_are_repaired_from_redundancy_and_named_by_member_and_offset() {
     let d = Drill::new("5", 3, &[]);
-    let range = d.data_range("64K");
+    // Three chunks: at least two of them are data on slot 1 (reads skip parity).
+    let range = d.data_range("192K");
     let r = d.inject(&["1", "--read-errors", &range]);
     assert!(r.stderr.contains("read errors on bytes"), "{}", r.stderr);
     d.assert_data("reads with bad sectors on slot 1");
@@ -367,4 +368,99 @@ fn offline_commands_take_inject_for_drills_without_a_server() {
     // Bad specs are refused before anything is opened.
     raidctl(["read", &ms[0], "--inject", "nothing"]).fails(2, &["MEMBER:KIND"]);
     raidctl(["read", &ms[0], "--inject", &format!("{}:melt", ms[1])]).fails(2, &["unknown fault"]);
+}
+
+/// Runs `raidctl drill --json` and returns its report, asserting that it passed.
+fn drill_passes(member: &str, scenario: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["drill", member, scenario, "--size", "8M", "--json"];
+    args.extend_from_slice(extra);
+    let r = raidctl(&args);
+    let v = r.json();
+    assert_eq!(r.code, 0, "{scenario} failed: {v}\n{}", r.stderr);
+    assert_eq!(v["passed"], true, "{v}");
+    assert_eq!(v["scenario"], scenario);
+    assert_eq!(v["status_after"]["state"], "clean", "{v}");
+    assert!(!v["timeline"].as_array().unwrap().is_empty(), "{v}");
+    v
+}
+
+#[test]
+fn every_drill_scenario_passes_at_small_size_on_raid6() {
+    let dir = tempdir();
+    let ms = members_created(dir.path(), "6", 4, "24M");
+    let data = pattern("kept-through-drills", 8 << 20);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let v = drill_passes(&ms[0], "bad-sectors-during-rebuild", &[]);
+    assert_eq!(
+        v["facts"]["unrecoverable_blocks"], 0,
+        "RAID 6 loses nothing: {v}"
+    );
+    let v = drill_passes(&ms[0], "second-failure-during-rebuild", &[]);
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "member-failed"),
+        "the second failure is an event: {v}"
+    );
+    let v = drill_passes(&ms[0], "bit-rot", &[]);
+    assert!(v["facts"]["problems_found"].as_u64().unwrap() > 0, "{v}");
+    drill_passes(&ms[0], "slow-member", &[]);
+    drill_passes(&ms[0], "vanish-and-return", &[]);
+    let spare = dir.path().join("spare");
+    sparse_file(&spare, 24 << 20);
+    let v = drill_passes(
+        &ms[0],
+        "smart-replacement",
+        &["--spare", spare.to_str().unwrap()],
+    );
+    let slot = v["facts"]["replaced_slot"].as_u64().unwrap() as usize;
+    assert!(
+        v["facts"]["replaced_because"]
+            .as_str()
+            .unwrap()
+            .contains("bytes written"),
+        "files have no SMART: {v}"
+    );
+    // The replaced member is no longer in the array: name it by the spare.
+    let st = status_run(["status", "--json", spare.to_str().unwrap()]).json();
+    assert_eq!(
+        st["members"][slot]["path"]
+            .as_str()
+            .map(|p| std::fs::canonicalize(p).unwrap()),
+        Some(std::fs::canonicalize(&spare).unwrap())
+    );
+    // Every drill put the region back: the data written before them is there.
+    let r = raidctl(["read", spare.to_str().unwrap(), "--length", "8M"]).ok();
+    assert!(
+        r.stdout == data,
+        "the drills left the array's data as it was"
+    );
+}
+
+#[test]
+fn bad_sectors_during_a_raid5_rebuild_lose_only_their_rows_as_errors() {
+    let dir = tempdir();
+    let ms = members_created(dir.path(), "5", 3, "24M");
+    let v = drill_passes(&ms[0], "bad-sectors-during-rebuild", &[]);
+    let lost = v["facts"]["blocks_lost"].as_u64().unwrap();
+    assert!(
+        (1..=16).contains(&lost),
+        "one redundancy, used by the rebuild: the bad sectors' rows are lost, as errors: {v}"
+    );
+    assert!(
+        v["facts"]["unrecoverable_blocks"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    let human = raidctl(["drill", &ms[0], "slow-member", "--size", "4M"])
+        .ok()
+        .stdout_str();
+    assert!(human.contains("the array behaved as documented"), "{human}");
+    raidctl(["drill", &ms[0], "second-failure-during-rebuild"])
+        .fails(2, &["survives 2 lost members", "raid5 survives 1"]);
+    raidctl(["drill", &ms[0], "smart-replacement"]).fails(2, &["--spare"]);
+    let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    raidctl(["drill", &ms[0], "bit-rot"]).fails(2, &["served", "raidctl inject"]);
+    assert!(srv.stop().success());
 }

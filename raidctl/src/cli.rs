@@ -48,6 +48,7 @@ pub enum Command {
     Simulate(cmd::simulate::SimulateArgs),
     Inspect(cmd::inspect::InspectArgs),
     Inject(cmd::inject::InjectArgs),
+    Drill(cmd::drill::DrillArgs),
     Serve(cmd::serve::ServeArgs),
     Scrub(cmd::scrub::ScrubArgs),
     Bench(cmd::bench::BenchArgs),

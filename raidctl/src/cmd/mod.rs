@@ -5,6 +5,7 @@ pub mod admin;
 pub mod bench;
 pub mod bench_array;
 pub mod create;
+pub mod drill;
 pub mod examine;
 pub mod fail;
 pub mod generate;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(a) => simulate::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Inject(a) => inject::run(a),
+        Command::Drill(a) => drill::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Scrub(a) => scrub::run(a),
         Command::Bench(a) => bench::run(a),
