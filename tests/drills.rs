@@ -365,6 +365,21 @@ fn offline_commands_take_inject_for_drills_without_a_server() {
     let v = status_run(["status", "--json", &ms[0]]).json();
     assert_eq!(v["members"][2]["state"], "faulty", "{v}");
     assert!(raidctl(["read", &ms[0], "--length", "1M"]).ok().stdout == new);
+    // The member the hang failed is rebuilt under a slow survivor.
+    raidctl(["add", "--no-rebuild", &ms[0], &ms[2]]).ok();
+    let slow = format!("{}:latency=200us", ms[1]);
+    let r = raidctl(["rebuild", &ms[0], "--inject", &slow]).ok();
+    assert!(
+        r.stderr.contains("drill:") && r.stderr.contains("delays"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(" 0 delays"), "{}", r.stderr);
+    assert_eq!(
+        status_run(["status", "--json", &ms[0]]).json()["state"],
+        "clean"
+    );
+    assert!(raidctl(["read", &ms[0], "--length", "1M"]).ok().stdout == new);
     // Bad specs are refused before anything is opened.
     raidctl(["read", &ms[0], "--inject", "nothing"]).fails(2, &["MEMBER:KIND"]);
     raidctl(["read", &ms[0], "--inject", &format!("{}:melt", ms[1])]).fails(2, &["unknown fault"]);

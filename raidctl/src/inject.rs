@@ -256,6 +256,9 @@ impl Drop for Drill {
         if self.announce {
             for s in self.table.all() {
                 let i = s.injections();
+                if s.faults().is_none() && i == Default::default() && !s.given_up() {
+                    continue;
+                }
                 eprintln!(
                     "raidctl: drill: {}: {}; injected {} read errors, {} write errors, {} delays, {} hangs, {} rotten blocks, {} vanished and {} full requests{}",
                     s.path().display(),
