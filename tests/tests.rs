@@ -13,4 +13,5 @@ mod loopdev;
 mod ops;
 mod scrub;
 mod serve;
+mod vm;
 mod wear;
