@@ -600,7 +600,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --force-assemble --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
+            opts="-h -V --scan --force-assemble --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --nbd-device --harden --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -627,6 +627,10 @@ _raidctl() {
                     return 0
                     ;;
                 --stripe-cache)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nbd-device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

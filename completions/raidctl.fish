@@ -212,10 +212,12 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l listen -d 'Als
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l export -d 'Export name' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l max-rate -d 'Background rebuilds write at most this many bytes per second, leaving room for clients' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l nbd-device -d 'Also attach the export to this kernel\'s nbd driver as DEVICE (e.g. /dev/nbd0, after modprobe nbd): a block device to mkfs and mount, no nbd-client needed. Detached on SIGTERM or SIGINT (unmount first). Implies --harden' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l readonly -d 'Export read-only'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l foreground -d 'Accepted for compatibility and ignored: serve always runs in the foreground until SIGTERM or SIGINT (run it under systemd, contrib/raidctl-serve@.service, or with &)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l keep-roles -d 'Skewed arrays: do not move the parity-heavy role when members are replaced'
+complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -l harden -d 'Harden the daemon for serving file systems this host depends on: PR_SET_IO_FLUSHER, all of its memory locked (mlockall), OOM score adjustment -900; each one a warning when refused (they need root)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F

@@ -11,6 +11,7 @@
 //! CPU-bound and the machine has two cores).
 
 mod md_oracle;
+mod nbd_device;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -151,6 +152,13 @@ impl Outcome {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
             .unwrap_or_else(|| panic!("the scenario did not report {key}; console:\n{}", self.tail))
+    }
+
+    /// The last `report KEY=...` as a number, or a panic showing the console.
+    pub fn num(&self, key: &str) -> u64 {
+        let v = self.get(key);
+        v.parse()
+            .unwrap_or_else(|_| panic!("{key}={v:?} is not a number; console:\n{}", self.tail))
     }
 
     /// Panics with the console tail unless the scenario exited 0.
@@ -336,6 +344,9 @@ impl Vm {
                 self.name
             );
         };
+        if std::env::var_os("RAIDCTL_VM_CONSOLE").is_some() {
+            eprintln!("vm: {}: last console lines:\n{tail}", self.name);
+        }
         eprintln!(
             "vm: {}: scenario started {booted:.1} s after kernel start, {:.1} s in all",
             self.name,

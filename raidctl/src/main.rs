@@ -1,14 +1,18 @@
 //! raidctl: the command line. Parses arguments, runs one subcommand, maps errors to the
 //! documented exit codes.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
 mod cmd;
 mod control;
 mod daemon;
 mod events;
 mod exit;
+mod harden;
 mod loopdev;
 mod nbd;
+mod nbd_device;
 mod output;
 mod progress;
 mod prom;

@@ -90,7 +90,9 @@ pub struct Export {
 }
 
 impl Export {
-    fn flags(&self) -> u16 {
+    /// The transmission flags of this export (the handshake sends them; `--nbd-device` gives
+    /// them to the kernel with NBD_SET_FLAGS).
+    pub fn flags(&self) -> u16 {
         let mut f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_SEND_FUA | TF_CAN_MULTI_CONN;
         if self.readonly {
             f |= TF_READ_ONLY;
@@ -163,6 +165,16 @@ fn opt_reply(w: &mut impl Write, opt: u32, kind: u32, data: &[u8]) -> io::Result
 pub fn serve_client(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
     let closer = conn.try_clone_conn()?;
     let r = serve_client_inner(conn, export);
+    closer.close_both();
+    r
+}
+
+/// Serves a peer that is already past the handshake, given the export's size and flags some
+/// other way (the kernel's nbd driver, by ioctl): the transmission phase only.
+pub fn serve_transmission(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
+    let closer = conn.try_clone_conn()?;
+    let reader = BufReader::new(conn.try_clone_conn()?);
+    let r = transmission(reader, BufWriter::new(conn), export);
     closer.close_both();
     r
 }

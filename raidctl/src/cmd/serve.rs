@@ -13,7 +13,7 @@ use crate::units::parse_size;
 /// Export an array as an NBD block device (Unix socket by default; TCP with --listen)
 #[derive(Args, Debug)]
 #[command(
-    after_long_help = "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl."
+    after_long_help = "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nor let raidctl attach the kernel's nbd driver itself: raidctl serve --nbd-device /dev/nbd0 ARRAY\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl."
 )]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -44,6 +44,16 @@ pub struct ServeArgs {
     /// turns the stripe cache off)
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
     pub stripe_cache: u64,
+    /// Also attach the export to this kernel's nbd driver as DEVICE (e.g. /dev/nbd0, after
+    /// modprobe nbd): a block device to mkfs and mount, no nbd-client needed. Detached on
+    /// SIGTERM or SIGINT (unmount first). Implies --harden
+    #[arg(long, value_name = "DEVICE")]
+    pub nbd_device: Option<PathBuf>,
+    /// Harden the daemon for serving file systems this host depends on: PR_SET_IO_FLUSHER,
+    /// all of its memory locked (mlockall), OOM score adjustment -900; each one a warning when
+    /// refused (they need root)
+    #[arg(long)]
+    pub harden: bool,
 }
 
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
@@ -55,6 +65,18 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             )
         })?;
     }
+    // Before anything starts a thread: threads inherit PR_SET_IO_FLUSHER.
+    let hardening = (a.harden || a.nbd_device.is_some()).then(|| {
+        for w in crate::harden::apply() {
+            eprintln!("raidctl serve: warning: {w}");
+        }
+        let (io_flusher, memory_locked, oom_score_adj) = crate::harden::state();
+        serde_json::json!({
+            "io_flusher": io_flusher,
+            "memory_locked": memory_locked,
+            "oom_score_adj": oom_score_adj,
+        })
+    });
     let array = super::assemble(&a.array, true)?;
     array.set_stripe_cache(a.stripe_cache as usize)?;
     let config = ServeConfig {
@@ -64,6 +86,8 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         readonly: a.readonly,
         rebuild_rate: a.max_rate,
         keep_roles: a.keep_roles,
+        nbd_device: a.nbd_device.clone(),
+        hardening,
     };
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     daemon::serve(array, config, |urls| {
