@@ -42,7 +42,17 @@ fn examine(path: &Path) -> RcMember {
 /// its members by slot.
 fn raidctl_array(dir: &Path, level: &str, payload: &Path) -> Vec<RcMember> {
     let m = images(dir, "rc", MEMBERS, MEMBER_BYTES);
-    let mut args = vec!["create".to_string(), "-l".into(), level.into()];
+    let mut args = vec!["create".to_string()];
+    args.extend(match level {
+        // RAID4 with parity on slot 0: all parity weight on slot 0.
+        "raid4" => vec![
+            "-l".to_string(),
+            "f1".into(),
+            "--skew".into(),
+            "1,0,0,0,0".into(),
+        ],
+        _ => vec!["-l".to_string(), level.into()],
+    });
     args.extend(["-c".into(), format!("{CHUNK_KIB}K")]);
     args.extend(strs(&m));
     raidctl(&args).ok();
@@ -67,6 +77,9 @@ fn md_level(level: &str) -> &'static str {
         "raid5" => "--level=5 --layout=left-symmetric",
         "raid6" => "--level=6 --layout=left-symmetric",
         "raid10" => "--level=10 --layout=n2",
+        // md's RAID5 layout with parity on the first device in every row (ALGORITHM_PARITY_0);
+        // md's own level 4 puts parity on the last device instead.
+        "raid4" => "--level=5 --layout=parity-first",
         _ => unreachable!(),
     }
 }
@@ -179,6 +192,12 @@ fn raid6_places_like_md() {
 #[test]
 fn raid10_places_like_md_near2() {
     same_placement_as_md("raid10");
+}
+
+/// `--skew 1,0,0,0,0` (RAID4, parity on slot 0) against md's RAID5 `parity-first` layout.
+#[test]
+fn raid4_skew_places_like_md_parity_first() {
+    same_placement_as_md("raid4");
 }
 
 /// md over copies of a raidctl RAID6 array's members: it reads raidctl's data, `check` finds
