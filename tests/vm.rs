@@ -1,4 +1,4 @@
-//! VM tests: the kernel-facing paths (md as placement oracle, the kernel NBD driver) run
+//! VM tests: the kernel-facing paths (md as placement oracle, the kernel NBD driver, ublk) run
 //! against a real Linux kernel. Each scenario boots Debian's kernel under QEMU (TCG: nested
 //! KVM dies on this host) with an initramfs that holds busybox, mdadm, e2fsprogs, nbd-client
 //! and the freshly built raidctl, and raw image files as virtio disks; a shell scenario runs
@@ -12,6 +12,7 @@
 
 mod md_oracle;
 mod nbd_device;
+mod ublk;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -204,7 +205,6 @@ impl Vm {
     }
 
     /// Adds the fio layer to the initramfs (about 36 MiB compressed, so only when used).
-    #[allow(dead_code)]
     pub fn with_fio(mut self) -> Vm {
         self.fio = true;
         self

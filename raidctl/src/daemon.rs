@@ -2,7 +2,8 @@
 //! asked), answers the control socket, runs rebuilds in the background (a hot spare starts as
 //! soon as a member fails), and on SIGTERM or SIGINT stops accepting, finishes in-flight
 //! requests, flushes and marks the array clean. With --nbd-device it also attaches the export
-//! to the kernel's nbd driver (crate::nbd_device) and detaches it first on stop.
+//! to the kernel's nbd driver (crate::nbd_device), with --ublk it runs a ublk device
+//! (crate::ublk); both are taken down first on stop.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -61,6 +62,8 @@ pub struct ServeConfig {
     pub keep_roles: bool,
     /// Attach the export to this kernel's nbd driver as this device.
     pub nbd_device: Option<PathBuf>,
+    /// Serve the export as a ublk device too.
+    pub ublk: Option<crate::ublk::UblkOptions>,
     /// What `status` says of the hardening (crate::harden), when it was asked for.
     pub hardening: Option<Value>,
 }
@@ -393,6 +396,25 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
     if let Some((k, _)) = &kernel_nbd {
         where_.push(k.path().display().to_string());
     }
+    let ublk = match &config.ublk {
+        Some(opts) => match crate::ublk::Ublk::start(export.clone(), opts) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                if let Some((k, _)) = kernel_nbd {
+                    let _ = k.detach();
+                }
+                if let Some(p) = &unix_path {
+                    let _ = std::fs::remove_file(p);
+                }
+                let _ = std::fs::remove_file(&ctl_path);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    if let Some(u) = &ublk {
+        where_.push(u.device.clone());
+    }
     let mut served_by = json!({
         "pid": std::process::id(),
         "control": ctl_path.display().to_string(),
@@ -400,6 +422,9 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
     });
     if let Some(dev) = &config.nbd_device {
         served_by["nbd_device"] = json!(dev.display().to_string());
+    }
+    if let Some(u) = &ublk {
+        served_by["ublk"] = json!({"id": u.id, "device": u.device, "recovered": u.recovered});
     }
     if let Some(h) = &config.hardening {
         served_by["hardening"] = h.clone();
@@ -494,6 +519,11 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
             Ok(()) => eprintln!("raidctl serve: detached {path}"),
             Err(e) => eprintln!("raidctl serve: detaching {path}: {e}"),
         }
+    }
+    if let Some(u) = ublk {
+        let device = u.device.clone();
+        u.stop();
+        eprintln!("raidctl serve: removed {device}");
     }
     stopping.store(true, Ordering::Release);
     drop(unix);

@@ -16,6 +16,7 @@ mod nbd_device;
 mod output;
 mod progress;
 mod prom;
+mod ublk;
 mod units;
 
 use std::process::ExitCode;

@@ -384,6 +384,27 @@ fn errno(e: &raidcore::Error) -> u32 {
     }
 }
 
+/// Zeroes `len` bytes at `offset` (NBD WRITE_ZEROES, ublk WRITE_ZEROES). With `may_unmap`,
+/// whole rows inside become holes (trim) and only the edges are written.
+pub fn write_zeroes(a: &Array, offset: u64, len: u64, may_unmap: bool) -> raidcore::Result<()> {
+    if may_unmap {
+        a.trim(offset, len)?;
+    }
+    let zeros = AlignedBuf::zeroed((len as usize).min(1 << 20));
+    let mut pos = offset;
+    let end = offset + len;
+    while pos < end {
+        let n = ((end - pos) as usize).min(zeros.len());
+        // Skip what the trim zeroed already: reading is cheaper than writing flash.
+        let mut cur = AlignedBuf::zeroed(n);
+        if !may_unmap || a.read(&mut cur, pos).is_err() || cur.iter().any(|&b| b != 0) {
+            a.write(&zeros[..n], pos)?;
+        }
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedBuf>, u32> {
     let a = &export.array;
     let fua = |r: Result<(), u32>| -> Result<Option<AlignedBuf>, u32> {
@@ -411,32 +432,13 @@ fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedB
             .trim(job.offset, job.len as u64)
             .map(|_| ())
             .map_err(|e| errno(&e))),
-        CMD_WRITE_ZEROES => {
-            let mut r = Ok(());
-            if job.flags & CMD_FLAG_NO_HOLE == 0 {
-                // Whole rows inside become holes; only the edges are written.
-                r = a
-                    .trim(job.offset, job.len as u64)
-                    .map(|_| ())
-                    .map_err(|e| errno(&e));
-            }
-            let zeros = AlignedBuf::zeroed((job.len as usize).min(1 << 20));
-            let mut pos = job.offset;
-            let end = job.offset + job.len as u64;
-            while r.is_ok() && pos < end {
-                let n = ((end - pos) as usize).min(zeros.len());
-                // Skip what the trim zeroed already: reading is cheaper than writing flash.
-                let mut cur = AlignedBuf::zeroed(n);
-                if job.flags & CMD_FLAG_NO_HOLE != 0
-                    || a.read(&mut cur, pos).is_err()
-                    || cur.iter().any(|&b| b != 0)
-                {
-                    r = a.write(&zeros[..n], pos).map_err(|e| errno(&e));
-                }
-                pos += n as u64;
-            }
-            fua(r)
-        }
+        CMD_WRITE_ZEROES => fua(write_zeroes(
+            a,
+            job.offset,
+            job.len as u64,
+            job.flags & CMD_FLAG_NO_HOLE == 0,
+        )
+        .map_err(|e| errno(&e))),
         _ => Err(EINVAL),
     }
 }

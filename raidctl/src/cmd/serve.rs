@@ -49,6 +49,23 @@ pub struct ServeArgs {
     /// SIGTERM or SIGINT (unmount first). Implies --harden
     #[arg(long, value_name = "DEVICE")]
     pub nbd_device: Option<PathBuf>,
+    /// Also serve the array as a ublk block device, /dev/ublkbN (Linux 6.0+, modprobe
+    /// ublk_drv): no NBD in the way. If the daemon dies, the device and what is mounted on it
+    /// wait (I/O is queued); start serve again with --ublk-id N to take it over. Removed on
+    /// SIGTERM or SIGINT (unmount first). Writes through (no --stripe-cache: what a
+    /// dying daemon acknowledged must already be in the kernel). Implies --harden
+    #[arg(long)]
+    pub ublk: bool,
+    /// ublk device number to create, or to take over when its daemon died (default: the
+    /// first free one)
+    #[arg(long, value_name = "N", requires = "ublk")]
+    pub ublk_id: Option<u32>,
+    /// ublk hardware queues, each served by its own thread
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "ublk", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub queues: u16,
+    /// Requests in flight per ublk queue
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "ublk", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub queue_depth: u16,
     /// Harden the daemon for serving file systems this host depends on: PR_SET_IO_FLUSHER,
     /// all of its memory locked (mlockall), OOM score adjustment -900; each one a warning when
     /// refused (they need root)
@@ -66,7 +83,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         })?;
     }
     // Before anything starts a thread: threads inherit PR_SET_IO_FLUSHER.
-    let hardening = (a.harden || a.nbd_device.is_some()).then(|| {
+    let hardening = (a.harden || a.nbd_device.is_some() || a.ublk).then(|| {
         for w in crate::harden::apply() {
             eprintln!("raidctl serve: warning: {w}");
         }
@@ -78,7 +95,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         })
     });
     let array = super::assemble(&a.array, true)?;
-    array.set_stripe_cache(a.stripe_cache as usize)?;
+    // A ublk daemon can die and be replaced while the kernel and its mounted file systems go
+    // on: every write it acknowledges must already be in the kernel (member page cache or
+    // device), not in this process's stripe cache, so --ublk writes through.
+    let stripe_cache = if a.ublk { 0 } else { a.stripe_cache };
+    array.set_stripe_cache(stripe_cache as usize)?;
     let config = ServeConfig {
         socket: a.socket.clone(),
         listen: a.listen.clone(),
@@ -87,6 +108,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         rebuild_rate: a.max_rate,
         keep_roles: a.keep_roles,
         nbd_device: a.nbd_device.clone(),
+        ublk: a.ublk.then_some(crate::ublk::UblkOptions {
+            id: a.ublk_id,
+            queues: a.queues,
+            depth: a.queue_depth,
+        }),
         hardening,
     };
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
