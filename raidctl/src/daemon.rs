@@ -509,6 +509,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+    crate::notify::notify("STOPPING=1");
     // Stop: detach the kernel's nbd device first (the driver sends what it has queued, then
     // NBD_CMD_DISC, while the export still serves); refuse new requests, end the clients'
     // request streams (in-flight requests still complete and are answered), let the rebuild

@@ -13,6 +13,7 @@ mod harden;
 mod loopdev;
 mod nbd;
 mod nbd_device;
+mod notify;
 mod output;
 mod progress;
 mod prom;

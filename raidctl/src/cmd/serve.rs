@@ -13,7 +13,11 @@ use crate::units::parse_size;
 /// Export an array as an NBD block device (Unix socket by default; TCP with --listen)
 #[derive(Args, Debug)]
 #[command(
-    after_long_help = "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nor let raidctl attach the kernel's nbd driver itself: raidctl serve --nbd-device /dev/nbd0 ARRAY\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl."
+    after_long_help = format!(
+        "{}\n\n{}\n  With --nbd-device: 4 when another server holds the device (NBD_SET_SOCK: busy), 2 when the path is not an nbd device.\n  With --ublk: 4 when /dev/ublkbN (--ublk-id) is live under another daemon, 2 when ublk_drv is not loaded.",
+        "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nor let raidctl attach the kernel's nbd driver itself: raidctl serve --nbd-device /dev/nbd0 ARRAY\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl.",
+        crate::exit::EXIT_STATUS
+    )
 )]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -121,6 +125,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             println!("{u}");
         }
         let _ = std::io::Write::flush(&mut std::io::stdout());
+        crate::notify::notify(&format!("READY=1\nSTATUS=serving {}", urls.join(", ")));
         if on_terminal {
             eprintln!("raidctl: serving until Ctrl-C or SIGTERM (it stays in the foreground: use systemd or & to run it in the background)");
         }
