@@ -9,7 +9,8 @@
 //! - `mlockall(MCL_CURRENT | MCL_FUTURE)`: no page of the daemon is ever swapped or dropped,
 //!   so serving a request never faults on I/O (which could be I/O to its own device). The
 //!   bound is what the daemon maps: its binary, the stripe cache (--stripe-cache), per NBD
-//!   connection at most 64 MiB of request payload and a 2 MiB stack for each of its threads.
+//!   connection at most 64 MiB of request payload, with --ublk queues x depth buffers of
+//!   crate::ublk::IO_BUF_BYTES, and a 2 MiB stack for each of its threads.
 //! - `/proc/self/oom_score_adj` = -900: the OOM killer picks nearly anything else first
 //!   (not -1000: a daemon leaking memory can still be stopped).
 

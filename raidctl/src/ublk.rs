@@ -19,8 +19,10 @@ use raidcore::{Error, ErrorKind, Result};
 
 use crate::nbd::Export;
 
-/// Largest request the device takes (the kernel splits larger ones).
-const IO_BUF_BYTES: u32 = 1 << 20;
+/// Largest request the device takes (the kernel splits larger ones). Every tag of every
+/// queue owns a buffer of this size, locked in memory under --harden: queues x depth x 512 KiB
+/// (32 MiB for one queue of the default depth 64).
+pub const IO_BUF_BYTES: u32 = 512 << 10;
 /// How long start-up waits for the device to come up.
 const WAIT: Duration = Duration::from_secs(30);
 
