@@ -6,6 +6,8 @@
 //! UBLK_F_USER_RECOVERY_REISSUE: when the daemon dies the kernel keeps /dev/ublkbN and queues
 //! its I/O, and `serve --ublk --ublk-id N` started again takes the device over
 //! (START_USER_RECOVERY ... END_USER_RECOVERY), re-running what was in flight.
+//! Each queue's thread runs its requests one after another (libublk's synchronous handler):
+//! concurrency comes from --queues, not from --queue-depth.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
