@@ -735,7 +735,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --nbd-device --ublk --ublk-id --queues --queue-depth --harden --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -770,6 +770,22 @@ _raidctl() {
                     return 0
                     ;;
                 --stripe-cache)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nbd-device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ublk-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queues)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue-depth)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

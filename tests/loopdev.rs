@@ -83,3 +83,35 @@ fn a_renamed_loop_device_is_found_and_not_rebuilt() {
     drop(moved);
     loops.clear();
 }
+
+/// ARRAY may be given as UUID=<array uuid> (how a boot-time unit names an array): the first
+/// member of that array on any block device is used; an unknown uuid is a usage error.
+#[test]
+fn an_array_is_named_by_uuid() {
+    let dir = tempdir();
+    let loops: Vec<LoopDev> = (0..2)
+        .map(|i| {
+            let f = dir.path().join(format!("u{i}"));
+            sparse_file(&f, 24 << 20);
+            LoopDev::attach(&f)
+        })
+        .collect();
+    let devs: Vec<String> = loops.iter().map(|l| l.dev.display().to_string()).collect();
+    raidctl(["create", "--level", "1", &devs[0], &devs[1]]).ok();
+    let data = pattern("by-uuid", 100_000);
+    write_at(Path::new(&devs[0]), 0, &data, dir.path());
+    let uuid = raidctl(["examine", "--json", &devs[1]]).ok().json()["array_uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let st = status_run(["status", "--json", &format!("UUID={uuid}")]).json();
+    assert_eq!(st["uuid"], uuid.as_str(), "{st}");
+    assert_eq!(st["state"], "clean", "{st}");
+    let got = raidctl(["read", "--length", "100000", &format!("UUID={uuid}")]).ok();
+    assert_eq!(got.stdout, data);
+    raidctl(["status", "UUID=00000000-0000-4000-8000-000000000000"]).fails(
+        2,
+        &["no member of array 00000000-0000-4000-8000-000000000000"],
+    );
+    raidctl(["status", "UUID=nonsense"]).fails(2, &["is not a uuid"]);
+}

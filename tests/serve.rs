@@ -803,3 +803,39 @@ fn a_loop_device_over_a_served_member_is_refused() {
     lo.detach();
     assert!(srv.stop().success());
 }
+
+/// Under systemd (Type=notify) serve says READY=1 on $NOTIFY_SOCKET once it serves, and
+/// STOPPING=1 when SIGTERM begins the stop; without NOTIFY_SOCKET it sends nothing.
+#[test]
+fn serve_notifies_systemd_ready_and_stopping() {
+    let dir = tempdir();
+    let m = members_created(dir.path(), "raid1", 2, "8M");
+    let notify_path = dir.path().join("notify");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let sock = dir.path().join("s.sock");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--socket", &sock.display().to_string(), &m[0]])
+        .env("NOTIFY_SOCKET", &notify_path)
+        .env("RAIDCTL_RUN_DIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = notify.recv(&mut buf).expect("no READY=1 within 30 s");
+    let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(msg.starts_with("READY=1\n"), "{msg:?}");
+    assert!(msg.contains("STATUS=serving nbd+unix://"), "{msg:?}");
+    // Ready means serving: the socket answers now.
+    UnixStream::connect(&sock).expect("READY=1 came before the socket listened");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let n = notify.recv(&mut buf).expect("no STOPPING=1 within 30 s");
+    assert_eq!(&buf[..n], b"STOPPING=1");
+    assert!(child.wait().unwrap().success());
+}

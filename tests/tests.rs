@@ -15,4 +15,5 @@ mod ops;
 mod profile;
 mod scrub;
 mod serve;
+mod vm;
 mod wear;

@@ -61,8 +61,9 @@ pub enum Command {
 /// How to find an array's members.
 #[derive(Args, Debug, Clone)]
 pub struct ArrayArgs {
-    /// Path of any member of the array (file, loop or block device)
-    #[arg(value_name = "ARRAY")]
+    /// Path of any member of the array (file, loop or block device), or UUID=<array uuid>
+    /// for the array whose members are on block devices (found by uuid, as at boot)
+    #[arg(value_name = "ARRAY", value_parser = parse_array)]
     pub array: PathBuf,
     /// Also look for members here: a directory (every file and block device in it) or a path;
     /// repeatable, e.g. --scan /srv/raid or --scan /dev/loop3
@@ -74,4 +75,18 @@ pub struct ArrayArgs {
     /// after failing are lost; a writable open resyncs every row
     #[arg(long)]
     pub force_assemble: bool,
+}
+
+/// ARRAY: a member path as given, or `UUID=<uuid>`: the first member of that array found on
+/// any block device (every one is looked at, as assembly does).
+fn parse_array(s: &str) -> Result<PathBuf, String> {
+    let Some(u) = s.strip_prefix("UUID=").or_else(|| s.strip_prefix("uuid=")) else {
+        return Ok(PathBuf::from(s));
+    };
+    let want = uuid::Uuid::parse_str(u).map_err(|e| format!("{u} is not a uuid: {e}"))?;
+    raidcore::array::discover(&raidcore::array::Files, &[])
+        .into_iter()
+        .find(|d| d.array_uuid == *want.as_bytes())
+        .map(|d| d.path)
+        .ok_or_else(|| format!("no member of array {want} on any block device"))
 }

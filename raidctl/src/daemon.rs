@@ -1,7 +1,9 @@
 //! The serving daemon: owns an assembled array, exports it over NBD (Unix socket, or TCP when
 //! asked), answers the control socket, runs rebuilds in the background (a hot spare starts as
 //! soon as a member fails), and on SIGTERM or SIGINT stops accepting, finishes in-flight
-//! requests, flushes and marks the array clean.
+//! requests, flushes and marks the array clean. With --nbd-device it also attaches the export
+//! to the kernel's nbd driver (crate::nbd_device), with --ublk it runs a ublk device
+//! (crate::ublk); both are taken down first on stop.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -17,6 +19,7 @@ use raidcore::{Array, Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
 use crate::nbd::{self, Conn, Export};
+use crate::nbd_device::KernelNbd;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -65,6 +68,12 @@ pub struct ServeConfig {
     pub keep_roles: bool,
     /// Fault injection (`raidctl inject`) and the member timeout; every member goes through it.
     pub drill: crate::inject::Drill,
+    /// Attach the export to this kernel's nbd driver as this device.
+    pub nbd_device: Option<PathBuf>,
+    /// Serve the export as a ublk device too.
+    pub ublk: Option<crate::ublk::UblkOptions>,
+    /// What `status` says of the hardening (crate::harden), when it was asked for.
+    pub hardening: Option<Value>,
 }
 
 struct Daemon {
@@ -117,13 +126,25 @@ fn bind_unix(path: &Path) -> Result<UnixListener> {
 }
 
 impl Daemon {
-    fn spawn_client(self: &Arc<Self>, conn: Box<dyn Conn>, shutdown: Box<dyn Fn() + Send>) {
+    /// Serves one connection in a thread of its own: a client (handshake first), or with
+    /// `handshake` false the kernel's nbd driver, which was given size and flags by ioctl.
+    fn spawn_client(
+        self: &Arc<Self>,
+        conn: Box<dyn Conn>,
+        shutdown: Box<dyn Fn() + Send>,
+        handshake: bool,
+    ) {
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
         self.conns.lock().expect("conns lock").insert(id, shutdown);
         let export = self.export.clone();
         let me = self.clone();
         std::thread::spawn(move || {
-            if let Err(e) = nbd::serve_client(conn, export) {
+            let r = if handshake {
+                nbd::serve_client(conn, export)
+            } else {
+                nbd::serve_transmission(conn, export)
+            };
+            if let Err(e) = r {
                 if e.kind() != std::io::ErrorKind::UnexpectedEof
                     && e.kind() != std::io::ErrorKind::BrokenPipe
                 {
@@ -453,11 +474,57 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
             config.export
         ));
     }
-    let served_by = json!({
+    // The kernel's nbd driver, attached last: every socket above is bound, so a failure
+    // here leaves nothing attached.
+    let kernel_nbd = match &config.nbd_device {
+        Some(dev) => match KernelNbd::attach(dev, array.size(), export.flags()) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                if let Some(p) = &unix_path {
+                    let _ = std::fs::remove_file(p);
+                }
+                let _ = std::fs::remove_file(&ctl_path);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    if let Some((k, _)) = &kernel_nbd {
+        where_.push(k.path().display().to_string());
+    }
+    let ublk = match &config.ublk {
+        Some(opts) => match crate::ublk::Ublk::start(export.clone(), opts) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                if let Some((k, _)) = kernel_nbd {
+                    let _ = k.detach();
+                }
+                if let Some(p) = &unix_path {
+                    let _ = std::fs::remove_file(p);
+                }
+                let _ = std::fs::remove_file(&ctl_path);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    if let Some(u) = &ublk {
+        where_.push(u.device.clone());
+    }
+    let mut served_by = json!({
         "pid": std::process::id(),
         "control": ctl_path.display().to_string(),
         "nbd": where_.clone(),
     });
+    if let Some(dev) = &config.nbd_device {
+        served_by["nbd_device"] = json!(dev.display().to_string());
+    }
+    if let Some(u) = &ublk {
+        served_by["ublk"] = json!({"id": u.id, "device": u.device, "recovered": u.recovered});
+    }
+    if let Some(h) = &config.hardening {
+        served_by["hardening"] = h.clone();
+    }
     where_.push(format!("control {}", ctl_path.display()));
     let daemon = Arc::new(Daemon {
         array: array.clone(),
@@ -468,6 +535,19 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         config,
         served_by,
         job_clock: Mutex::new(None),
+    });
+    let kernel_nbd = kernel_nbd.map(|(k, sock)| {
+        let c = sock.try_clone().ok();
+        daemon.spawn_client(
+            Box::new(sock),
+            Box::new(move || {
+                if let Some(c) = &c {
+                    let _ = c.shutdown(std::net::Shutdown::Read);
+                }
+            }),
+            false,
+        );
+        k
     });
     ready(&where_);
     let supervisor = {
@@ -497,6 +577,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
                     daemon.spawn_client(
                         Box::new(s),
                         Box::new(move || drop(c.shutdown(std::net::Shutdown::Read))),
+                        true,
                     );
                 }
             }
@@ -510,6 +591,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
                     daemon.spawn_client(
                         Box::new(s),
                         Box::new(move || drop(c.shutdown(std::net::Shutdown::Read))),
+                        true,
                     );
                 }
             }
@@ -523,8 +605,23 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    // Stop: refuse new requests, end the clients' request streams (in-flight requests still
-    // complete and are answered), let the rebuild reach its next checkpoint, then close clean.
+    crate::notify::notify("STOPPING=1");
+    // Stop: detach the kernel's nbd device first (the driver sends what it has queued, then
+    // NBD_CMD_DISC, while the export still serves); refuse new requests, end the clients'
+    // request streams (in-flight requests still complete and are answered), let the rebuild
+    // reach its next checkpoint, then close clean.
+    if let Some(k) = kernel_nbd {
+        let path = k.path().display().to_string();
+        match k.detach() {
+            Ok(()) => eprintln!("raidctl serve: detached {path}"),
+            Err(e) => eprintln!("raidctl serve: detaching {path}: {e}"),
+        }
+    }
+    if let Some(u) = ublk {
+        let device = u.device.clone();
+        u.stop();
+        eprintln!("raidctl serve: removed {device}");
+    }
     stopping.store(true, Ordering::Release);
     drop(unix);
     drop(tcp);

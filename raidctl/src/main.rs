@@ -1,19 +1,25 @@
 //! raidctl: the command line. Parses arguments, runs one subcommand, maps errors to the
 //! documented exit codes.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
 mod cmd;
 mod control;
 mod daemon;
 mod events;
 mod exit;
+mod harden;
 mod inject;
 mod loopdev;
 mod nbd;
+mod nbd_device;
+mod notify;
 mod output;
 mod profile;
 mod progress;
 mod prom;
+mod ublk;
 mod units;
 
 use std::process::ExitCode;

@@ -90,7 +90,9 @@ pub struct Export {
 }
 
 impl Export {
-    fn flags(&self) -> u16 {
+    /// The transmission flags of this export (the handshake sends them; `--nbd-device` gives
+    /// them to the kernel with NBD_SET_FLAGS).
+    pub fn flags(&self) -> u16 {
         let mut f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_SEND_FUA | TF_CAN_MULTI_CONN;
         if self.readonly {
             f |= TF_READ_ONLY;
@@ -163,6 +165,16 @@ fn opt_reply(w: &mut impl Write, opt: u32, kind: u32, data: &[u8]) -> io::Result
 pub fn serve_client(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
     let closer = conn.try_clone_conn()?;
     let r = serve_client_inner(conn, export);
+    closer.close_both();
+    r
+}
+
+/// Serves a peer that is already past the handshake, given the export's size and flags some
+/// other way (the kernel's nbd driver, by ioctl): the transmission phase only.
+pub fn serve_transmission(conn: Box<dyn Conn>, export: Arc<Export>) -> io::Result<()> {
+    let closer = conn.try_clone_conn()?;
+    let reader = BufReader::new(conn.try_clone_conn()?);
+    let r = transmission(reader, BufWriter::new(conn), export);
     closer.close_both();
     r
 }
@@ -372,6 +384,27 @@ fn errno(e: &raidcore::Error) -> u32 {
     }
 }
 
+/// Zeroes `len` bytes at `offset` (NBD WRITE_ZEROES, ublk WRITE_ZEROES). With `may_unmap`,
+/// whole rows inside become holes (trim) and only the edges are written.
+pub fn write_zeroes(a: &Array, offset: u64, len: u64, may_unmap: bool) -> raidcore::Result<()> {
+    if may_unmap {
+        a.trim(offset, len)?;
+    }
+    let zeros = AlignedBuf::zeroed((len as usize).min(1 << 20));
+    let mut pos = offset;
+    let end = offset + len;
+    while pos < end {
+        let n = ((end - pos) as usize).min(zeros.len());
+        // Skip what the trim zeroed already: reading is cheaper than writing flash.
+        let mut cur = AlignedBuf::zeroed(n);
+        if !may_unmap || a.read(&mut cur, pos).is_err() || cur.iter().any(|&b| b != 0) {
+            a.write(&zeros[..n], pos)?;
+        }
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedBuf>, u32> {
     let a = &export.array;
     let fua = |r: Result<(), u32>| -> Result<Option<AlignedBuf>, u32> {
@@ -399,32 +432,13 @@ fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedB
             .trim(job.offset, job.len as u64)
             .map(|_| ())
             .map_err(|e| errno(&e))),
-        CMD_WRITE_ZEROES => {
-            let mut r = Ok(());
-            if job.flags & CMD_FLAG_NO_HOLE == 0 {
-                // Whole rows inside become holes; only the edges are written.
-                r = a
-                    .trim(job.offset, job.len as u64)
-                    .map(|_| ())
-                    .map_err(|e| errno(&e));
-            }
-            let zeros = AlignedBuf::zeroed((job.len as usize).min(1 << 20));
-            let mut pos = job.offset;
-            let end = job.offset + job.len as u64;
-            while r.is_ok() && pos < end {
-                let n = ((end - pos) as usize).min(zeros.len());
-                // Skip what the trim zeroed already: reading is cheaper than writing flash.
-                let mut cur = AlignedBuf::zeroed(n);
-                if job.flags & CMD_FLAG_NO_HOLE != 0
-                    || a.read(&mut cur, pos).is_err()
-                    || cur.iter().any(|&b| b != 0)
-                {
-                    r = a.write(&zeros[..n], pos).map_err(|e| errno(&e));
-                }
-                pos += n as u64;
-            }
-            fua(r)
-        }
+        CMD_WRITE_ZEROES => fua(write_zeroes(
+            a,
+            job.offset,
+            job.len as u64,
+            job.flags & CMD_FLAG_NO_HOLE == 0,
+        )
+        .map_err(|e| errno(&e))),
         _ => Err(EINVAL),
     }
 }

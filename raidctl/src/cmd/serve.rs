@@ -13,7 +13,11 @@ use crate::units::parse_size;
 /// Export an array as an NBD block device (Unix socket by default; TCP with --listen)
 #[derive(Args, Debug)]
 #[command(
-    after_long_help = "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl."
+    after_long_help = format!(
+        "{}\n\n{}\n  With --nbd-device: 4 when another server holds the device (NBD_SET_SOCK: busy), 2 when the path is not an nbd device.\n  With --ublk: 4 when /dev/ublkbN (--ublk-id) is live under another daemon, 2 when ublk_drv is not loaded.",
+        "Attach with any NBD client, e.g.:\n  nbdinfo 'nbd+unix:///raid?socket=/run/raidctl/UUID.sock'\n  nbd-client -unix /run/raidctl/UUID.sock -N raid /dev/nbd0\nor let raidctl attach the kernel's nbd driver itself: raidctl serve --nbd-device /dev/nbd0 ARRAY\nWhile serving, status, fail, remove, add, replace, rebuild and wear act on the live array through the control socket /run/raidctl/UUID.ctl.",
+        crate::exit::EXIT_STATUS
+    )
 )]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -46,6 +50,33 @@ pub struct ServeArgs {
     /// turns the stripe cache off)
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
     pub stripe_cache: u64,
+    /// Also attach the export to this kernel's nbd driver as DEVICE (e.g. /dev/nbd0, after
+    /// modprobe nbd): a block device to mkfs and mount, no nbd-client needed. Detached on
+    /// SIGTERM or SIGINT (unmount first). Implies --harden
+    #[arg(long, value_name = "DEVICE")]
+    pub nbd_device: Option<PathBuf>,
+    /// Also serve the array as a ublk block device, /dev/ublkbN (Linux 6.0+, modprobe
+    /// ublk_drv): no NBD in the way. If the daemon dies, the device and what is mounted on it
+    /// wait (I/O is queued); start serve again with --ublk-id N to take it over. Removed on
+    /// SIGTERM or SIGINT (unmount first). Writes through (no --stripe-cache: what a
+    /// dying daemon acknowledged must already be in the kernel). Implies --harden
+    #[arg(long)]
+    pub ublk: bool,
+    /// ublk device number to create, or to take over when its daemon died (default: the
+    /// first free one)
+    #[arg(long, value_name = "N", requires = "ublk")]
+    pub ublk_id: Option<u32>,
+    /// ublk hardware queues, each served by its own thread
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "ublk", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub queues: u16,
+    /// Requests in flight per ublk queue
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "ublk", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub queue_depth: u16,
+    /// Harden the daemon for serving file systems this host depends on: PR_SET_IO_FLUSHER,
+    /// all of its memory locked (mlockall), OOM score adjustment -900; each one a warning when
+    /// refused (they need root)
+    #[arg(long)]
+    pub harden: bool,
 }
 
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
@@ -57,9 +88,25 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             )
         })?;
     }
+    // Before anything starts a thread: threads inherit PR_SET_IO_FLUSHER.
+    let hardening = (a.harden || a.nbd_device.is_some() || a.ublk).then(|| {
+        for w in crate::harden::apply() {
+            eprintln!("raidctl serve: warning: {w}");
+        }
+        let (io_flusher, memory_locked, oom_score_adj) = crate::harden::state();
+        serde_json::json!({
+            "io_flusher": io_flusher,
+            "memory_locked": memory_locked,
+            "oom_score_adj": oom_score_adj,
+        })
+    });
     let drill = a.drill.drill()?;
     let array = super::assemble_from(&a.array, true, false, &drill.source())?;
-    array.set_stripe_cache(a.stripe_cache as usize)?;
+    // A ublk daemon can die and be replaced while the kernel and its mounted file systems go
+    // on: every write it acknowledges must already be in the kernel (member page cache or
+    // device), not in this process's stripe cache, so --ublk writes through.
+    let stripe_cache = if a.ublk { 0 } else { a.stripe_cache };
+    array.set_stripe_cache(stripe_cache as usize)?;
     let config = ServeConfig {
         socket: a.socket.clone(),
         listen: a.listen.clone(),
@@ -68,6 +115,13 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         rebuild_rate: a.max_rate,
         keep_roles: a.keep_roles,
         drill,
+        nbd_device: a.nbd_device.clone(),
+        ublk: a.ublk.then_some(crate::ublk::UblkOptions {
+            id: a.ublk_id,
+            queues: a.queues,
+            depth: a.queue_depth,
+        }),
+        hardening,
     };
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     daemon::serve(array, config, |urls| {
@@ -75,6 +129,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             println!("{u}");
         }
         let _ = std::io::Write::flush(&mut std::io::stdout());
+        crate::notify::notify(&format!("READY=1\nSTATUS=serving {}", urls.join(", ")));
         if on_terminal {
             eprintln!("raidctl: serving until Ctrl-C or SIGTERM (it stays in the foreground: use systemd or & to run it in the background)");
         }
