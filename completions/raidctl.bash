@@ -891,7 +891,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear)
-            opts="-h -V --scan --smart --window --rebuild-rate --json --prometheus --check --record --collision-days --help --version plan"
+            opts="-h -V --scan --smart --window --rebuild-rate --horizon --json --prometheus --check --record --collision-days --help --version plan"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -913,6 +913,10 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --horizon)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --collision-days)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -925,7 +929,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear__subcmd__plan)
-            opts="-h -V --target-gap --scan --smart --window --rebuild-rate --json --help --version"
+            opts="-h -V --target-gap --scan --smart --window --rebuild-rate --horizon --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -948,6 +952,10 @@ _raidctl() {
                     return 0
                     ;;
                 --rebuild-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --horizon)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

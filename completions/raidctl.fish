@@ -182,6 +182,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l horizon -d 'Days ahead the wear-out collision risk is counted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
@@ -195,6 +196,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l horizon -d 'Days ahead the wear-out collision risk is counted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'

@@ -181,6 +181,29 @@ fn projection_from_recorded_history_and_collision_window() {
     let mut outs: Vec<f64> = shares(&w, "projected_wearout_unix");
     outs.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert!((c - (outs[1] - outs[0]) / 86_400.0).abs() < 1e-6);
+    // Every projection is a range around its date, and the collision risk is counted over
+    // all the members that have one.
+    for m in w["members"].as_array().unwrap() {
+        let r = m["projected_wearout_range_unix"]
+            .as_array()
+            .expect("a range");
+        let (lo, hi) = (r[0].as_f64().unwrap(), r[1].as_f64().unwrap());
+        let at = m["projected_wearout_unix"].as_f64().unwrap();
+        assert!(lo <= at && at <= hi, "{m}");
+    }
+    let cr = &w["collision_risk"];
+    assert_eq!(
+        cr["members_counted"].as_u64(),
+        Some(ms.len() as u64),
+        "{cr}"
+    );
+    let p = cr["probability"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&p), "{cr}");
+    let human = raidctl_at(t1, &["wear", &ms[0]]).ok().stdout_str();
+    assert!(
+        human.contains("collision risk:") && human.contains("wear-out between"),
+        "{human}"
+    );
     // With a threshold above the window, --check warns (exit 1) and says why.
     let chk = raidctl_at(
         t1,

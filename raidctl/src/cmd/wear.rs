@@ -65,12 +65,15 @@ pub struct WearOpts {
     /// Rebuild rate assumed for the collision threshold
     #[arg(long, default_value = "200M", value_parser = parse_size, value_name = "BYTES/S")]
     pub rebuild_rate: u64,
+    /// Days ahead the wear-out collision risk is counted over
+    #[arg(long, default_value_t = 1826.0, value_name = "DAYS")]
+    pub horizon: f64,
 }
 
 impl WearOpts {
     /// The options as sent over the control socket.
     pub fn to_json(&self) -> Value {
-        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate})
+        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate, "horizon": self.horizon})
     }
 
     pub fn from_json(v: &Value) -> WearOpts {
@@ -86,6 +89,7 @@ impl WearOpts {
                 .unwrap_or_default(),
             window: v["window"].as_f64().unwrap_or(30.0),
             rebuild_rate: v["rebuild_rate"].as_u64().unwrap_or(200 << 20),
+            horizon: v["horizon"].as_f64().unwrap_or(1826.0),
         }
     }
 }
@@ -224,6 +228,7 @@ fn analyse(
     for (m, s) in members.iter().zip(&smarts) {
         let input = MemberWearInput {
             array_bytes: m.wear.total(),
+            user_bytes: m.wear.data_bytes + m.wear.parity_bytes,
             history: m.wear.history.clone(),
             rated_endurance: m.wear.endurance_bytes,
             smart_pct: s.as_ref().and_then(|s| s.percent_used),
@@ -254,6 +259,27 @@ fn analyse(
     let member_bytes = sb.data_rows * layout.chunk();
     let rebuild_days = member_bytes as f64 / opts.rebuild_rate.max(1) as f64 / wear::DAY;
     let threshold = collision_days.unwrap_or((3.0 * rebuild_days).max(30.0));
+    // The chance that two members wear out within the threshold of each other, from the
+    // projections' ranges; and the same members under RAID 5 (every member at the mean rate:
+    // the same member bytes, spread evenly), to show what the weights buy.
+    let ranges: Vec<(u64, u64)> = projections.iter().filter_map(|p| p.wearout_range).collect();
+    let risk = wear::collision_risk(now, &ranges, threshold, opts.horizon);
+    let rates: Vec<f64> = projections
+        .iter()
+        .filter(|p| p.wearout_range.is_some())
+        .filter_map(|p| p.rate_bytes_per_day)
+        .collect();
+    let mean_rate = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+    let even: Vec<(u64, u64)> = projections
+        .iter()
+        .filter_map(|p| {
+            let (lo, hi) = p.wearout_range?;
+            let f = p.rate_bytes_per_day? / mean_rate.max(1e-9);
+            let at = |t: u64| now + (t.saturating_sub(now) as f64 * f) as u64;
+            Some((at(lo), at(hi)))
+        })
+        .collect();
+    let risk_even = wear::collision_risk(now, &even, threshold, opts.horizon);
 
     let mut status = 0u8;
     let mut reasons = Vec::new();
@@ -361,12 +387,18 @@ fn analyse(
                 },
                 "history_samples": m.wear.history.len(),
                 "rate_bytes_per_day": p.rate_bytes_per_day,
+                "rate_range_bytes_per_day": p.rate_range,
                 "endurance_bytes": p.endurance_bytes,
+                "endurance_range_bytes": p.endurance_range,
+                "remaining_bytes": p.remaining_bytes,
+                "one_off_bytes_in_window": p.one_off_bytes,
                 "endurance_source": p.endurance_source,
                 "wear_percent": p.wear_pct,
                 "wear_source": p.wear_source,
                 "projected_wearout": p.wearout_time.map(time),
                 "projected_wearout_unix": p.wearout_time,
+                "projected_wearout_range": p.wearout_range.map(|(a, b)| [time(a), time(b)]),
+                "projected_wearout_range_unix": p.wearout_range,
                 "projection_method": p.method,
                 "observed_share": observed[i],
                 "expected_share": expected.as_ref().map(|e| e[i]),
@@ -401,6 +433,14 @@ fn analyse(
         },
         "collision_window_days": collision,
         "collision_threshold_days": threshold,
+        "collision_risk": {
+            "probability": risk,
+            "raid5_probability": risk_even,
+            "window_days": threshold,
+            "horizon_days": opts.horizon,
+            "members_counted": ranges.len(),
+            "model": "each member's wear-out drawn uniformly from its projected range; the probability that, within the horizon, the second wears out within the window (collision_threshold_days) of the first. raid5_probability: the same members with every one at the mean write rate",
+        },
         "status": STATUS_NAMES[status as usize],
         "reasons": reasons,
         "notes": notes,
@@ -641,12 +681,35 @@ fn print_human(r: &Value) {
     }
     println!();
     for m in r["members"].as_array().into_iter().flatten() {
+        let range = m["projected_wearout_range"]
+            .as_array()
+            .filter(|a| a.len() == 2)
+            .map(|a| {
+                let d = |v: &Value| {
+                    let s = v.as_str().unwrap_or("");
+                    s.split('T').next().unwrap_or(s).to_string()
+                };
+                format!("; wear-out between {} and {}", d(&a[0]), d(&a[1]))
+            })
+            .unwrap_or_default();
         println!(
-            "slot {}: {}; endurance {}",
+            "slot {}: {}; endurance {}{range}",
             m["slot"],
             m["projection_method"].as_str().unwrap_or(""),
             m["endurance_source"].as_str().unwrap_or("")
         );
+    }
+    let cr = &r["collision_risk"];
+    if cr["members_counted"].as_u64().unwrap_or(0) >= 2 {
+        println!(
+            "collision risk: {:.1}% (RAID 5 with the same members: {:.1}%) that a second member wears out within {:.0} days of the first, in the next {:.0} days",
+            cr["probability"].as_f64().unwrap_or(0.0) * 100.0,
+            cr["raid5_probability"].as_f64().unwrap_or(0.0) * 100.0,
+            cr["window_days"].as_f64().unwrap_or(0.0),
+            cr["horizon_days"].as_f64().unwrap_or(0.0)
+        );
+    } else {
+        println!("collision risk: unknown (needs two members with a projected wear-out)");
     }
     match r["collision_window_days"].as_f64() {
         Some(c) => println!(
