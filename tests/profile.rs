@@ -208,14 +208,10 @@ fn profile_refuses_bad_flags_and_array_members_and_writes_nothing() {
     );
 }
 
-#[test]
-fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
-    let dir = tempdir();
-    let state = dir.path().join("state");
-    let dev = dir.path().join("ssd.img");
-    sparse_file(&dev, 16 << 20);
+/// A profile of `levels` with rounds of a second, stopped by SIGINT after `ms`.
+fn interrupted(state: &Path, dev: &Path, levels: &str, ms: u64) -> std::process::Output {
     let child = Command::new(BIN)
-        .args(["profile", dev.to_str().unwrap(), "--levels", "0,30"])
+        .args(["profile", dev.to_str().unwrap(), "--levels", levels])
         .args([
             "--round",
             "1",
@@ -223,15 +219,24 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
             "60",
             "--no-precondition",
         ])
-        .env("RAIDCTL_STATE_DIR", &state)
+        .env("RAIDCTL_STATE_DIR", state)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(3500));
+    std::thread::sleep(Duration::from_millis(ms));
     // SAFETY: signalling our own child by its PID.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let o = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let dev = dir.path().join("ssd.img");
+    sparse_file(&dev, 16 << 20);
+    let o = interrupted(&state, &dev, "0,30", 3500);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
@@ -267,24 +272,7 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
     .fails(2, &["profile of", "was interrupted"]);
     // A complete profile, then a newer interrupted one: the complete one is what counts.
     profile(&state, &dev, &["--levels", "0", "--no-precondition"]).ok();
-    let child = Command::new(BIN)
-        .args(["profile", dev.to_str().unwrap(), "--levels", "0"])
-        .args([
-            "--round",
-            "1",
-            "--time-per-level",
-            "60",
-            "--no-precondition",
-        ])
-        .env("RAIDCTL_STATE_DIR", &state)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    // SAFETY: signalling our own child by its PID.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(1));
+    assert_eq!(interrupted(&state, &dev, "0", 2500).status.code(), Some(1));
     assert_eq!(saved_profiles(&state).len(), 3);
     raidctl_env(
         &[("RAIDCTL_STATE_DIR", &state)],

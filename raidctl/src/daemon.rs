@@ -38,6 +38,20 @@ pub(crate) fn install_signals() {
     }
 }
 
+/// Blocks SIGTERM and SIGINT in the calling thread (and the threads it starts), so they reach
+/// the daemon's own threads and never interrupt a kernel wait that must not be cut short.
+pub(crate) fn block_stop_signals() {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset before use, and
+    // pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// True once SIGTERM or SIGINT arrived (after [`install_signals`]).
 pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::Acquire)

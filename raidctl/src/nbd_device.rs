@@ -118,15 +118,7 @@ impl KernelNbd {
             .spawn(move || {
                 // NBD_DO_IT waits interruptibly: a signal taken by this thread would tear the
                 // device down with requests in flight. SIGTERM and SIGINT go to the others.
-                // SAFETY: sigset_t is plain data initialised by sigemptyset before use, and
-                // pthread_sigmask only changes this thread's mask.
-                unsafe {
-                    let mut set: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut set);
-                    libc::sigaddset(&mut set, libc::SIGTERM);
-                    libc::sigaddset(&mut set, libc::SIGINT);
-                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-                }
+                crate::daemon::block_stop_signals();
                 let r = ioctl(&runner, &rpath, "NBD_DO_IT", NBD_DO_IT, 0)
                     .map_err(|e| std::io::Error::other(e.to_string()));
                 drop(theirs);

@@ -180,15 +180,7 @@ impl Ublk {
             .spawn(move || {
                 // Queue threads are spawned from here and inherit the mask: SIGTERM and SIGINT
                 // go to the daemon's own threads, never into an io_uring wait.
-                // SAFETY: sigset_t is plain data initialised by sigemptyset before use, and
-                // pthread_sigmask only changes this thread's mask.
-                unsafe {
-                    let mut set: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut set);
-                    libc::sigaddset(&mut set, libc::SIGTERM);
-                    libc::sigaddset(&mut set, libc::SIGINT);
-                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-                }
+                crate::daemon::block_stop_signals();
                 let ctrl = match UblkCtrlBuilder::default()
                     .name("raidctl")
                     .id(opts2.id.map_or(-1, |i| i as i32))

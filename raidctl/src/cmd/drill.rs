@@ -180,6 +180,17 @@ fn rebuild_now(array: &Array, progress: &mut dyn FnMut(u64, u64)) -> Result<(f64
     ))
 }
 
+/// Scrubs every row (with `repair`, fixing what can be decided).
+fn scrub_all(array: &Array, repair: bool) -> Result<scrub::ScrubReport> {
+    scrub::run(
+        array,
+        std::slice::from_ref(&(0..array.rows())),
+        Mode::Scrub { repair },
+        None,
+        &mut |_, _| {},
+    )
+}
+
 fn slot_path(array: &Array, slot: usize) -> Result<PathBuf> {
     array
         .members()
@@ -532,15 +543,8 @@ fn scenario(
             r.at(format!(
                 "1 % of slot {last}'s blocks in member bytes {lo}-{hi} rotted"
             ));
-            let rows = 0..array.rows();
             let t = Instant::now();
-            let rep = scrub::run(
-                array,
-                std::slice::from_ref(&rows),
-                Mode::Scrub { repair: true },
-                None,
-                &mut |_, _| {},
-            )?;
+            let rep = scrub_all(array, true)?;
             let found = rep.problems.len();
             r.at(format!(
                 "scrub --repair: {found} problems, {} repaired, in {:.2} s",
@@ -555,13 +559,7 @@ fn scenario(
                 rep.unrepaired() == 0 && rep.problems.iter().all(|p| p.slot == last),
                 format!("{} unrepaired", rep.unrepaired()),
             );
-            let again = scrub::run(
-                array,
-                &[rows],
-                Mode::Scrub { repair: false },
-                None,
-                &mut |_, _| {},
-            )?;
+            let again = scrub_all(array, false)?;
             r.check(
                 "a second scrub is clean",
                 again.problems.is_empty(),
@@ -619,13 +617,7 @@ fn scenario(
                 wrong == 0 && errors == 0,
                 format!("{wrong} wrong and {errors} unreadable blocks"),
             );
-            let rep = scrub::run(
-                array,
-                std::slice::from_ref(&(0..array.rows())),
-                Mode::Scrub { repair: false },
-                None,
-                &mut |_, _| {},
-            )?;
+            let rep = scrub_all(array, false)?;
             r.check(
                 "the returned member holds what it missed (scrub is clean)",
                 rep.problems.is_empty(),
