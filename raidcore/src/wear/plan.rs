@@ -10,6 +10,10 @@
 
 use serde::Serialize;
 
+/// Gaps are exact differences of event times, up to floating point and the deadline repair's
+/// convergence: a gap this much short of the target (under a tenth of a second) still holds.
+pub const GAP_TOLERANCE_DAYS: f64 = 1e-6;
+
 /// Everything the planner needs about the array, in bytes and days.
 #[derive(Clone, Debug)]
 pub struct Fleet {
@@ -208,7 +212,41 @@ pub struct Schedule {
 /// the previous replacement plus the gap when its member lasts that long, never after its
 /// wear-out), a fresh member (one capacity written) takes the slot, and on F1 the heavy role
 /// moves to the most-worn survivor. Repeats until the horizon.
+///
+/// A role move makes the moved member wear faster than the pass foresaw, so the pass can
+/// leave a replacement forced (by a wear-out or a deadline) closer than the gap to the one
+/// before; then the one before gets a deadline of that wear-out minus the gap and the schedule is made again,
+/// until no forced gap is short (or the deadlines stop moving).
 pub fn schedule(f: &Fleet, w: &[u32], target_days: f64, horizon_days: f64) -> Schedule {
+    let mut deadlines: Vec<f64> = Vec::new();
+    let mut s = schedule_once(f, w, target_days, horizon_days, &deadlines);
+    for _ in 0..64 {
+        let short = s
+            .replacements
+            .windows(2)
+            .position(|p| p[1].day - p[0].day < target_days - GAP_TOLERANCE_DAYS);
+        let Some(j) = short else { break };
+        // A hair early, so that the moves this causes later stay within the tolerance.
+        let want = s.replacements[j + 1].day - target_days - GAP_TOLERANCE_DAYS / 10.0;
+        if deadlines.len() <= j {
+            deadlines.resize(j + 1, f64::INFINITY);
+        }
+        if deadlines[j] - want < 1e-6 {
+            break;
+        }
+        deadlines[j] = want;
+        s = schedule_once(f, w, target_days, horizon_days, &deadlines);
+    }
+    s
+}
+
+fn schedule_once(
+    f: &Fleet,
+    w: &[u32],
+    target_days: f64,
+    horizon_days: f64,
+    deadlines: &[f64],
+) -> Schedule {
     let n = w.len();
     let rates = f.rates(w);
     let heavy = heavy_slot(w).filter(|_| f.reshuffle);
@@ -231,7 +269,9 @@ pub fn schedule(f: &Fleet, w: &[u32], target_days: f64, horizon_days: f64) -> Sc
     let mut next_after = None;
     for _ in 0..10_000 {
         let nat = natural(&slot_member, &wear, &endurance, t);
-        let mut order: Vec<usize> = (0..n).filter(|&s| nat[s] <= horizon_days).collect();
+        let mut order: Vec<usize> = (0..n)
+            .filter(|&s| nat[s] <= horizon_days * (1.0 + 1e-9) + 1e-9)
+            .collect();
         if order.is_empty() {
             let s = (0..n).min_by(|&a, &b| nat[a].total_cmp(&nat[b]));
             next_after = s.map(|s| (nat[s], last.map_or(f64::INFINITY, |l| nat[s] - l)));
@@ -248,6 +288,9 @@ pub fn schedule(f: &Fleet, w: &[u32], target_days: f64, horizon_days: f64) -> Sc
         if let Some(l) = last {
             // Not sooner than the gap after the previous one, unless the member dies first.
             day = day.max(l + target_days).min(nat[slot]);
+        }
+        if let Some(&d) = deadlines.get(out.len()) {
+            day = day.min(d);
         }
         if day < t {
             if last.is_none() {
@@ -301,8 +344,7 @@ pub fn schedule(f: &Fleet, w: &[u32], target_days: f64, horizon_days: f64) -> Sc
         last = Some(day);
     }
     let min_gap_days = out.windows(2).map(|p| p[1].day - p[0].day).reduce(f64::min);
-    // A small tolerance: pulled times are exact differences, but floating point.
-    let holds = min_gap_days.is_none_or(|g| g >= target_days * (1.0 - 1e-9)) && !needs_past;
+    let holds = min_gap_days.is_none_or(|g| g >= target_days - GAP_TOLERANCE_DAYS) && !needs_past;
     if let Some((when, gap)) = next_after {
         if gap < target_days {
             notes.push(format!(
