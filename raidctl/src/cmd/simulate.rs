@@ -230,11 +230,7 @@ fn plot(
         legend.push((format!("member {m}"), color, "line"));
     }
     if base.is_some() {
-        legend.push((
-            "RAID 5, same workload (dashed)".into(),
-            grey.to_rgba(),
-            "dash",
-        ));
+        legend.push(("RAID 5 (dashed)".into(), grey.to_rgba(), "dash"));
     }
     // Markers: x for a wear-out, o for a scheduled replacement, triangle for a role move.
     let at = |e: &sim::SimEvent| (e.day / 365.25, e.wear_pct);
