@@ -704,6 +704,7 @@ fn wear_plan_on_a_ten_percent_random_mix_schedules_what_weights_cannot() {
         &ms[0],
     ];
     let human = raidctl(args).ok().stdout_str();
+    eprintln!("{human}");
     assert!(
         human.contains("no parity weights reach a 300-day gap"),
         "{human}"
@@ -759,6 +760,7 @@ fn wear_plan_on_a_ten_percent_random_mix_schedules_what_weights_cannot() {
     .ok()
     .json();
     let replay = &r["replay"];
+    eprintln!("replay: {replay}");
     let got = replay["replayed_min_gap_days"].as_f64().unwrap();
     assert!(
         (got - promised).abs() <= 0.1 * promised,
