@@ -451,9 +451,64 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_replayed_on_its_own_mix_lands_on_its_days() {
+        // The planner's schedule for an F1 fleet with one worn member, replayed by wear percent
+        // with the same mix (k:K, no engine run): the same replacements on the same days.
+        use super::super::plan::{schedule, Fleet};
+        let k = 2.3;
+        let f = Fleet {
+            weights: vec![2, 1, 1, 1],
+            k,
+            user_bytes_per_day: 2.5e9,
+            endurance: vec![1e12; 4],
+            used: vec![0.0, 1e11, 0.0, 0.0],
+            fresh_endurance: 1e12,
+            capacity: 16e6,
+            reshuffle: true,
+        };
+        let plan = schedule(&f, &f.weights, 250.0, 2000.0);
+        assert!(plan.holds && plan.replacements.len() >= 4, "{plan:?}");
+        let mut s = spec(Level::F1, vec![2, 1, 1, 1]);
+        s.workload = Workload::DataPerParity(k);
+        s.endurance_bytes = 1e12;
+        s.capacity_bytes = 16e6;
+        s.user_bytes_per_day = 2.5e9;
+        s.years = 2000.0 / 365.25;
+        s.start = (0..4)
+            .map(|i| MemberStart {
+                endurance_bytes: 1e12,
+                used_bytes: f.used[i],
+            })
+            .collect();
+        s.schedule = plan
+            .replacements
+            .iter()
+            .filter(|r| r.days_early > 0.0)
+            .map(|r| (r.member, r.wear_pct))
+            .collect();
+        let r = simulate(&s).unwrap();
+        let days: Vec<(usize, f64)> = r
+            .events
+            .iter()
+            .filter(|e| e.kind != "reshuffle")
+            .map(|e| (e.member, e.day))
+            .collect();
+        assert!(days.len() >= plan.replacements.len(), "{days:?}");
+        for (p, (m, d)) in plan.replacements.iter().zip(&days) {
+            assert_eq!(p.member, *m, "{days:?} vs {plan:?}");
+            assert!((p.day - d).abs() < 1e-6, "{days:?} vs {plan:?}");
+        }
+    }
+
+    #[test]
     fn workloads_parse() {
         assert_eq!(Workload::parse("mix:30").unwrap(), Workload::Mix(0.3));
         assert!(Workload::parse("mix:300").is_err());
         assert!(Workload::parse("bursty").is_err());
+        assert_eq!(
+            Workload::parse("k:2.5").unwrap(),
+            Workload::DataPerParity(2.5)
+        );
+        assert!(Workload::parse("k:0").is_err());
     }
 }
