@@ -819,12 +819,16 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__simulate)
-            opts="-h -V --level --members --skew --endurance --capacity --workload --rate --years --replace-at --keep-roles --json --plot --help --version"
+            opts="-h -V --plan --level --members --skew --endurance --capacity --workload --rate --years --replace-at --keep-roles --json --plot --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --plan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --level)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -929,13 +933,25 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear__subcmd__plan)
-            opts="-h -V --target-gap --scan --smart --window --rebuild-rate --horizon --json --help --version"
+            opts="-h -V --target-gap --rate --skew --years --keep-roles --scan --smart --window --rebuild-rate --horizon --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --target-gap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skew)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --years)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

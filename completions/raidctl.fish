@@ -43,7 +43,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "replace" -d 'Replac
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "rebuild" -d 'Rebuild (or resume the rebuild of) every slot that has a target; promote hot spares first'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "loop" -d 'Loop devices for simulations'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "wear" -d 'Per-member wear, projected wear-out dates, skew and the collision window'
-complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "simulate" -d 'Simulate member wear over years for a level, workload and write rate, or replay a wear plan'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inspect" -d 'Show device facts that matter for an SSD array'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "inject" -d 'Failure drill on a served array: inject faults into one member, or clear them'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "drill" -d 'Rehearse a failure offline and report what the array did (writes a region, then restores it)'
@@ -190,29 +190,34 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l record -d 'Also record a history sample now (with the SMART values read); opens the array for writing'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -a "plan" -d 'Suggest parity weights that separate the two earliest wear-outs by DAYS'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l target-gap -d 'The gap wanted between the first and second wear-out, in days' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -a "plan" -d 'Say what parity weights can do for the measured write mix, and plan replacements that keep wear-outs DAYS apart'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l target-gap -d 'The gap wanted between consecutive wear-outs or replacements, in days' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l rate -d 'User writes per day (K/M/G/T suffixes); default: the rate measured from the history' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l skew -d 'Plan replacements as if the array had these parity weights (default: its own)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l years -d 'Years to plan replacements for (default: until every member now in the array is replaced)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l scan -d 'Also look for members here (repeatable)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l smart -d 'SMART source: auto (run smartctl -j on member devices), none, or one smartctl -j file per member in slot order' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l horizon -d 'Days ahead the wear-out collision risk is counted over' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l keep-roles -d 'Do not move the parity-heavy role to the most-worn survivor when its member is replaced'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON (the input of `raidctl simulate --plan`)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l plan -d 'Replay this plan (`raidctl wear plan --json` output)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l level -d 'RAID level: 0, 1, 5, 6, 10 or f1' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l members -d 'Number of members' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l skew -d 'Parity weights (f1)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l endurance -d 'Rated endurance of each member in terabytes written' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l capacity -d 'Member capacity (a rebuild writes this much)' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l workload -d 'rand4k, seq, or mix:PCT (percent of bytes as random 4 KiB writes)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l workload -d 'rand4k, seq, mix:PCT (percent of bytes as random 4 KiB writes) or k:K (data bytes per parity byte); default rand4k, or the plan\'s measured mix' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l rate -d 'User writes per day in GB (10^9 bytes)' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l years -d 'Years to simulate' -r
-complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l replace-at -d 'Replace a member when it reaches this percent of its endurance' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l years -d 'Years to simulate (default 10, or the plan\'s horizon and one target gap more)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l replace-at -d 'Replace a member when it reaches this percent of its endurance (unless scheduled)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l plot -d 'Draw per-member wear over time to this SVG file' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l keep-roles -d 'Do not move the parity-heavy role on replacement'
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l json -d 'Print JSON'
-complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -s h -l help -d 'Print help'
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inspect" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inspect" -s h -l help -d 'Print help'

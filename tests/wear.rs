@@ -224,7 +224,9 @@ fn projection_from_recorded_history_and_collision_window() {
     // The planner sees the measured single-chunk mix and suggests weights (or says none can).
     let plan = raidctl_at(t1, &["wear", "plan", "--json", "--target-gap", "5", &ms[0]]);
     let pj = plan.json();
-    assert_eq!(pj["chunks_per_row_write"], 1.0);
+    // Single 4 KiB writes: one parity byte per data byte, the mix the planner models.
+    assert_eq!(pj["write_mix"]["data_bytes_per_parity_byte"], 1.0, "{pj}");
+    assert!(pj["rate_source"].as_str().unwrap().starts_with("measured"));
     assert!(pj["message"].as_str().unwrap().len() > 10);
 }
 
@@ -688,4 +690,134 @@ fn a_simulated_raid5_has_gap_zero() {
         .map(|x| x.as_f64().unwrap())
         .collect();
     assert!(shares.iter().all(|&x| x == shares[0]), "{shares:?}");
+}
+
+/// Issue #16 item 3: `wear plan` promised gaps its weights could not deliver under mixed
+/// traffic (10 % random: 568 days promised, 130 replayed). On a 10 %-random mix written through
+/// the binary it must say weights cannot reach 300 days, give a replacement schedule that
+/// does, and the simulator replaying that schedule on the same mix must agree within 10 %.
+#[test]
+fn wear_plan_on_a_ten_percent_random_mix_schedules_what_weights_cannot() {
+    let dir = tempdir();
+    let ms = members_created_with(dir.path(), "f1", 4, "16M", &["--endurance", "1"]);
+    let m0 = Path::new(&ms[0]);
+    // 90 % of bytes as sequential 1 MiB writes (3 of them: the row alignment repeats every
+    // 3 MiB with 192 KiB rows), 10 % as random 4 KiB writes (85 x 4 KiB = 9.97 %).
+    for i in 0..3u64 {
+        write_at(
+            m0,
+            i << 20,
+            &pattern(&format!("seq{i}"), 1 << 20),
+            dir.path(),
+        );
+    }
+    random_4k_writes(&ms[0], 85, dir.path());
+    // Without history there is no measured rate: the planner says to give --rate.
+    let no_rate = raidctl(["wear", "plan", "--target-gap", "300", &ms[0]]);
+    assert_ne!(no_rate.code, 0);
+    assert!(no_rate.stderr.contains("--rate"), "{}", no_rate.stderr);
+    // 1 TB members, 2.5 GB a day: about 1120 days of life.
+    let args = [
+        "wear",
+        "plan",
+        "--target-gap",
+        "300",
+        "--rate",
+        "2500MB",
+        &ms[0],
+    ];
+    let human = raidctl(args).ok().stdout_str();
+    eprintln!("{human}");
+    assert!(
+        human.contains("no parity weights reach a 300-day gap"),
+        "{human}"
+    );
+    assert!(human.contains("replacement schedule"), "{human}");
+    let mut json_args = args.to_vec();
+    json_args.insert(2, "--json");
+    let plan = raidctl(&json_args).ok();
+    let pj = plan.json();
+    let k = pj["write_mix"]["data_bytes_per_parity_byte"]
+        .as_f64()
+        .unwrap();
+    assert!((2.0..2.6).contains(&k), "mix {k}");
+    let wa = &pj["weights_analysis"];
+    assert_eq!(wa["reachable"], false, "{wa}");
+    let best = wa["best_gap_days"].as_f64().unwrap();
+    let current = wa["current_gap_days"].as_f64().unwrap();
+    assert!(current < best && best < 300.0, "{wa}");
+    // The bound, by hand: all parity on one member writes 1/k bytes per user byte, every other
+    // member 1/3, so with equal members the gap is (3 - k) x endurance / rate (less the few MB
+    // already written).
+    let hand = (3.0 - k) * 1e12 / 2.5e9;
+    assert!((best - hand).abs() < 1.0, "best {best} by hand {hand}");
+    let s = &pj["schedule"];
+    assert_eq!(s["holds"], true, "{s}");
+    let reps = s["replacements"].as_array().unwrap();
+    assert!(reps.len() >= 4, "{s}");
+    assert!(reps[0]["days_early"].as_f64().unwrap() > 0.0, "{s}");
+    let days: Vec<f64> = reps.iter().map(|r| r["day"].as_f64().unwrap()).collect();
+    for p in days.windows(2) {
+        assert!(p[1] - p[0] >= 300.0 - 1e-3, "{days:?}");
+    }
+    let promised = s["min_gap_days"].as_f64().unwrap();
+    assert!(promised >= 300.0 - 1e-3);
+    // F1's heavy role moves with the first replacement of slot 0.
+    assert!(reps.iter().any(|r| r["role_move"].is_object()), "{s}");
+    // Replay through the simulator, on the same mix measured through the engine.
+    let file = dir.path().join("plan.json");
+    std::fs::write(&file, &plan.stdout).unwrap();
+    let svg = dir.path().join("replay.svg");
+    let file_s = file.display().to_string();
+    let svg_s = svg.display().to_string();
+    let r = raidctl([
+        "simulate",
+        "--plan",
+        &file_s,
+        "--workload",
+        "mix:10",
+        "--json",
+        "--plot",
+        &svg_s,
+    ])
+    .ok()
+    .json();
+    let replay = &r["replay"];
+    eprintln!("replay: {replay}");
+    let got = replay["replayed_min_gap_days"].as_f64().unwrap();
+    assert!(
+        (got - promised).abs() <= 0.1 * promised,
+        "replayed {got} promised {promised}: {r}"
+    );
+    assert_eq!(replay["within_10_percent"], true);
+    let kinds: Vec<&str> = r["simulation"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"replacement") && kinds.contains(&"reshuffle"),
+        "{kinds:?}"
+    );
+    assert!(r["raid5_baseline"].is_object());
+    // The plot: markers drawn, RAID 5 on it, and the legend below the plotting area (the
+    // plot is the top 540 pixels), so it covers no line.
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    assert!(doc.descendants().any(|n| n.tag_name().name() == "circle"));
+    let legend: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .filter(|n| {
+            let t = n.text().unwrap_or("").trim();
+            t.starts_with("member ") || t.starts_with("RAID 5") || t.contains("replacement")
+        })
+        .map(|n| n.attribute("y").unwrap().parse::<f64>().unwrap())
+        .collect();
+    assert!(legend.len() >= 6, "{legend:?}");
+    assert!(
+        legend.iter().all(|&y| y > 540.0),
+        "legend inside the plot: {legend:?}"
+    );
 }

@@ -2,6 +2,7 @@
 //! the collision window, the parity-weight planner and the lifetime simulator. Pure analysis
 //! over counters and histories; it never runs smartctl itself (the CLI does, tests use fixtures).
 
+pub mod plan;
 pub mod sim;
 pub mod smart;
 
@@ -322,76 +323,6 @@ pub fn collision_window_days(wearouts: &[Option<u64>]) -> Option<f64> {
     (t.len() >= 2).then(|| (t[1] - t[0]) as f64 / DAY)
 }
 
-/// Outcome of the weight planner.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Plan {
-    /// Suggested parity weights, or None when no weights reach the gap.
-    pub weights: Option<Vec<u32>>,
-    /// The gap between the two earliest wear-outs those weights give (or the best reachable).
-    pub gap_days: f64,
-    pub message: String,
-}
-
-/// Suggests parity weights for `n` members: the most-worn member (least remaining endurance)
-/// gets weight h, the others 1, with the smallest h whose projected gap between the two
-/// earliest wear-outs reaches `target_gap_days`. `user_bytes_per_day` is the array's user
-/// write rate; `k` the measured data chunks per row write.
-pub fn plan(remaining: &[f64], user_bytes_per_day: f64, k: f64, target_gap_days: f64) -> Plan {
-    let n = remaining.len();
-    let gap_for = |w: &[u32]| -> f64 {
-        // A user chunk costs (1/k + 1) chunk writes in all; spread by the expected shares.
-        let shares = expected_shares(w, k);
-        let mut t: Vec<f64> = (0..n)
-            .map(|i| remaining[i] / (user_bytes_per_day * (1.0 + 1.0 / k) * shares[i]).max(1e-9))
-            .collect();
-        t.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-        t[1] - t[0]
-    };
-    if n < 3 || user_bytes_per_day <= 0.0 {
-        return Plan {
-            weights: None,
-            gap_days: 0.0,
-            message: "no write rate measured yet: the planner needs history".into(),
-        };
-    }
-    let heavy = (0..n)
-        .min_by(|&a, &b| remaining[a].partial_cmp(&remaining[b]).expect("finite"))
-        .expect("members");
-    let mut best = (0.0f64, 1u32);
-    for h in 1..=64u32 {
-        let w: Vec<u32> = (0..n).map(|i| if i == heavy { h } else { 1 }).collect();
-        let g = gap_for(&w);
-        if g > best.0 {
-            best = (g, h);
-        }
-        if g >= target_gap_days {
-            return Plan {
-                weights: Some(w),
-                gap_days: g,
-                message: format!(
-                    "weight {h} on slot {heavy} (the most worn) gives a {g:.0}-day gap"
-                ),
-            };
-        }
-    }
-    // The extreme: all parity on one member (RAID 4).
-    let raid4: Vec<u32> = (0..n).map(|i| u32::from(i == heavy)).collect();
-    let g4 = gap_for(&raid4);
-    let why = if (k - (n as f64 - 1.0)).abs() < 0.05 {
-        "the workload writes whole rows, which spreads writes evenly whatever the weights"
-    } else {
-        "the parity share cannot move enough writes at this write mix"
-    };
-    Plan {
-        weights: None,
-        gap_days: best.0.max(g4),
-        message: format!(
-            "no weights reach a {target_gap_days:.0}-day gap: {why} (best {:.0} days, all parity on slot {heavy}: {g4:.0} days)",
-            best.0
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,24 +526,6 @@ mod tests {
         assert_eq!(
             collision_window_days(&[Some(86_400 * 10), None, Some(86_400 * 3)]),
             Some(7.0)
-        );
-    }
-
-    #[test]
-    fn planner_finds_weights_or_says_none_can() {
-        let rem = [1e15, 1e15, 1e15, 1e15];
-        let p = plan(&rem, 1e11, 1.0, 100.0);
-        let w = p.weights.clone().expect(&p.message);
-        assert!(
-            w.iter().filter(|&&x| x > 1).count() == 1 && p.gap_days >= 100.0,
-            "{p:?}"
-        );
-        let full_rows = plan(&rem, 1e11, 3.0, 100.0);
-        assert!(full_rows.weights.is_none());
-        assert!(
-            full_rows.message.contains("whole rows"),
-            "{}",
-            full_rows.message
         );
     }
 }

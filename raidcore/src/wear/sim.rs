@@ -23,22 +23,52 @@ pub enum Workload {
     Seq,
     /// This fraction of the bytes as random 4 KiB writes, the rest sequential.
     Mix(f64),
+    /// A measured mix given as data bytes per parity byte (an array's, from `wear plan`):
+    /// the shares follow from the layout's formula, no engine run.
+    DataPerParity(f64),
 }
 
 impl Workload {
-    /// "rand4k", "seq" or "mix:PCT" (percent random).
+    /// "rand4k", "seq", "mix:PCT" (percent random) or "k:K" (data bytes per parity byte).
     pub fn parse(s: &str) -> Result<Workload> {
         match s {
             "rand4k" => Ok(Workload::Rand4k),
             "seq" => Ok(Workload::Seq),
+            _ if s.starts_with("k:") => s[2..]
+                .parse::<f64>()
+                .ok()
+                .filter(|k| *k > 0.0 && k.is_finite())
+                .map(Workload::DataPerParity)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidInput,
+                        format!("{s:?}: k:K takes data bytes per parity byte, above 0"),
+                    )
+                }),
             _ => {
                 let pct = s
                     .strip_prefix("mix:")
                     .and_then(|p| p.parse::<f64>().ok())
                     .filter(|p| (0.0..=100.0).contains(p));
                 pct.map(|p| Workload::Mix(p / 100.0)).ok_or_else(|| {
-                    Error::new(ErrorKind::InvalidInput, format!("unknown workload {s:?}: use rand4k, seq or mix:PCT (percent random 4K)"))
+                    Error::new(ErrorKind::InvalidInput, format!("unknown workload {s:?}: use rand4k, seq, mix:PCT (percent random 4K) or k:K (data bytes per parity byte)"))
                 })
+            }
+        }
+    }
+
+    /// What the workload is, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Rand4k => "rand4k: every byte as random 4 KiB writes (F1's best case)".into(),
+            Workload::Seq => "seq: sequential 1 MiB writes".into(),
+            Workload::Mix(f) => format!(
+                "mix:{}: {}% of bytes as random 4 KiB writes, the rest sequential 1 MiB",
+                f * 100.0,
+                f * 100.0
+            ),
+            Workload::DataPerParity(k) => {
+                format!("k:{k}: a measured mix of {k:.3} data bytes per parity byte")
             }
         }
     }
@@ -47,7 +77,17 @@ impl Workload {
 /// Bytes written to each slot's member per user byte: the total and the data/parity mix
 /// measured through the real engine, split over the members as the layout does exactly.
 pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f64>> {
-    Layout::new(params)?;
+    let layout = Layout::new(params)?;
+    if let Workload::DataPerParity(k) = workload {
+        if layout.parity_count() != 1 {
+            bail!(
+                InvalidInput,
+                "k:K describes single-parity levels (raid5, f1), not {}",
+                layout.level().name()
+            );
+        }
+        return Ok(super::plan::slot_bytes_per_user_byte(layout.weights(), k));
+    }
     let member_bytes = 48u64 << 20;
     let members: Vec<(PathBuf, Arc<dyn Member>)> = (0..params.members)
         .map(|i| {
@@ -76,6 +116,7 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
         Workload::Rand4k => 1.0,
         Workload::Seq => 0.0,
         Workload::Mix(f) => f,
+        Workload::DataPerParity(_) => unreachable!("handled above"),
     };
     let total: u64 = 96 << 20;
     let small = vec![0x5au8; 4096];
@@ -108,7 +149,6 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
     let data: u64 = ms.iter().map(|m| m.wear.data_bytes).sum();
     let parity: u64 = ms.iter().map(|m| m.wear.parity_bytes).sum();
     let total = (data + parity - before.iter().sum::<u64>()) as f64 / user;
-    let layout = Layout::new(params)?;
     let n = params.members;
     Ok(if layout.parity_count() == 1 && parity > 0 {
         super::expected_shares(layout.weights(), data as f64 / parity as f64)
@@ -121,22 +161,33 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
     })
 }
 
+/// Where a member starts: its endurance and the bytes of it already used.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MemberStart {
+    pub endurance_bytes: f64,
+    pub used_bytes: f64,
+}
+
 /// What to simulate.
 #[derive(Clone, Debug)]
 pub struct SimSpec {
     pub params: LayoutParams,
     pub workload: Workload,
-    /// Rated endurance of every member, bytes.
+    /// Rated endurance of every member (and every replacement), bytes.
     pub endurance_bytes: f64,
     /// Member capacity: a rebuild or reshuffle writes this much to a member.
     pub capacity_bytes: f64,
     /// User writes per day, bytes.
     pub user_bytes_per_day: f64,
     pub years: f64,
-    /// Members are replaced at this percent of endurance.
+    /// Members are replaced at this percent of endurance (unless the schedule says otherwise).
     pub replace_at_pct: f64,
     /// Move the parity-heavy role to the most-worn survivor on replacement (skewed layouts).
     pub reshuffle: bool,
+    /// The members in slots 0..N at the start (empty: all new, `endurance_bytes` each).
+    pub start: Vec<MemberStart>,
+    /// Replace member m when it reaches this percent of its endurance (a plan's schedule).
+    pub schedule: Vec<(usize, f64)>,
 }
 
 /// Something that happened in the simulation.
@@ -146,8 +197,11 @@ pub struct SimEvent {
     pub slot: usize,
     /// Member number (0..N are the originals; replacements count on).
     pub member: usize,
-    /// "wear-out" or "reshuffle".
+    /// "wear-out" (replaced at --replace-at), "replacement" (early, as scheduled) or
+    /// "reshuffle" (the parity-heavy role moved).
     pub kind: &'static str,
+    /// Percent of its endurance the member had used.
+    pub wear_pct: f64,
     pub note: String,
 }
 
@@ -159,17 +213,28 @@ pub struct SimResult {
     /// Bytes written to each slot's member per user byte (measured).
     pub shares: Vec<f64>,
     pub events: Vec<SimEvent>,
-    /// Days from the start to each of the original members' wear-out (None: outlived the run).
+    /// Days from the start to each of the original members' wear-out or replacement (None:
+    /// outlived the run).
     pub original_wearout_days: Vec<Option<f64>>,
-    /// Days between the first two wear-outs of the run.
+    /// Days between the first two wear-outs or replacements of the run.
     pub first_gap_days: Option<f64>,
-    /// Smallest gap between two consecutive wear-outs.
+    /// Smallest gap between two consecutive wear-outs or replacements.
     pub smallest_gap_days: Option<f64>,
-    /// (day, member, percent used) every 7 days, for plots.
+    /// (day, member, percent used) at the start, at every event and at the end: wear grows
+    /// linearly in between, so these points draw it exactly.
     pub series: Vec<(f64, usize, f64)>,
 }
 
-/// Runs the simulation.
+/// One slot's member and when its wear was last anchored (wear is linear between events).
+#[derive(Clone, Copy, Debug)]
+struct Anchor {
+    member: usize,
+    day: f64,
+    wear: f64,
+}
+
+/// Runs the simulation: event to event, each wear-out time computed from the rates exactly
+/// (no day steps, so equal members wear out at the same instant and gaps carry no noise).
 pub fn simulate(spec: &SimSpec) -> Result<SimResult> {
     if spec.endurance_bytes <= 0.0
         || spec.user_bytes_per_day <= 0.0
@@ -189,79 +254,133 @@ pub fn simulate(spec: &SimSpec) -> Result<SimResult> {
         );
     }
     let layout = Layout::new(&spec.params)?;
-    let shares = measure_shares(&spec.params, spec.workload)?;
     let n = layout.members();
-    let heavy = {
-        let w = layout.weights();
-        let max = w.iter().copied().max().unwrap_or(0);
-        (layout.level() == Level::F1
-            && w.iter().filter(|&&x| x == max).count() == 1
-            && w.iter().any(|&x| x < max))
-        .then(|| w.iter().position(|&x| x == max).expect("max"))
+    if !spec.start.is_empty() && spec.start.len() != n {
+        bail!(
+            InvalidInput,
+            "{} starting members for {n} slots",
+            spec.start.len()
+        );
+    }
+    let shares = measure_shares(&spec.params, spec.workload)?;
+    let heavy = (layout.level() == Level::F1)
+        .then(|| super::plan::heavy_slot(layout.weights()))
+        .flatten();
+    let rate: Vec<f64> = shares.iter().map(|s| s * spec.user_bytes_per_day).collect();
+    let mut endurance: Vec<f64> = (0..n)
+        .map(|i| {
+            spec.start
+                .get(i)
+                .map_or(spec.endurance_bytes, |s| s.endurance_bytes)
+        })
+        .collect();
+    let mut slots: Vec<Anchor> = (0..n)
+        .map(|i| Anchor {
+            member: i,
+            day: 0.0,
+            wear: spec.start.get(i).map_or(0.0, |s| s.used_bytes),
+        })
+        .collect();
+    let trigger_pct = |m: usize| {
+        spec.schedule
+            .iter()
+            .find(|e| e.0 == m)
+            .map_or(spec.replace_at_pct, |e| e.1)
     };
-    let limit = spec.endurance_bytes * spec.replace_at_pct / 100.0;
-    let mut slot_member: Vec<usize> = (0..n).collect();
-    let mut wear: Vec<f64> = vec![0.0; n];
+    let scheduled = |m: usize| spec.schedule.iter().any(|e| e.0 == m);
+    let end = spec.years * 365.25;
     let mut events = Vec::new();
     let mut series = Vec::new();
     let mut original: Vec<Option<f64>> = vec![None; n];
-    let days = (spec.years * 365.25).ceil() as usize;
-    for day in 1..=days {
-        let d = day as f64;
-        for (slot, &m) in slot_member.iter().enumerate() {
-            wear[m] += shares[slot] * spec.user_bytes_per_day;
+    let pct_at = |a: &Anchor, s: usize, d: f64, endurance: &[f64]| {
+        (a.wear + rate[s] * (d - a.day)) * 100.0 / endurance[a.member]
+    };
+    for (s, a) in slots.iter().enumerate() {
+        series.push((0.0, a.member, pct_at(a, s, 0.0, &endurance)));
+    }
+    for _ in 0..100_000 {
+        // Each slot's due time, from its anchor alone: ties between equal members are exact.
+        let due: Vec<f64> = slots
+            .iter()
+            .enumerate()
+            .map(|(s, a)| {
+                let trig = endurance[a.member] * trigger_pct(a.member) / 100.0;
+                a.day + (trig - a.wear).max(0.0) / rate[s].max(1e-12)
+            })
+            .collect();
+        let slot = (0..n)
+            .min_by(|&a, &b| due[a].total_cmp(&due[b]).then(a.cmp(&b)))
+            .expect("members");
+        let d = due[slot];
+        if d > end {
+            break;
         }
-        for slot in 0..n {
-            let m = slot_member[slot];
-            if wear[m] < limit {
-                continue;
-            }
-            events.push(SimEvent {
-                day: d,
-                slot,
-                member: m,
-                kind: "wear-out",
-                note: format!(
-                    "member {m} reached {:.0}% in slot {slot}",
-                    spec.replace_at_pct
-                ),
+        for (s, a) in slots.iter().enumerate() {
+            series.push((d, a.member, pct_at(a, s, d, &endurance)));
+        }
+        let m = slots[slot].member;
+        let pct = pct_at(&slots[slot], slot, d, &endurance);
+        let early = scheduled(m);
+        events.push(SimEvent {
+            day: d,
+            slot,
+            member: m,
+            kind: if early { "replacement" } else { "wear-out" },
+            wear_pct: pct,
+            note: if early {
+                format!("member {m} replaced as scheduled at {pct:.1}% in slot {slot}")
+            } else {
+                format!("member {m} reached {pct:.0}% in slot {slot}")
+            },
+        });
+        if m < n {
+            original[m] = Some(d);
+        }
+        let fresh = endurance.len();
+        endurance.push(spec.endurance_bytes);
+        let mut fresh_slot = slot;
+        if spec.reshuffle && heavy == Some(slot) {
+            let survivor = (0..n).filter(|&s| s != slot).max_by(|&a, &b| {
+                pct_at(&slots[a], a, d, &endurance)
+                    .total_cmp(&pct_at(&slots[b], b, d, &endurance))
+                    .then(b.cmp(&a))
             });
-            if m < n {
-                original[m] = Some(d);
-            }
-            let fresh = wear.len();
-            wear.push(spec.capacity_bytes); // the rebuild writes the whole member
-            slot_member[slot] = fresh;
-            if spec.reshuffle && heavy == Some(slot) {
-                let survivor = (0..n).filter(|&s| s != slot).max_by(|&a, &b| {
-                    wear[slot_member[a]]
-                        .partial_cmp(&wear[slot_member[b]])
-                        .expect("finite")
+            if let Some(s) = survivor {
+                let x = slots[s].member;
+                let before = pct_at(&slots[s], s, d, &endurance);
+                // The survivor is rewritten as the heavy slot: one capacity.
+                let wear = slots[s].wear + rate[s] * (d - slots[s].day) + spec.capacity_bytes;
+                slots[slot] = Anchor {
+                    member: x,
+                    day: d,
+                    wear,
+                };
+                series.push((d, x, wear * 100.0 / endurance[x]));
+                fresh_slot = s;
+                events.push(SimEvent {
+                    day: d,
+                    slot,
+                    member: x,
+                    kind: "reshuffle",
+                    wear_pct: before,
+                    note: format!("most-worn member {x} ({before:.1}%) takes the parity-heavy slot {slot}; new member {fresh} takes slot {s}"),
                 });
-                if let Some(s) = survivor {
-                    let x = slot_member[s];
-                    slot_member[slot] = x;
-                    slot_member[s] = fresh;
-                    wear[x] += spec.capacity_bytes; // the survivor is rewritten as the heavy slot
-                    events.push(SimEvent {
-                        day: d,
-                        slot,
-                        member: x,
-                        kind: "reshuffle",
-                        note: format!("most-worn member {x} takes the parity-heavy slot {slot}; new member {fresh} takes slot {s}"),
-                    });
-                }
             }
         }
-        if day % 7 == 0 || day == days {
-            for &m in &slot_member {
-                series.push((d, m, wear[m] * 100.0 / spec.endurance_bytes));
-            }
-        }
+        // The rebuild writes the whole new member.
+        slots[fresh_slot] = Anchor {
+            member: fresh,
+            day: d,
+            wear: spec.capacity_bytes,
+        };
+        series.push((d, fresh, spec.capacity_bytes * 100.0 / spec.endurance_bytes));
+    }
+    for (s, a) in slots.iter().enumerate() {
+        series.push((end, a.member, pct_at(a, s, end, &endurance)));
     }
     let outs: Vec<f64> = events
         .iter()
-        .filter(|e| e.kind == "wear-out")
+        .filter(|e| e.kind != "reshuffle")
         .map(|e| e.day)
         .collect();
     let first_gap_days = (outs.len() >= 2).then(|| outs[1] - outs[0]);
@@ -294,6 +413,8 @@ mod tests {
             years: 15.0,
             replace_at_pct: 100.0,
             reshuffle: true,
+            start: vec![],
+            schedule: vec![],
         }
     }
 
@@ -330,9 +451,64 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_replayed_on_its_own_mix_lands_on_its_days() {
+        // The planner's schedule for an F1 fleet with one worn member, replayed by wear percent
+        // with the same mix (k:K, no engine run): the same replacements on the same days.
+        use super::super::plan::{schedule, Fleet};
+        let k = 2.3;
+        let f = Fleet {
+            weights: vec![2, 1, 1, 1],
+            k,
+            user_bytes_per_day: 2.5e9,
+            endurance: vec![1e12; 4],
+            used: vec![0.0, 1e11, 0.0, 0.0],
+            fresh_endurance: 1e12,
+            capacity: 16e6,
+            reshuffle: true,
+        };
+        let plan = schedule(&f, &f.weights, 250.0, 2000.0);
+        assert!(plan.holds && plan.replacements.len() >= 4, "{plan:?}");
+        let mut s = spec(Level::F1, vec![2, 1, 1, 1]);
+        s.workload = Workload::DataPerParity(k);
+        s.endurance_bytes = 1e12;
+        s.capacity_bytes = 16e6;
+        s.user_bytes_per_day = 2.5e9;
+        s.years = 2000.0 / 365.25;
+        s.start = (0..4)
+            .map(|i| MemberStart {
+                endurance_bytes: 1e12,
+                used_bytes: f.used[i],
+            })
+            .collect();
+        s.schedule = plan
+            .replacements
+            .iter()
+            .filter(|r| r.days_early > 0.0)
+            .map(|r| (r.member, r.wear_pct))
+            .collect();
+        let r = simulate(&s).unwrap();
+        let days: Vec<(usize, f64)> = r
+            .events
+            .iter()
+            .filter(|e| e.kind != "reshuffle")
+            .map(|e| (e.member, e.day))
+            .collect();
+        assert!(days.len() >= plan.replacements.len(), "{days:?}");
+        for (p, (m, d)) in plan.replacements.iter().zip(&days) {
+            assert_eq!(p.member, *m, "{days:?} vs {plan:?}");
+            assert!((p.day - d).abs() < 1e-6, "{days:?} vs {plan:?}");
+        }
+    }
+
+    #[test]
     fn workloads_parse() {
         assert_eq!(Workload::parse("mix:30").unwrap(), Workload::Mix(0.3));
         assert!(Workload::parse("mix:300").is_err());
         assert!(Workload::parse("bursty").is_err());
+        assert_eq!(
+            Workload::parse("k:2.5").unwrap(),
+            Workload::DataPerParity(2.5)
+        );
+        assert!(Workload::parse("k:0").is_err());
     }
 }

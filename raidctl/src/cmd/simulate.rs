@@ -1,6 +1,8 @@
 //! `raidctl simulate`: years of wear in seconds. The real layout and accounting measure each
-//! slot's write share under the workload; the simulator plays it forward with replacements and
-//! the reshuffle, next to plain RAID5 on the same workload; `--plot` draws an SVG.
+//! slot's write share under the workload; the simulator plays it forward event to event with
+//! replacements and the reshuffle, next to plain RAID 5 on the same workload, or replays a
+//! `wear plan --json` (its members' wear, weights, rate and replacement schedule) and says how
+//! close the replayed gap comes to the promised one; `--plot` draws an SVG.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,40 +10,62 @@ use std::process::ExitCode;
 use clap::Args;
 use plotters::prelude::*;
 use raidcore::layout::{f1_weights, LayoutParams, Level};
-use raidcore::wear::sim::{self, SimResult, SimSpec, Workload};
+use raidcore::wear::sim::{self, MemberStart, SimResult, SimSpec, Workload};
 use raidcore::{Error, ErrorKind, Result};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::units::parse_size;
 
-/// Simulate member wear over years for a level, workload and write rate
+/// Simulate member wear over years for a level, workload and write rate, or replay a wear plan
 #[derive(Args, Debug)]
+#[command(
+    after_long_help = "Without --plan, --level, --members, --endurance and --rate are required and the workload defaults to rand4k (every byte as a random 4 KiB write: F1's best case; real file traffic is mostly full-row writes, see mix:PCT).\n\nWith --plan FILE (the output of `raidctl wear plan --json`) the members, their wear, the weights, the write rate and the replacement schedule come from the plan, and the workload defaults to the array's measured mix (k:K)."
+)]
 pub struct SimulateArgs {
+    /// Replay this plan (`raidctl wear plan --json` output)
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
     /// RAID level: 0, 1, 5, 6, 10 or f1
-    #[arg(long, value_parser = |s: &str| Level::parse(s).map_err(|e| e.to_string()))]
-    pub level: Level,
+    #[arg(long, required_unless_present = "plan", conflicts_with = "plan", value_parser = |s: &str| Level::parse(s).map_err(|e| e.to_string()))]
+    pub level: Option<Level>,
     /// Number of members
-    #[arg(long)]
-    pub members: usize,
+    #[arg(long, required_unless_present = "plan", conflicts_with = "plan")]
+    pub members: Option<usize>,
     /// Parity weights (f1)
-    #[arg(long, value_delimiter = ',', value_name = "W0,W1,..")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "W0,W1,..",
+        conflicts_with = "plan"
+    )]
     pub skew: Option<Vec<u32>>,
     /// Rated endurance of each member in terabytes written
-    #[arg(long, value_name = "TBW")]
-    pub endurance: f64,
+    #[arg(
+        long,
+        value_name = "TBW",
+        required_unless_present = "plan",
+        conflicts_with = "plan"
+    )]
+    pub endurance: Option<f64>,
     /// Member capacity (a rebuild writes this much)
-    #[arg(long, default_value = "1T", value_parser = parse_size)]
+    #[arg(long, default_value = "1T", value_parser = parse_size, conflicts_with = "plan")]
     pub capacity: u64,
-    /// rand4k, seq, or mix:PCT (percent of bytes as random 4 KiB writes)
-    #[arg(long, default_value = "rand4k", value_parser = |s: &str| Workload::parse(s).map_err(|e| e.to_string()))]
-    pub workload: Workload,
+    /// rand4k, seq, mix:PCT (percent of bytes as random 4 KiB writes) or k:K (data bytes per
+    /// parity byte); default rand4k, or the plan's measured mix
+    #[arg(long, value_parser = |s: &str| Workload::parse(s).map_err(|e| e.to_string()))]
+    pub workload: Option<Workload>,
     /// User writes per day in GB (10^9 bytes)
-    #[arg(long, value_name = "GB/DAY")]
-    pub rate: f64,
-    /// Years to simulate
-    #[arg(long, default_value_t = 10.0)]
-    pub years: f64,
-    /// Replace a member when it reaches this percent of its endurance
+    #[arg(
+        long,
+        value_name = "GB/DAY",
+        required_unless_present = "plan",
+        conflicts_with = "plan"
+    )]
+    pub rate: Option<f64>,
+    /// Years to simulate (default 10, or the plan's horizon and one target gap more)
+    #[arg(long)]
+    pub years: Option<f64>,
+    /// Replace a member when it reaches this percent of its endurance (unless scheduled)
     #[arg(long, default_value_t = 100.0, value_name = "PCT")]
     pub replace_at: f64,
     /// Do not move the parity-heavy role on replacement
@@ -55,30 +79,115 @@ pub struct SimulateArgs {
     pub plot: Option<PathBuf>,
 }
 
-fn spec(a: &SimulateArgs, level: Level, weights: Option<Vec<u32>>) -> Result<SimSpec> {
-    let mut params = LayoutParams::with_defaults(level, a.members, 65536);
-    if let Some(w) = weights {
-        params.weights = w;
-    }
-    Ok(SimSpec {
+/// What a plan file says, as the simulator needs it.
+struct PlanInput {
+    params: LayoutParams,
+    k: f64,
+    start: Vec<MemberStart>,
+    fresh_endurance: f64,
+    capacity: f64,
+    user_bytes_per_day: f64,
+    horizon_days: f64,
+    target_gap_days: f64,
+    reshuffle: bool,
+    /// (member, wear percent) of the early replacements.
+    schedule: Vec<(usize, f64)>,
+    /// How many replacements the plan made, and the smallest gap it promised.
+    count: usize,
+    promised_gap_days: Option<f64>,
+}
+
+fn read_plan(path: &std::path::Path) -> Result<PlanInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(e, "read", &path.display().to_string(), 0))?;
+    let bad = |what: &str| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{}: not a `raidctl wear plan --json` output ({what})",
+                path.display()
+            ),
+        )
+    };
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
+    let f = |key: &str| v[key].as_f64().ok_or_else(|| bad(key));
+    let level = Level::parse(v["level"].as_str().ok_or_else(|| bad("level"))?)?;
+    let n = v["members"].as_u64().ok_or_else(|| bad("members"))? as usize;
+    let chunk = v["chunk_bytes"]
+        .as_u64()
+        .ok_or_else(|| bad("chunk_bytes"))?;
+    let weights: Vec<u32> = v["weights"]
+        .as_array()
+        .ok_or_else(|| bad("weights"))?
+        .iter()
+        .map(|x| x.as_u64().map(|x| x as u32).ok_or_else(|| bad("weights")))
+        .collect::<Result<_>>()?;
+    let mut params = LayoutParams::with_defaults(level, n, chunk);
+    params.weights = weights;
+    let start = v["slots"]
+        .as_array()
+        .ok_or_else(|| bad("slots"))?
+        .iter()
+        .map(|m| {
+            Ok(MemberStart {
+                endurance_bytes: m["endurance_bytes"].as_f64().ok_or_else(|| bad("slots"))?,
+                used_bytes: m["used_bytes"].as_f64().ok_or_else(|| bad("slots"))?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let reps = v["schedule"]["replacements"]
+        .as_array()
+        .ok_or_else(|| bad("schedule"))?;
+    let schedule = reps
+        .iter()
+        .filter(|r| r["days_early"].as_f64().unwrap_or(0.0) > 0.0)
+        .map(|r| {
+            Ok((
+                r["member"].as_u64().ok_or_else(|| bad("schedule"))? as usize,
+                r["wear_pct"].as_f64().ok_or_else(|| bad("schedule"))?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PlanInput {
         params,
-        workload: a.workload,
-        endurance_bytes: a.endurance * 1e12,
-        capacity_bytes: a.capacity as f64,
-        user_bytes_per_day: a.rate * 1e9,
-        years: a.years,
-        replace_at_pct: a.replace_at,
-        reshuffle: !a.keep_roles,
+        k: v["write_mix"]["data_bytes_per_parity_byte"]
+            .as_f64()
+            .ok_or_else(|| bad("write_mix"))?,
+        start,
+        fresh_endurance: f("fresh_endurance_bytes")?,
+        capacity: f("capacity_bytes")?,
+        user_bytes_per_day: f("user_bytes_per_day")?,
+        horizon_days: v["schedule"]["horizon_days"]
+            .as_f64()
+            .ok_or_else(|| bad("schedule"))?,
+        target_gap_days: f("target_gap_days")?,
+        reshuffle: v["reshuffle"].as_bool().unwrap_or(false),
+        schedule,
+        count: reps.len(),
+        promised_gap_days: v["schedule"]["min_gap_days"].as_f64(),
     })
 }
 
-fn plot(path: &std::path::Path, r: &SimResult, title: &str) -> Result<()> {
+fn plot(
+    path: &std::path::Path,
+    r: &SimResult,
+    base: Option<&SimResult>,
+    title: &str,
+) -> Result<()> {
     let err = |e: String| Error::new(ErrorKind::Io, format!("plotting {}: {e}", path.display()));
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    let members: std::collections::BTreeSet<usize> = r.series.iter().map(|p| p.1).collect();
+    // The legend goes below the plot, never over it: one row per 5 entries.
+    let entries = members.len() + usize::from(base.is_some()) + 3;
+    let legend_h = 20 + 22 * entries.div_ceil(5) as u32;
+    let root = SVGBackend::new(path, (960, 540 + legend_h)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let max_day = r.series.iter().map(|p| p.0).fold(1.0, f64::max);
-    let max_pct = r.series.iter().map(|p| p.2).fold(100.0, f64::max);
-    let mut chart = ChartBuilder::on(&root)
+    let (upper, lower) = root.split_vertically(540);
+    let all = r
+        .series
+        .iter()
+        .chain(base.into_iter().flat_map(|b| &b.series));
+    let (max_day, max_pct) = all.fold((1.0f64, 100.0f64), |a, p| (a.0.max(p.0), a.1.max(p.2)));
+    let mut chart = ChartBuilder::on(&upper)
         .caption(title, ("sans-serif", 20))
         .margin(10)
         .x_label_area_size(40)
@@ -91,27 +200,88 @@ fn plot(path: &std::path::Path, r: &SimResult, title: &str) -> Result<()> {
         .y_desc("% of endurance used")
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    let members: std::collections::BTreeSet<usize> = r.series.iter().map(|p| p.1).collect();
-    for (i, m) in members.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = r
-            .series
+    let line = |res: &SimResult, m: usize| -> Vec<(f64, f64)> {
+        res.series
             .iter()
-            .filter(|p| p.1 == *m)
+            .filter(|p| p.1 == m)
             .map(|p| (p.0 / 365.25, p.2))
-            .collect();
+            .collect()
+    };
+    let grey = RGBColor(150, 150, 150);
+    if let Some(b) = base {
+        let bm: std::collections::BTreeSet<usize> = b.series.iter().map(|p| p.1).collect();
+        for m in bm {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    line(b, m),
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(|e| err(e.to_string()))?;
+        }
+    }
+    let mut legend: Vec<(String, RGBAColor, &str)> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| err(e.to_string()))?
-            .label(format!("member {m}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            .draw_series(LineSeries::new(line(r, *m), color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?;
+        legend.push((format!("member {m}"), color, "line"));
     }
+    if base.is_some() {
+        legend.push(("RAID 5 (dashed)".into(), grey.to_rgba(), "dash"));
+    }
+    // Markers: x for a wear-out, o for a scheduled replacement, triangle for a role move.
+    let at = |e: &sim::SimEvent| (e.day / 365.25, e.wear_pct);
+    let red = RED.to_rgba();
+    let blue = BLUE.to_rgba();
+    let green = RGBColor(0, 140, 0).to_rgba();
     chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
+        .draw_series(
+            r.events
+                .iter()
+                .filter(|e| e.kind == "wear-out")
+                .map(|e| Cross::new(at(e), 6, red.stroke_width(2))),
+        )
         .map_err(|e| err(e.to_string()))?;
+    chart
+        .draw_series(
+            r.events
+                .iter()
+                .filter(|e| e.kind == "replacement")
+                .map(|e| Circle::new(at(e), 5, blue.stroke_width(2))),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .draw_series(
+            r.events
+                .iter()
+                .filter(|e| e.kind == "reshuffle")
+                .map(|e| TriangleMarker::new(at(e), 6, green.filled())),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    legend.push(("wear-out (replaced)".into(), red, "cross"));
+    legend.push(("scheduled replacement".into(), blue, "circle"));
+    legend.push(("parity-heavy role moves".into(), green, "triangle"));
+    let font = ("sans-serif", 14).into_font();
+    for (i, (label, color, kind)) in legend.iter().enumerate() {
+        let (x, y) = (20 + 188 * (i % 5) as i32, 16 + 22 * (i / 5) as i32);
+        let style = color.stroke_width(2);
+        let res = match *kind {
+            "line" => lower.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style)),
+            "dash" => lower
+                .draw(&PathElement::new(vec![(x, y), (x + 6, y)], style))
+                .and_then(|_| lower.draw(&PathElement::new(vec![(x + 12, y), (x + 20, y)], style))),
+            "cross" => lower.draw(&Cross::new((x + 10, y), 6, style)),
+            "circle" => lower.draw(&Circle::new((x + 10, y), 5, style)),
+            _ => lower.draw(&TriangleMarker::new((x + 10, y), 6, color.filled())),
+        };
+        res.map_err(|e| err(e.to_string()))?;
+        lower
+            .draw(&Text::new(label.clone(), (x + 26, y - 7), font.clone()))
+            .map_err(|e| err(e.to_string()))?;
+    }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
 }
@@ -128,40 +298,137 @@ fn summary(r: &SimResult) -> serde_json::Value {
     })
 }
 
+/// The smallest gap between consecutive wear-outs or replacements among the first `count`.
+fn gap_of_first(r: &SimResult, count: usize) -> Option<f64> {
+    let outs: Vec<f64> = r
+        .events
+        .iter()
+        .filter(|e| e.kind != "reshuffle")
+        .take(count)
+        .map(|e| e.day)
+        .collect();
+    outs.windows(2).map(|w| w[1] - w[0]).reduce(f64::min)
+}
+
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
-    let weights = match (a.level, &a.skew) {
-        (Level::F1, Some(w)) => Some(w.clone()),
-        (Level::F1, None) => Some(f1_weights(a.members, 0, 1)),
-        (_, Some(_)) => {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "--skew applies to --level f1",
-            ))
-        }
-        _ => None,
+    let plan = a.plan.as_deref().map(read_plan).transpose()?;
+    let workload = match (a.workload, &plan) {
+        (Some(w), _) => w,
+        (None, Some(p)) => Workload::DataPerParity(p.k),
+        (None, None) => Workload::Rand4k,
     };
-    let main = sim::simulate(&spec(&a, a.level, weights)?)?;
-    let baseline = if a.level == Level::Raid5 {
+    let workload_note = format!(
+        "{}{}",
+        workload.describe(),
+        match (a.workload, &plan) {
+            (Some(_), _) => "",
+            (None, Some(_)) => " (default with --plan: the array's measured mix)",
+            (None, None) => " (the default; give --workload for your traffic)",
+        }
+    );
+    let years = a.years.unwrap_or_else(|| {
+        plan.as_ref().map_or(10.0, |p| {
+            (p.horizon_days + p.target_gap_days).max(1.0) / 365.25
+        })
+    });
+    let base_spec = match &plan {
+        Some(p) => SimSpec {
+            params: p.params.clone(),
+            workload,
+            endurance_bytes: p.fresh_endurance,
+            capacity_bytes: p.capacity,
+            user_bytes_per_day: p.user_bytes_per_day,
+            years,
+            replace_at_pct: a.replace_at,
+            reshuffle: p.reshuffle && !a.keep_roles,
+            start: p.start.clone(),
+            schedule: p.schedule.clone(),
+        },
+        None => {
+            let (level, members) = (a.level.expect("clap"), a.members.expect("clap"));
+            let weights = match (level, &a.skew) {
+                (Level::F1, Some(w)) => Some(w.clone()),
+                (Level::F1, None) => Some(f1_weights(members, 0, 1)),
+                (_, Some(_)) => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidInput,
+                        "--skew applies to --level f1",
+                    ))
+                }
+                _ => None,
+            };
+            let mut params = LayoutParams::with_defaults(level, members, 65536);
+            if let Some(w) = weights {
+                params.weights = w;
+            }
+            SimSpec {
+                params,
+                workload,
+                endurance_bytes: a.endurance.expect("clap") * 1e12,
+                capacity_bytes: a.capacity as f64,
+                user_bytes_per_day: a.rate.expect("clap") * 1e9,
+                years,
+                replace_at_pct: a.replace_at,
+                reshuffle: !a.keep_roles,
+                start: vec![],
+                schedule: vec![],
+            }
+        }
+    };
+    let main = sim::simulate(&base_spec)?;
+    let baseline = if base_spec.params.level == Level::Raid5 && plan.is_none() {
         None
     } else {
-        Some(sim::simulate(&spec(&a, Level::Raid5, None)?)?)
+        let mut b = base_spec.clone();
+        b.params = LayoutParams::with_defaults(
+            Level::Raid5,
+            base_spec.params.members,
+            base_spec.params.chunk_bytes,
+        );
+        b.schedule = vec![];
+        Some(sim::simulate(&b)?)
     };
+    let replay = plan.as_ref().map(|p| {
+        let got = gap_of_first(&main, p.count);
+        let diff = match (got, p.promised_gap_days) {
+            (Some(g), Some(w)) if w > 0.0 => Some((g - w) / w * 100.0),
+            _ => None,
+        };
+        json!({
+            "replacements_compared": p.count,
+            "promised_min_gap_days": p.promised_gap_days,
+            "replayed_min_gap_days": got,
+            "difference_percent": diff,
+            "within_10_percent": diff.map(|d| d.abs() <= 10.0),
+        })
+    });
+    // Without the reshuffle, the members that are not parity-heavy take equal shares and, if
+    // they start equal, wear out at the same instant: the gap between them is 0 by design.
+    let keep_roles_note = (a.keep_roles && main.level == "f1").then(|| {
+        "--keep-roles: the parity-heavy role stays in its slot, so every other member keeps an equal share and equal members wear out together (gap 0); the reshuffle moves the heavy role to the most-worn survivor to stagger them".to_string()
+    });
     if let Some(p) = &a.plot {
         plot(
             p,
             &main,
+            baseline.as_ref(),
             &format!(
-                "{} {:?}: member wear over {} years",
-                main.level, main.weights, a.years
+                "{} {:?}: member wear over {:.1} years",
+                main.level, main.weights, years
             ),
         )?;
     }
     if a.json {
-        crate::output::print_json(
-            &json!({"simulation": summary(&main), "raid5_baseline": baseline.as_ref().map(summary)}),
-        );
+        crate::output::print_json(&json!({
+            "workload": workload_note,
+            "simulation": summary(&main),
+            "raid5_baseline": baseline.as_ref().map(summary),
+            "replay": replay,
+            "notes": keep_roles_note.iter().collect::<Vec<_>>(),
+        }));
         return Ok(ExitCode::SUCCESS);
     }
+    println!("workload: {workload_note}");
     for (name, r) in
         std::iter::once(("simulated", &main)).chain(baseline.iter().map(|b| ("raid5 baseline", b)))
     {
@@ -170,17 +437,38 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         println!("  bytes to each slot per user byte: {}", shares.join(" "));
         for (m, d) in r.original_wearout_days.iter().enumerate() {
             match d {
-                Some(d) => println!("  member {m}: wears out after {:.2} years", d / 365.25),
-                None => println!("  member {m}: outlives the {} years", a.years),
+                Some(d) => println!(
+                    "  member {m}: worn out or replaced after {:.2} years",
+                    d / 365.25
+                ),
+                None => println!("  member {m}: outlives the {years:.1} years"),
             }
         }
-        for e in r.events.iter().filter(|e| e.kind == "reshuffle") {
+        for e in r.events.iter().filter(|e| e.kind != "wear-out") {
             println!("  year {:.2}: {}", e.day / 365.25, e.note);
         }
         match (r.first_gap_days, r.smallest_gap_days) {
-            (Some(f), Some(s)) => println!("  gap between the first two wear-outs: {f:.0} days; smallest gap between two wear-outs: {s:.0} days"),
-            _ => println!("  fewer than two wear-outs in {} years", a.years),
+            (Some(f), Some(s)) => println!("  gap between the first two wear-outs or replacements: {f:.1} days; smallest gap between two: {s:.1} days"),
+            _ => println!("  fewer than two wear-outs in {years:.1} years"),
         }
+    }
+    if let Some(r) = &replay {
+        println!(
+            "replay of the plan: smallest gap over its {} replacements {} days, promised {} ({})",
+            r["replacements_compared"],
+            r["replayed_min_gap_days"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.1}")),
+            r["promised_min_gap_days"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.1}")),
+            r["difference_percent"]
+                .as_f64()
+                .map_or("no comparison".into(), |x| format!("{x:+.1}%"))
+        );
+    }
+    if let Some(n) = keep_roles_note {
+        println!("note: {n}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `raidctl wear` and `raidctl wear plan`: per-member wear, projected wear-out dates, skew
 //! (expected next to observed), the collision window, monitoring outputs (--check,
-//! --prometheus), and parity-weight suggestions.
+//! --prometheus), and the planner: what parity weights can do for the measured write mix and a
+//! replacement schedule when they cannot.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::process::{Command, ExitCode};
 
 use clap::{Args, Subcommand};
 use raidcore::array::MemberState;
-use raidcore::wear::{self, smart, MemberWearInput, Projection};
+use raidcore::wear::{self, plan, smart, MemberWearInput, Projection};
 use raidcore::{Array, AssembleOptions, Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
@@ -117,21 +118,37 @@ fn report_for(
 
 #[derive(Subcommand, Debug)]
 pub enum WearSub {
-    /// Suggest parity weights that separate the two earliest wear-outs by DAYS
+    /// Say what parity weights can do for the measured write mix, and plan replacements that
+    /// keep wear-outs DAYS apart
     Plan(PlanArgs),
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_long_help = "Exit status: 0 when the weights or the replacement schedule reach the target gap, 1 when neither does.\n\n`raidctl simulate --plan FILE` replays the JSON this prints (--json)."
+)]
 pub struct PlanArgs {
     /// Path of any member of the array
     #[arg(value_name = "ARRAY")]
     pub array: PathBuf,
-    /// The gap wanted between the first and second wear-out, in days
+    /// The gap wanted between consecutive wear-outs or replacements, in days
     #[arg(long, value_name = "DAYS")]
     pub target_gap: f64,
+    /// User writes per day (K/M/G/T suffixes); default: the rate measured from the history
+    #[arg(long, value_parser = parse_size, value_name = "BYTES/DAY")]
+    pub rate: Option<u64>,
+    /// Plan replacements as if the array had these parity weights (default: its own)
+    #[arg(long, value_delimiter = ',', value_name = "W0,W1,..")]
+    pub skew: Option<Vec<u32>>,
+    /// Years to plan replacements for (default: until every member now in the array is replaced)
+    #[arg(long, value_name = "YEARS")]
+    pub years: Option<f64>,
+    /// Do not move the parity-heavy role to the most-worn survivor when its member is replaced
+    #[arg(long)]
+    pub keep_roles: bool,
     #[command(flatten)]
     pub opts: WearOpts,
-    /// Print JSON
+    /// Print JSON (the input of `raidctl simulate --plan`)
     #[arg(long)]
     pub json: bool,
 }
@@ -728,10 +745,16 @@ fn print_human(r: &Value) {
 }
 
 fn plan(p: PlanArgs) -> Result<ExitCode> {
-    if p.target_gap <= 0.0 {
+    if !(p.target_gap > 0.0 && p.target_gap.is_finite()) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             "--target-gap must be a positive number of days",
+        ));
+    }
+    if p.years.is_some_and(|y| !(y > 0.0 && y <= 100.0)) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "--years must be above 0 and at most 100",
         ));
     }
     let array = open(&p.array, &p.opts.scan, false)?;
@@ -745,11 +768,22 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
             ),
         ));
     }
+    let n = layout.members();
+    let weights = match &p.skew {
+        Some(w) if w.len() != n || w.iter().all(|&x| x == 0) => {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("--skew needs {n} weights, not all 0"),
+            ))
+        }
+        Some(w) => w.clone(),
+        None => layout.weights().to_vec(),
+    };
     let (report, _) = analyse(&array, &p.opts, None)?;
     let r = &report.json;
     let members = r["members"].as_array().cloned().unwrap_or_default();
-    let mut remaining = Vec::new();
-    let mut rate = 0.0;
+    let (mut endurance, mut used) = (Vec::new(), Vec::new());
+    let mut measured = 0.0;
     for m in &members {
         let (Some(e), Some(w)) = (m["endurance_bytes"].as_f64(), m["wear_percent"].as_f64()) else {
             return Err(Error::new(
@@ -757,36 +791,227 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
                 format!("slot {}: endurance unknown; give --endurance at create or add, or SMART data with --smart", m["slot"]),
             ));
         };
-        remaining.push(e * (1.0 - w / 100.0).max(0.0));
-        rate += m["rate_bytes_per_day"].as_f64().unwrap_or(0.0);
+        endurance.push(e);
+        used.push(e * (w / 100.0).clamp(0.0, 1.0));
+        measured += m["rate_bytes_per_day"].as_f64().unwrap_or(0.0);
     }
-    let k = r["write_mix"]["chunks_per_row_write"]
-        .as_f64()
-        .unwrap_or(1.0);
-    // Member writes per user byte are 1 + 1/k for single-parity levels.
-    let user_rate = rate / (1.0 + 1.0 / k);
-    let plan = wear::plan(&remaining, user_rate, k, p.target_gap);
+    // The mix: data bytes per parity byte the array wrote (the figure the expected shares
+    // use). Chunks per row write counted a 4 KiB and a 64 KiB write alike and mispredicted.
+    let Some(k) = r["write_mix"]["data_bytes_per_parity_byte"].as_f64() else {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "no data or parity writes recorded yet: the planner models the array's measured write mix; write to the array first",
+        ));
+    };
+    // Member bytes per user byte are 1 + 1/k for single-parity levels.
+    let (user_rate, rate_source) = match p.rate {
+        Some(r) if r > 0 => (r as f64, "--rate".to_string()),
+        Some(_) => {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "--rate must be above 0",
+            ))
+        }
+        None if measured > 0.0 => (
+            measured / (1.0 + 1.0 / k),
+            format!(
+                "measured: members' fitted rates over {:.0} days / (1 + 1/k)",
+                p.opts.window
+            ),
+        ),
+        None => return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "no write rate measured yet (the history spans less than a day): give --rate BYTES/DAY",
+        )),
+    };
+    let capacity = (array.superblock().data_rows * layout.chunk()) as f64;
+    let fresh = endurance.iter().copied().fold(0.0, f64::max);
+    let fleet = plan::Fleet {
+        weights: weights.clone(),
+        k,
+        user_bytes_per_day: user_rate,
+        endurance: endurance.clone(),
+        used: used.clone(),
+        fresh_endurance: fresh,
+        capacity,
+        reshuffle: !p.keep_roles && layout.level() == raidcore::layout::Level::F1,
+    };
+    let mut analysis = plan::analyse_weights(&fleet, p.target_gap);
+    // The gap with the array's own weights, even when --skew plans with others.
+    analysis.current_gap_days = fleet.first_gap(layout.weights());
+    let natural = fleet.natural_wearouts(&weights);
+    let horizon = p
+        .years
+        .map(|y| y * 365.25)
+        .unwrap_or_else(|| natural.iter().copied().fold(0.0, f64::max));
+    let sched = plan::schedule(&fleet, &weights, p.target_gap, horizon);
+    let now = raidcore::array::now_secs();
+    let date = |day: f64| time(now + (day * wear::DAY).round() as u64);
+    let rates = fleet.rates(&weights);
+    let json_members: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "slot": i,
+                "endurance_bytes": endurance[i],
+                "used_bytes": used[i],
+                "wear_percent": used[i] * 100.0 / endurance[i],
+                "bytes_per_day": rates[i],
+                "natural_wearout_days": natural[i],
+                "natural_wearout": date(natural[i]),
+            })
+        })
+        .collect();
+    let replacements: Vec<Value> = sched
+        .replacements
+        .iter()
+        .map(|x| {
+            let mut v = serde_json::to_value(x).expect("serialise");
+            v["date"] = json!(date(x.day));
+            v
+        })
+        .collect();
+    let message = if analysis.reachable {
+        format!(
+            "parity weights can reach a {:.0}-day gap between the first two wear-outs: {}",
+            p.target_gap,
+            analysis
+                .suggested_weights
+                .as_ref()
+                .map(|w| format!(
+                    "--skew {} gives {:.0} days",
+                    join(w),
+                    analysis.suggested_gap_days.unwrap_or(0.0)
+                ))
+                .unwrap_or_else(|| format!(
+                    "all parity on one slot ({}) gives {:.0} days",
+                    join(&analysis.best_weights),
+                    analysis.best_gap_days
+                ))
+        )
+    } else {
+        format!(
+            "no parity weights reach a {:.0}-day gap: the current weights give {:.0} days between the first two wear-outs and the best any weights give is {:.0} (all parity on one slot, {}); {}",
+            p.target_gap,
+            analysis.current_gap_days,
+            analysis.best_gap_days,
+            join(&analysis.best_weights),
+            analysis.why
+        )
+    };
+    let sched_msg = match (sched.holds, sched.min_gap_days) {
+        (true, Some(g)) => format!(
+            "the replacement schedule keeps consecutive replacements at least {g:.0} days apart (target {:.0}) over {:.0} days",
+            p.target_gap, horizon
+        ),
+        (true, None) => format!("fewer than two replacements in {horizon:.0} days"),
+        (false, g) => format!(
+            "no schedule holds a {:.0}-day gap over {horizon:.0} days: the smallest gap in this one is {:.0} days",
+            p.target_gap,
+            g.unwrap_or(0.0)
+        ),
+    };
+    let holds = analysis.reachable || sched.holds;
     let v = json!({
         "target_gap_days": p.target_gap,
-        "chunks_per_row_write": k,
+        "now": time(now),
+        "now_unix": now,
+        "level": layout.level().name(),
+        "members": n,
+        "chunk_bytes": layout.chunk(),
+        "current_weights": layout.weights(),
+        "weights": weights,
+        "write_mix": {
+            "data_bytes_per_parity_byte": k,
+            "note": r["write_mix"]["note"],
+        },
         "user_bytes_per_day": user_rate,
-        "current_weights": r["parity_weights"],
-        "suggested_weights": plan.weights,
-        "gap_days": plan.gap_days,
-        "message": plan.message,
+        "rate_source": rate_source,
+        "capacity_bytes": capacity,
+        "fresh_endurance_bytes": fresh,
+        "reshuffle": fleet.reshuffle,
+        "model": "member i writes (p_i/k + (1-p_i)/(N-1)) bytes per user byte, p_i = w_i/sum(w), k = data bytes per parity byte; wear-out = remaining endurance / rate, exact",
+        "slots": json_members,
+        "weights_analysis": analysis,
+        "suggested_weights": analysis.suggested_weights,
+        "schedule": {
+            "weights": sched.weights,
+            "horizon_days": sched.horizon_days,
+            "replacements": replacements,
+            "min_gap_days": sched.min_gap_days,
+            "holds": sched.holds,
+            "needs_replacement_before_today": sched.needs_past,
+            "next_after_horizon_days": sched.next_after_horizon.map(|x| x.0),
+            "notes": sched.notes,
+            "message": sched_msg,
+        },
+        "holds": holds,
+        "message": message,
     });
     if p.json {
         crate::output::print_json(&v);
     } else {
-        println!("{}", plan.message);
-        if let Some(w) = &plan.weights {
-            let s: Vec<String> = w.iter().map(|x| x.to_string()).collect();
-            println!("suggested: --level f1 --skew {}", s.join(","));
-        }
+        print_plan(&v, &sched, &date);
     }
-    Ok(if plan.weights.is_some() {
+    Ok(if holds {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+fn join(w: &[u32]) -> String {
+    w.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn print_plan(v: &Value, s: &plan::Schedule, date: &dyn Fn(f64) -> String) {
+    println!(
+        "write mix: {:.3} data bytes per parity byte (measured); user writes {}/day ({})",
+        v["write_mix"]["data_bytes_per_parity_byte"]
+            .as_f64()
+            .unwrap_or(0.0),
+        human(v["user_bytes_per_day"].as_f64().unwrap_or(0.0) as u64),
+        v["rate_source"].as_str().unwrap_or("")
+    );
+    println!("{}", v["message"].as_str().unwrap_or(""));
+    println!();
+    println!(
+        "replacement schedule with weights {}{} over {:.0} days:",
+        join(&s.weights),
+        if v["reshuffle"].as_bool() == Some(true) {
+            ", the parity-heavy role moving to the most-worn survivor"
+        } else {
+            ""
+        },
+        s.horizon_days
+    );
+    println!(
+        "{:>7}  {:<10}  {:>4}  {:>6}  {:>8}  {:>10}  then",
+        "day", "date", "slot", "member", "at wear", "early by"
+    );
+    for x in &s.replacements {
+        let d = date(x.day);
+        let then = match &x.role_move {
+            Some(m) => format!(
+                "member {} moves from slot {} to the heavy slot {}; new member {} in slot {}",
+                m.member, m.from_slot, m.to_slot, x.fresh_member, x.fresh_slot
+            ),
+            None => format!("new member {} in slot {}", x.fresh_member, x.fresh_slot),
+        };
+        println!(
+            "{:>7.0}  {:<10}  {:>4}  {:>6}  {:>7.1}%  {:>10}  {then}",
+            x.day,
+            d.split('T').next().unwrap_or(&d),
+            x.slot,
+            x.member,
+            x.wear_pct,
+            format!("{:.0} days", x.days_early)
+        );
+    }
+    println!("{}", v["schedule"]["message"].as_str().unwrap_or(""));
+    for n in &s.notes {
+        println!("note: {n}");
+    }
 }
