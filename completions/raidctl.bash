@@ -297,13 +297,17 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__drill)
-            opts="-h -V --scan --force-assemble --size --spare --force --json --help --version bad-sectors-during-rebuild second-failure-during-rebuild bit-rot slow-member vanish-and-return smart-replacement"
+            opts="-h -V --scan --force-assemble --restore --member-timeout --size --spare --force --json --help --version bad-sectors-during-rebuild second-failure-during-rebuild bit-rot slow-member vanish-and-return smart-replacement"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --member-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

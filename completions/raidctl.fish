@@ -235,9 +235,11 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -l json -d 'Prin
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand inject" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l scan -d 'Also look for members here: a directory (every file and block device in it) or a path; repeatable, e.g. --scan /srv/raid or --scan /dev/loop3' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l member-timeout -d 'Give up on (and fail) a member that has not answered for this long' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l size -d 'Size of the region at the start of the array the workload writes (saved first and put back at the end)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l spare -d 'smart-replacement: the device that replaces the most worn member (it stays in the array; the worn one leaves it)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row'
+complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l restore -d 'Put back the region an interrupted drill saved (in STATE_DIR/drills), and nothing else'
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l force -d 'smart-replacement: overwrite a spare that holds a file system or another array'
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -l json -d 'Print the report as JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand drill" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -28,7 +28,11 @@ impl Drill {
         let data_offset = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
             .as_u64()
             .unwrap();
-        let mut args = vec!["--member-timeout", "2"];
+        let mut args = if serve.contains(&"--member-timeout") {
+            vec![]
+        } else {
+            vec!["--member-timeout", "2"]
+        };
         args.extend_from_slice(serve);
         let srv = Server::start_with(&ms[0], &dir.path().join("nbd.sock"), &args);
         Drill {
@@ -478,4 +482,171 @@ fn bad_sectors_during_a_raid5_rebuild_lose_only_their_rows_as_errors() {
     let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
     raidctl(["drill", &ms[0], "bit-rot"]).fails(2, &["served", "raidctl inject"]);
     assert!(srv.stop().success());
+}
+
+#[test]
+fn clear_releases_a_hung_write_even_without_a_member_timeout() {
+    // With --member-timeout 0 nothing gives up on a hung member: --clear is the way out, and
+    // it must answer while a request hangs holding the superblock's lock.
+    let d = Drill::new("5", 3, &["--member-timeout", "0"]);
+    d.inject(&["1", "--timeout-after", "0"]);
+    let src = d.dir.path().join("src.img");
+    std::fs::write(&src, pattern("hung-write", 4 << 20)).unwrap();
+    let mut copy = std::process::Command::new("nbdcopy")
+        .args([src.to_str().unwrap(), &d.srv.uri()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    let r = raidctl(["inject", &d.ms[0], "--clear"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "--clear waited {:?}",
+        t.elapsed()
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = copy.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the write stayed hung after --clear"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    let v = d.status();
+    assert_eq!(v["members"][1]["state"], "active", "nothing failed: {v}");
+    let back = d.dir.path().join("back.img");
+    cmd("nbdcopy", &[&d.srv.uri(), back.to_str().unwrap()]);
+    assert!(std::fs::read(&back).unwrap()[..4 << 20] == pattern("hung-write", 4 << 20)[..]);
+}
+
+#[test]
+fn drills_refuse_what_they_cannot_do_and_leave_no_trace_of_their_faults() {
+    let dir = tempdir();
+    let ms = members_created_with(dir.path(), "5", 3, "24M", &["--no-checksums"]);
+    raidctl(["drill", &ms[0], "bit-rot"]).fails(2, &["needs per-block checksums"]);
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    std::fs::create_dir_all(dir.path().join("r10")).unwrap();
+    let other = members_created(&dir.path().join("other"), "1", 2, "16M");
+    raidctl([
+        "read",
+        &ms[0],
+        "--length",
+        "4K",
+        "--inject",
+        &format!("{}:full", other[0]),
+    ])
+    .fails(2, &["not a member of this array"]);
+    // Bad sectors during a RAID10 rebuild land on the failed slot's copy partner.
+    let r10 = members_created(&dir.path().join("r10"), "10", 4, "24M");
+    let v = drill_passes(&r10[0], "bad-sectors-during-rebuild", &[]);
+    assert!(
+        v["facts"]["blocks_lost"].as_u64().unwrap() > 0,
+        "RAID10 K=2 loses the partner's bad rows: {v}"
+    );
+    // The injected errors are not left in the members' counters.
+    let st = status_run(["status", "--json", &r10[0]]).json();
+    for m in st["members"].as_array().unwrap() {
+        assert_eq!(m["read_errors"], 0, "{m}");
+    }
+    // Events mark the drill's start and end.
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "drill" && e["detail"].as_str().unwrap().contains("started")),
+        "{v}"
+    );
+}
+
+#[test]
+fn an_interrupted_drill_puts_the_region_back_and_a_killed_one_can_be_restored() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let env = [("RAIDCTL_STATE_DIR", state.as_path())];
+    let ms = members_created(dir.path(), "5", 3, "32M");
+    let data = pattern("users-data", 16 << 20);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let start = |sig: i32, ms_wait: u64| {
+        let child = std::process::Command::new(BIN)
+            .args(["drill", &ms[0], "slow-member", "--size", "16M"])
+            .env("RAIDCTL_STATE_DIR", &state)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms_wait));
+        // SAFETY: signalling our own child by its PID.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        child.wait_with_output().unwrap()
+    };
+    // SIGTERM: the drill stops at its next step and puts the region back itself.
+    let o = start(libc::SIGTERM, 700);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        raidctl(["read", &ms[0], "--length", "16M"]).ok().stdout == data,
+        "SIGTERM lost the region"
+    );
+    assert!(!state
+        .join("drills")
+        .read_dir()
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false));
+    // SIGKILL: nothing runs at the end, but the region was saved first.
+    let _ = start(libc::SIGKILL, 700);
+    raidctl_env(&env, &["drill", &ms[0], "slow-member"]).fails(4, &["--restore"]);
+    raidctl_env(&env, &["drill", &ms[0], "--restore"]).ok();
+    assert!(
+        raidctl(["read", &ms[0], "--length", "16M"]).ok().stdout == data,
+        "--restore put the region back"
+    );
+    raidctl_env(&env, &["drill", &ms[0], "--restore"]).fails(2, &["no interrupted drill"]);
+}
+
+/// A RAID10 rebuild whose only source copy has unreadable sectors used to fail as a whole
+/// ("no readable copy to rebuild slot 3 from"), leaving the array degraded; the RAID 5 path
+/// already lost only those blocks. Now the mirror rebuild goes on block by block: the blocks
+/// no copy can read read as errors afterwards, everything else is rebuilt.
+#[test]
+fn a_raid10_rebuild_over_an_unreadable_copy_loses_only_those_blocks_as_errors() {
+    let dir = tempdir();
+    let ms = members_created(dir.path(), "10", 4, "24M");
+    let data = pattern("r10-rebuild", 8 << 20);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    raidctl(["fail", "--no-rebuild", &ms[0], &ms[3]]).ok();
+    raidctl(["add", "--no-rebuild", &ms[0], &ms[3]]).ok();
+    // Slot 2 is slot 3's copy partner; 32 KiB of it unreadable, inside the data.
+    let off = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
+        .as_u64()
+        .unwrap()
+        + (1 << 20);
+    let bad = format!("{}:read-errors={off}+32K", ms[2]);
+    let r = raidctl(["rebuild", &ms[0], "--inject", &bad]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("could not be restored"), "{}", r.stderr);
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["state"], "clean", "{v}");
+    // The bad sectors were injected for the rebuild only: now slot 2 reads again, and the
+    // rebuilt member's poisoned blocks (their checksums match nothing) are read from it and
+    // repaired. Every byte reads right.
+    let r = raidctl(["read", &ms[0], "--length", "8M"]).ok();
+    assert!(r.stdout == data, "no wrong data");
+    // Scrub finds the poisoned blocks on the rebuilt member and rewrites them from slot 2.
+    let v = raidctl(["scrub", "--repair", "--json", &ms[0]]).json();
+    assert_eq!(v["unrepaired"], 0, "{v}");
+    assert!(
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["slot"] == 3),
+        "{v}"
+    );
+    let v = raidctl(["scrub", "--json", &ms[0]]).ok().json();
+    assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
 }

@@ -23,7 +23,9 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
         Ok(s) => {
             // The socket is named by the array's uuid, which a copy of its members shares:
             // make sure the daemon serves this very member before acting through it.
-            let served = call(s, serde_json::json!({"cmd": "status"}))?;
+            // "members" reads only member paths and states: it answers while a request hung
+            // in a member holds the superblock (status would wait for it).
+            let served = call(s, serde_json::json!({"cmd": "members"}))?;
             let me = identity(member);
             let paths: Vec<&str> = served["members"]
                 .as_array()

@@ -57,6 +57,15 @@ pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::Acquire)
 }
 
+/// Slot, path and state of every member: what needs no lock a member request holds (no
+/// superblock), so it answers while a request hangs in a member.
+fn member_list(a: &Array) -> Vec<Value> {
+    a.members()
+        .into_iter()
+        .map(|m| json!({"slot": m.slot, "path": m.path, "state": m.state.name()}))
+        .collect()
+}
+
 /// Where the daemon of an array keeps its sockets.
 pub fn run_dir() -> PathBuf {
     std::env::var_os("RAIDCTL_RUN_DIR")
@@ -211,6 +220,10 @@ impl Daemon {
                     .unwrap_or(self.config.keep_roles);
                 // A member taken back is the one the array had, already behind the drill table;
                 // a new device is put behind it here.
+                // Added back: a member the timeout gave up on is answered again.
+                if let Some(st) = self.config.drill.table.get(&new) {
+                    st.forgive();
+                }
                 let member = match a.take_failed(&new) {
                     Some(m) => m,
                     None => self
@@ -231,6 +244,7 @@ impl Daemon {
                 Ok(out)
             }
             Some("inject") => self.inject(req),
+            Some("members") => Ok(json!({"members": member_list(a)})),
             Some("rebuild") => {
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
@@ -252,19 +266,31 @@ impl Daemon {
 
     /// `raidctl inject`: sets, adds to or clears a member's faults; `return` brings a vanished
     /// member back, and adds it again when the array failed it meanwhile (it is stale: rebuilt).
+    /// It reads only what no member request holds (member paths and states, not the
+    /// superblock): a request hung in a member may hold the superblock's lock, and `--clear`
+    /// is what releases it.
     fn inject(&self, req: &Value) -> std::result::Result<Value, Error> {
         let a = &self.array;
         let table = &self.config.drill.table;
-        let report = crate::cmd::status::report(a);
-        let members = report["members"].as_array().cloned().unwrap_or_default();
+        let members = member_list(a);
+        // A member, or any path the table holds (a member the array no longer lists, such as
+        // one failed out by the timeout and taken out to be re-added, can still be cleared).
         let path = match req["member"].as_str() {
             None => None,
-            Some(spec) => Some(crate::inject::member_path(&members, spec).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("{spec} is not a member of this array (give its path or slot)"),
-                )
-            })?),
+            Some(spec) => Some(
+                crate::inject::member_path(&members, spec)
+                    .or_else(|| {
+                        table
+                            .get(std::path::Path::new(spec))
+                            .map(|s| s.path().to_path_buf())
+                    })
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::InvalidInput,
+                            format!("{spec} is not a member of this array (give its path or slot)"),
+                        )
+                    })?,
+            ),
         };
         if req["clear"] == true {
             match &path {
@@ -285,16 +311,36 @@ impl Daemon {
                 .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("bad faults: {e}")))?;
         let mut f = st.faults();
         crate::inject::merge(&mut f, &add);
+        // A range that lies below the data area drills the metadata only.
+        let data_offset = a.data_offset_of();
+        let mut notes = Vec::new();
+        for (what, w) in [
+            ("read errors", add.read_errors),
+            ("write errors", add.write_errors),
+        ] {
+            if let Some(raidcore::device::inject::Where::Range { end, .. }) = w {
+                if end <= data_offset {
+                    notes.push(format!(
+                        "the {what} range ends before the data area (member offset {data_offset}): it hits metadata only"
+                    ));
+                }
+            }
+        }
         let mut re_added = None;
         if req["return"] == true {
             f.vanished = false;
             st.set(f.clone());
-            let failed = members.iter().any(|m| {
-                m["path"].as_str().map(std::path::Path::new) == Some(path.as_path())
-                    && m["state"] == "faulty"
-            });
-            if failed {
+            let same = |m: &Value| {
+                m["path"]
+                    .as_str()
+                    .map(std::path::Path::new)
+                    .is_some_and(|p| {
+                        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()) == path
+                    })
+            };
+            if members.iter().any(|m| same(m) && m["state"] == "faulty") {
                 if let Some(m) = a.take_failed(&path) {
+                    st.forgive();
                     let (slot, _) = a.add(m, &path, None, self.config.keep_roles)?;
                     self.rebuild_wanted.store(true, Ordering::Release);
                     re_added = slot;
@@ -303,26 +349,34 @@ impl Daemon {
         } else {
             st.set(f.clone());
         }
-        a.raise(
-            "drill",
-            members
-                .iter()
-                .find(|m| m["path"].as_str().map(std::path::Path::new) == Some(path.as_path()))
-                .and_then(|m| m["slot"].as_u64())
-                .map(|s| s as usize),
-            format!(
-                "{}: {}{}",
-                path.display(),
-                crate::inject::describe(&serde_json::to_value(&f).unwrap_or_default()),
-                if re_added.is_some() {
-                    "; returned and added back (stale: rebuilt)"
-                } else {
-                    ""
-                }
-            ),
+        let slot = members
+            .iter()
+            .find(|m| {
+                m["path"]
+                    .as_str()
+                    .map(std::path::Path::new)
+                    .is_some_and(|p| {
+                        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()) == path
+                    })
+            })
+            .and_then(|m| m["slot"].as_u64())
+            .map(|s| s as usize);
+        let detail = format!(
+            "{}: {}{}",
+            path.display(),
+            crate::inject::describe(&serde_json::to_value(&f).unwrap_or_default()),
+            if re_added.is_some() {
+                "; returned and added back (stale: rebuilt)"
+            } else {
+                ""
+            }
         );
+        // Raised from its own thread: an event reads the superblock's name, whose lock a hung
+        // member request may hold until the member timeout; the answer does not wait for it.
+        let array = self.array.clone();
+        std::thread::spawn(move || array.raise("drill", slot, detail));
         Ok(
-            json!({"member": path, "faults": f, "re_added_slot": re_added, "injected": crate::inject::table_json(table)}),
+            json!({"member": path, "faults": f, "re_added_slot": re_added, "notes": notes, "injected": crate::inject::table_json(table)}),
         )
     }
 

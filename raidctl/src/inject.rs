@@ -190,6 +190,7 @@ impl Drill {
     /// is older than `timeout_secs` (0: never).
     pub fn new(timeout_secs: u64) -> Drill {
         let table = Arc::new(InjectTable::new());
+        table.set_tracking(timeout_secs > 0);
         let stop = Arc::new(AtomicBool::new(false));
         let watchdog = (timeout_secs > 0).then(|| {
             let (t, s) = (table.clone(), stop.clone());
@@ -241,6 +242,60 @@ impl Drill {
             let mut cur = st.faults();
             merge(&mut cur, &f);
             st.set(cur);
+        }
+        Ok(())
+    }
+
+    /// After assembly: every `--inject` path must be a member of `array` (a typo or another
+    /// array's member would drill nothing; the array is closed again and the error returned),
+    /// and each preset is an event in the array's log.
+    pub fn check_members(&self, array: raidcore::Array) -> Result<raidcore::Array> {
+        match self.checked(&array) {
+            Ok(()) => Ok(array),
+            Err(e) => {
+                let _ = array.close();
+                Err(e)
+            }
+        }
+    }
+
+    fn checked(&self, array: &raidcore::Array) -> Result<()> {
+        let members: Vec<PathBuf> = array
+            .members()
+            .into_iter()
+            .filter_map(|m| m.path)
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        for s in self.table.all() {
+            if s.faults().is_none() {
+                continue;
+            }
+            if !members.iter().any(|m| m == s.path()) {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "--inject names {}, which is not a member of this array",
+                        s.path().display()
+                    ),
+                ));
+            }
+            array.raise(
+                "drill",
+                array
+                    .members()
+                    .iter()
+                    .find(|m| {
+                        m.path.as_ref().is_some_and(|p| {
+                            std::fs::canonicalize(p).ok().as_deref() == Some(s.path())
+                        })
+                    })
+                    .and_then(|m| m.slot),
+                format!(
+                    "{}: {} (--inject, this run only)",
+                    s.path().display(),
+                    describe(&serde_json::to_value(s.faults()).unwrap_or_default())
+                ),
+            );
         }
         Ok(())
     }
@@ -303,12 +358,19 @@ pub fn table_json(t: &InjectTable) -> Value {
     )
 }
 
+/// A fraction as a percentage without float noise: 0.07 is "7%", 0.0125 "1.25%".
+fn pct_text(f: f64) -> String {
+    let s = format!("{:.4}", f * 100.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
 /// One line describing a member's faults, for `status`.
 pub fn describe(f: &Value) -> String {
     let mut parts = Vec::new();
     let w = |v: &Value| -> String {
         if let Some(r) = v["rate"].as_f64() {
-            format!("{:.4}% of requests", r * 100.0).replace(".0000%", "%")
+            format!("{} of requests", pct_text(r))
         } else {
             format!(
                 "bytes {}-{}",
@@ -336,8 +398,8 @@ pub fn describe(f: &Value) -> String {
     if let Some(p) = f["corrupt_on_read"].as_f64() {
         let r = &f["corrupt_in"];
         parts.push(format!(
-            "bit rot in {}% of blocks{}",
-            p * 100.0,
+            "bit rot in {} of blocks{}",
+            pct_text(p),
             match (r[0].as_u64(), r[1].as_u64()) {
                 (Some(a), Some(b)) => format!(" of bytes {a}-{b}"),
                 _ => String::new(),

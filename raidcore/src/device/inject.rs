@@ -5,10 +5,10 @@
 //! ([`InjectTable`]). Nothing here is persisted: a restart clears every fault.
 //!
 //! Lock order: `InjectTable::states`, then one `FaultState`'s locks in field order (`faults`,
-//! `gate`, `healed`, `rot_healed`, `rng`, `inflight`); none is held across the inner member's
-//! I/O.
+//! `gate`, `healed`, `rot_healed`, `rng`); none is held across the inner member's I/O. The
+//! requests in flight are tracked without a lock (a fixed set of atomic slots).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,6 +22,10 @@ use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 
 const BLOCK: u64 = 4096;
+/// Requests tracked in flight per member at once.
+const SLOTS: usize = 128;
+/// The operations a tracked request can be, by code.
+const OPS: [&str; 4] = ["read", "write", "flush", "other"];
 
 /// Where errors strike: a byte range of the member, or a share of requests.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,8 +111,15 @@ pub struct FaultState {
     /// Picks the rotten blocks; new at every change of the rot.
     rot_seed: AtomicU64,
     rng: Mutex<SplitMix64>,
-    inflight: Mutex<HashMap<u64, InFlight>>,
-    next_id: AtomicU64,
+    /// Requests in flight: start (nanoseconds since `epoch`, 0 when free), offset, operation.
+    /// A request that finds every slot taken goes untracked (more than SLOTS in flight on one
+    /// member); the oldest of the others still shows a stall.
+    starts: [AtomicU64; SLOTS],
+    offsets: [AtomicU64; SLOTS],
+    ops: [std::sync::atomic::AtomicU8; SLOTS],
+    epoch: Instant,
+    /// Whether requests are tracked at all (off without a member timeout: nothing reads it).
+    tracking: AtomicBool,
     counts: [AtomicU64; 7],
 }
 
@@ -132,8 +143,11 @@ impl FaultState {
             rot_healed: Mutex::new(HashSet::new()),
             rot_seed: AtomicU64::new(seed),
             rng: Mutex::new(SplitMix64(seed)),
-            inflight: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(0),
+            starts: std::array::from_fn(|_| AtomicU64::new(0)),
+            offsets: std::array::from_fn(|_| AtomicU64::new(0)),
+            ops: std::array::from_fn(|_| std::sync::atomic::AtomicU8::new(0)),
+            epoch: Instant::now(),
+            tracking: AtomicBool::new(true),
             counts: Default::default(),
         }
     }
@@ -191,12 +205,30 @@ impl FaultState {
 
     /// The oldest request in flight, if any.
     pub fn oldest(&self) -> Option<InFlight> {
-        self.inflight
-            .lock()
-            .expect("inflight lock")
-            .values()
-            .min_by_key(|f| f.started)
-            .copied()
+        let (i, ns) = self
+            .starts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.load(Ordering::Acquire)))
+            .filter(|&(_, ns)| ns != 0)
+            .min_by_key(|&(_, ns)| ns)?;
+        Some(InFlight {
+            started: self.epoch + Duration::from_nanos(ns),
+            op: OPS[self.ops[i].load(Ordering::Relaxed) as usize % OPS.len()],
+            offset: self.offsets[i].load(Ordering::Relaxed),
+        })
+    }
+
+    /// Tracks requests in flight (for a member timeout) or not.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Relaxed);
+    }
+
+    /// Takes back a member the timeout gave up on (it was added back, or answered again), its
+    /// faults unchanged.
+    pub fn forgive(&self) {
+        self.given_up.store(false, Ordering::SeqCst);
+        self.open_gate();
     }
 
     pub fn injections(&self) -> Injections {
@@ -238,6 +270,10 @@ impl FaultState {
     /// Faults every request meets before it reaches the device: vanished, given up, latency,
     /// hang.
     fn before(&self, op: &'static str, offset: u64) -> Result<()> {
+        // The gate's generation before the faults are read: a change made while this request
+        // sleeps or decides to hang is one it has not seen, and must not wait for (a lost
+        // wakeup kept a request hung after --clear).
+        let seen = *self.gate.0.lock().expect("gate lock");
         if self.given_up.load(Ordering::SeqCst) {
             return Err(self.err(libc::ETIMEDOUT, op, offset));
         }
@@ -257,14 +293,17 @@ impl FaultState {
             };
             self.count(2);
             std::thread::sleep(Duration::from_micros(us + jitter));
+            // Given up on while it slept: it fails as every pending request does.
+            if self.given_up.load(Ordering::SeqCst) {
+                return Err(self.err(libc::ETIMEDOUT, op, offset));
+            }
         }
         if let Some(n) = f.hang_after {
             if self.answered.fetch_add(1, Ordering::SeqCst) >= n {
                 self.count(3);
                 let (m, c) = &self.gate;
                 let mut g = m.lock().expect("gate lock");
-                let at = *g;
-                while *g == at {
+                while *g == seen {
                     g = c.wait(g).expect("gate lock");
                 }
                 drop(g);
@@ -366,21 +405,33 @@ impl FaultState {
         }
     }
 
-    fn track(&self, op: &'static str, offset: u64) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.inflight.lock().expect("inflight lock").insert(
-            id,
-            InFlight {
-                started: Instant::now(),
-                op,
-                offset,
-            },
-        );
-        id
+    /// Marks a request in flight; the slot to free, if one was free.
+    fn track(&self, op: &'static str, offset: u64) -> Option<usize> {
+        if !self.tracking.load(Ordering::Relaxed) {
+            return None;
+        }
+        // 0 means free: a request starting in the epoch's first nanosecond counts as 1.
+        let now = (self.epoch.elapsed().as_nanos() as u64).max(1);
+        let first = (offset / BLOCK) as usize % SLOTS;
+        for k in 0..SLOTS {
+            let i = (first + k) % SLOTS;
+            if self.starts[i]
+                .compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.offsets[i].store(offset, Ordering::Relaxed);
+                let code = OPS.iter().position(|&o| o == op).unwrap_or(0);
+                self.ops[i].store(code as u8, Ordering::Relaxed);
+                return Some(i);
+            }
+        }
+        None
     }
 
-    fn untrack(&self, id: u64) {
-        self.inflight.lock().expect("inflight lock").remove(&id);
+    fn untrack(&self, slot: Option<usize>) {
+        if let Some(i) = slot {
+            self.starts[i].store(0, Ordering::Release);
+        }
     }
 }
 
@@ -395,6 +446,23 @@ impl Injected {
         Injected { inner, state }
     }
 
+    /// Runs one request that is not timed (its length is unbounded), through the faults when
+    /// armed.
+    fn run_untimed<T>(
+        &self,
+        op: &'static str,
+        offset: u64,
+        io: impl FnOnce(&dyn Member) -> Result<T>,
+    ) -> Result<T> {
+        if self.state.armed.load(Ordering::Relaxed) || self.state.given_up() {
+            self.state
+                .before(op, offset)
+                .and_then(|()| io(&*self.inner))
+        } else {
+            io(&*self.inner)
+        }
+    }
+
     /// Runs one request: tracked for the member timeout; through the faults when armed.
     fn run<T>(
         &self,
@@ -402,15 +470,9 @@ impl Injected {
         offset: u64,
         io: impl FnOnce(&dyn Member) -> Result<T>,
     ) -> Result<T> {
-        let id = self.state.track(op, offset);
-        let r = if self.state.armed.load(Ordering::Relaxed) || self.state.given_up() {
-            self.state
-                .before(op, offset)
-                .and_then(|()| io(&*self.inner))
-        } else {
-            io(&*self.inner)
-        };
-        self.state.untrack(id);
+        let slot = self.state.track(op, offset);
+        let r = self.run_untimed(op, offset, io);
+        self.state.untrack(slot);
         r
     }
 }
@@ -465,13 +527,16 @@ impl Member for Injected {
         self.run("flush", 0, |m| m.flush())
     }
 
+    // Discards and zeroing of large ranges run for as long as their size asks (zeroing the
+    // checksum area of a new 4 TB member moves gigabytes): they are not timed, only the
+    // requests of bounded size are.
     fn discard(&self, offset: u64, len: u64) -> Result<()> {
-        self.run("discard", offset, |m| m.discard(offset, len))
+        self.run_untimed("discard", offset, |m| m.discard(offset, len))
     }
 
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         let s = &self.state;
-        self.run("write zeroes", offset, |m| {
+        self.run_untimed("write zeroes", offset, |m| {
             if s.armed.load(Ordering::Relaxed) && s.faults().full {
                 s.count(6);
                 return Err(s.err(libc::ENOSPC, "write zeroes", offset));
@@ -484,7 +549,7 @@ impl Member for Injected {
 
     fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {
         let s = &self.state;
-        self.run("unmap", offset, |m| {
+        self.run_untimed("unmap", offset, |m| {
             m.unmap_zeroes(offset, len)?;
             s.rewritten(offset, len);
             Ok(())
@@ -505,9 +570,19 @@ impl Member for Injected {
 }
 
 /// The fault states of a process, by member path (canonical where it resolves).
-#[derive(Default)]
 pub struct InjectTable {
     states: Mutex<Vec<Arc<FaultState>>>,
+    /// Whether members made from now on track their requests in flight.
+    tracking: AtomicBool,
+}
+
+impl Default for InjectTable {
+    fn default() -> InjectTable {
+        InjectTable {
+            states: Mutex::new(Vec::new()),
+            tracking: AtomicBool::new(true),
+        }
+    }
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -527,8 +602,18 @@ impl InjectTable {
             return s.clone();
         }
         let s = Arc::new(FaultState::new(&p));
+        s.set_tracking(self.tracking.load(Ordering::Relaxed));
         v.push(s.clone());
         s
+    }
+
+    /// Tracks requests in flight on every member, now and later, or on none (no member
+    /// timeout: nothing would read them).
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Relaxed);
+        for s in self.all() {
+            s.set_tracking(on);
+        }
     }
 
     /// The state of `path`, if it has one.
@@ -668,6 +753,84 @@ mod tests {
         assert!(s.oldest().is_none());
         s.clear();
         m.read_at(&mut b, 0).unwrap();
+    }
+
+    #[test]
+    fn clear_during_a_latency_sleep_releases_the_request_that_would_hang() {
+        // A dying drive: slow, then no answer. The faults are cleared while the request
+        // sleeps; it must not go on to wait for a change it has already missed.
+        let (s, m) = member();
+        let m = Arc::new(m);
+        s.set(Faults {
+            latency_us: Some(300_000),
+            hang_after: Some(0),
+            ..Default::default()
+        });
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || {
+            let mut b = vec![0u8; 4096];
+            m2.read_at(&mut b, 0)
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        s.clear();
+        let started = Instant::now();
+        while !t.is_finished() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the request stayed hung after --clear"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        t.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_request_given_up_on_while_it_slept_fails() {
+        let (s, m) = member();
+        let m = Arc::new(m);
+        s.set(Faults {
+            latency_us: Some(300_000),
+            ..Default::default()
+        });
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || m2.write_at(&[1u8; 4096], 0));
+        std::thread::sleep(Duration::from_millis(100));
+        s.give_up();
+        let e = t.join().unwrap().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ETIMEDOUT));
+        let mut b = vec![0u8; 4096];
+        s.set(Faults::default());
+        m.read_at(&mut b, 0).unwrap();
+        assert_eq!(
+            b,
+            vec![7u8; 4096],
+            "the late write never reached the device"
+        );
+        // Forgiven without changing faults.
+        s.give_up();
+        assert!(m.read_at(&mut b, 0).is_err());
+        s.forgive();
+        m.read_at(&mut b, 0).unwrap();
+    }
+
+    #[test]
+    fn tracking_switched_off_tracks_nothing() {
+        let (s, m) = member();
+        let m = Arc::new(m);
+        s.set_tracking(false);
+        s.set(Faults {
+            hang_after: Some(0),
+            ..Default::default()
+        });
+        let m2 = m.clone();
+        let t = std::thread::spawn(move || {
+            let mut b = vec![0u8; 4096];
+            m2.read_at(&mut b, 0)
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(s.oldest().is_none());
+        s.clear();
+        t.join().unwrap().unwrap();
     }
 
     #[test]

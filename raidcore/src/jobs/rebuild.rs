@@ -459,6 +459,9 @@ impl Writer<'_> {
 }
 
 /// What a batch found wrong on the survivors.
+/// A checksummed block: the unit a mirror rebuild falls back to when no copy reads whole.
+const BLK: usize = crate::array::csum::BLOCK as usize;
+
 #[derive(Default)]
 struct Damage {
     /// Survivor blocks repaired.
@@ -671,12 +674,49 @@ fn fill_batch(
                             .poisoned
                             .push((ti, k * c + blk * crate::array::csum::BLOCK as usize));
                     }
-                    if !done {
+                    if !done && array.checksum_algo().is_none() {
+                        // Without checksums a lost block cannot be marked on a mirror (the
+                        // bad-block list covers parity levels): stop rather than leave zeros
+                        // that would read as data.
                         array.check_alive()?;
                         crate::bail!(
                             ArrayFailed,
                             "logical chunk {chunk}: no readable copy to rebuild slot {slot} from"
                         );
+                    }
+                    if !done {
+                        // No copy reads whole: block by block, each from any copy that reads
+                        // it. A block no copy can read is lost: poisoned on the target (its
+                        // checksum entry can match nothing), so it reads as an error, never as
+                        // zeros, until it is written again.
+                        let out = &mut outs[ti][k * c..(k + 1) * c];
+                        let mut any_copy = false;
+                        for b in 0..c / BLK {
+                            let mut got = false;
+                            for other in (0..copies).filter(|&o| o != copy) {
+                                let (s2, row2) = layout.mirror_cell(chunk, other);
+                                if lost[s2] {
+                                    continue;
+                                }
+                                any_copy = true;
+                                let blk = &mut out[b * BLK..(b + 1) * BLK];
+                                if array.member_read(s2, blk, row2, (b * BLK) as u64).is_ok() {
+                                    got = true;
+                                    break;
+                                }
+                            }
+                            if !got {
+                                out[b * BLK..(b + 1) * BLK].fill(0);
+                                damage.poisoned.push((ti, k * c + b * BLK));
+                            }
+                        }
+                        if !any_copy {
+                            array.check_alive()?;
+                            crate::bail!(
+                                ArrayFailed,
+                                "logical chunk {chunk}: no copy left to rebuild slot {slot} from"
+                            );
+                        }
                     }
                 }
             }

@@ -51,8 +51,18 @@ pub struct DrillArgs {
     #[command(flatten)]
     pub array: ArrayArgs,
     /// The scenario
-    #[arg(value_enum, value_name = "SCENARIO")]
-    pub scenario: Scenario,
+    #[arg(
+        value_enum,
+        value_name = "SCENARIO",
+        required_unless_present = "restore"
+    )]
+    pub scenario: Option<Scenario>,
+    /// Put back the region an interrupted drill saved (in STATE_DIR/drills), and nothing else
+    #[arg(long, conflicts_with = "scenario")]
+    pub restore: bool,
+    /// Give up on (and fail) a member that has not answered for this long
+    #[arg(long, value_name = "DURATION", default_value = "30", value_parser = crate::units::parse_duration_or_zero)]
+    pub member_timeout: u64,
     /// Size of the region at the start of the array the workload writes (saved first and put
     /// back at the end)
     #[arg(long, default_value = "32M", value_parser = parse_size)]
@@ -88,6 +98,8 @@ struct Report {
     timeline: Vec<(f64, String)>,
     checks: Vec<(String, bool, String)>,
     facts: serde_json::Map<String, Value>,
+    /// Slots the scenario itself failed (only these are added back at the end).
+    failed: Vec<usize>,
 }
 
 impl Report {
@@ -97,6 +109,7 @@ impl Report {
             timeline: Vec::new(),
             checks: Vec::new(),
             facts: serde_json::Map::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -123,6 +136,28 @@ fn data(seed: u64, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     raidcore::rng::SplitMix64(seed).fill(&mut v);
     v
+}
+
+/// Stops the scenario at a step when SIGINT or SIGTERM arrived; the region is put back.
+fn interrupted() -> Result<()> {
+    if crate::daemon::stop_requested() {
+        return Err(Error::new(
+            ErrorKind::Io,
+            "interrupted by a signal: the scenario stops, the array is brought back and the region put back",
+        ));
+    }
+    Ok(())
+}
+
+/// A workload write of the scenario: interruptible between its 1 MiB writes.
+fn write_work(array: &Array, buf: &[u8]) -> Result<()> {
+    for (i, c) in buf.chunks(IO).enumerate() {
+        interrupted()?;
+        array
+            .write(c, (i * IO) as u64)
+            .map_err(|e| e.context(format!("drill: workload write at array offset {}", i * IO)))?;
+    }
+    array.flush()
 }
 
 fn write_all(array: &Array, buf: &[u8]) -> Result<()> {
@@ -180,11 +215,12 @@ fn rebuild_now(array: &Array, progress: &mut dyn FnMut(u64, u64)) -> Result<(f64
     ))
 }
 
-/// Scrubs every row (with `repair`, fixing what can be decided).
-fn scrub_all(array: &Array, repair: bool) -> Result<scrub::ScrubReport> {
+/// Scrubs the rows of the region (with `repair`, fixing what can be decided).
+fn scrub_region(array: &Array, size: usize, repair: bool) -> Result<scrub::ScrubReport> {
+    interrupted()?;
     scrub::run(
         array,
-        std::slice::from_ref(&(0..array.rows())),
+        std::slice::from_ref(&(0..region_rows(array, size as u64))),
         Mode::Scrub { repair },
         None,
         &mut |_, _| {},
@@ -232,31 +268,121 @@ fn member_state(array: &Array, slot: usize) -> (String, Option<String>) {
         .unwrap_or(("missing".into(), None))
 }
 
-/// Member bytes of the data area that hold the first `len` bytes of the array, on one member:
-/// the data area's start plus the share of the region each member carries.
+/// The rows that hold the first `len` bytes of the array.
+fn region_rows(array: &Array, len: u64) -> u64 {
+    let layout = array.layout();
+    let chunks = len.div_ceil(layout.chunk());
+    let (mut lo, mut hi) = (0u64, array.rows());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if layout.logical_chunks(mid) >= chunks {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo.max(1)
+}
+
+/// Member bytes of the rows that hold the first `len` bytes of the array: the same on every
+/// member.
 fn member_span(array: &Array, len: u64) -> (u64, u64) {
-    let sb = array.superblock();
-    let n = array.layout().members() as u64;
-    let per_member = len.div_ceil(n.max(1)) * 2;
+    let start = array.data_offset_of();
     (
-        sb.data_offset,
-        sb.data_offset + per_member.min(sb.data_rows * array.layout().chunk()),
+        start,
+        start + region_rows(array, len) * array.layout().chunk(),
     )
 }
 
+/// Where a drill keeps the region it overwrites until it has put it back: a crash or a signal
+/// mid-drill leaves it there for `raidctl drill ARRAY --restore`.
+fn saved_paths(uuid: &str) -> (PathBuf, PathBuf) {
+    let d = crate::events::state_dir().join("drills");
+    (
+        d.join(format!("{uuid}.region")),
+        d.join(format!("{uuid}.json")),
+    )
+}
+
+fn save_region(uuid: &str, data: &[u8], scenario: &str) -> Result<()> {
+    use std::io::Write;
+    let (region, marker) = saved_paths(uuid);
+    let dir = region.parent().expect("a state directory");
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(e, "create directory", &dir.display().to_string(), 0))?;
+    let io = |e, what: &str, p: &std::path::Path| Error::io(e, what, &p.display().to_string(), 0);
+    let mut f = std::fs::File::create(&region).map_err(|e| io(e, "create", &region))?;
+    f.write_all(data).map_err(|e| io(e, "write", &region))?;
+    f.sync_all().map_err(|e| io(e, "fsync", &region))?;
+    // The marker last: with it, the region file is complete.
+    let doc = json!({"bytes": data.len(), "scenario": scenario, "started": crate::output::time(raidcore::array::now_secs())});
+    std::fs::write(&marker, doc.to_string()).map_err(|e| io(e, "write", &marker))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io(e, "fsync", dir))
+}
+
+fn forget_region(uuid: &str) {
+    let (region, marker) = saved_paths(uuid);
+    let _ = std::fs::remove_file(marker);
+    let _ = std::fs::remove_file(region);
+}
+
+/// `--restore`: puts back the region an interrupted drill left saved.
+fn restore(a: &DrillArgs) -> Result<ExitCode> {
+    let array = super::assemble(&a.array, true)?;
+    let uuid = crate::output::uuid(&array.superblock().array_uuid);
+    let (region, marker) = saved_paths(&uuid);
+    if !marker.exists() {
+        array.close()?;
+        return Err(invalid(format!(
+            "no interrupted drill of this array to restore ({} does not exist)",
+            marker.display()
+        )));
+    }
+    let data = std::fs::read(&region)
+        .map_err(|e| Error::io(e, "read", &region.display().to_string(), 0))?;
+    write_all(&array, &data)?;
+    array.close()?;
+    forget_region(&uuid);
+    eprintln!(
+        "raidctl: the {} the interrupted drill had saved are back at the start of the array",
+        crate::units::human(data.len() as u64)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(a: DrillArgs) -> Result<ExitCode> {
+    if a.restore {
+        return restore(&a);
+    }
+    let scenario = a.scenario.expect("required without --restore");
     if crate::control::daemon_for(&a.array.array)?.is_some() {
         return Err(invalid(
             "the array is served by `raidctl serve`: drills run offline (stop the server, or drill by hand with `raidctl inject`)".into(),
         ));
     }
-    if a.scenario == Scenario::SmartReplacement && a.spare.is_none() {
+    if scenario == Scenario::SmartReplacement && a.spare.is_none() {
         return Err(invalid(
             "smart-replacement needs --spare DEVICE to replace the most worn member with".into(),
         ));
     }
-    let drill = crate::inject::Drill::new(2);
+    let drill = crate::inject::Drill::new(a.member_timeout);
     let array = super::assemble_from(&a.array, true, false, &drill.source())?;
+    let uuid = crate::output::uuid(&array.superblock().array_uuid);
+    if saved_paths(&uuid).1.exists() {
+        array.close()?;
+        return Err(Error::new(
+            ErrorKind::InUse,
+            "an earlier drill of this array was interrupted and its region is still saved: `raidctl drill ARRAY --restore` puts it back",
+        ));
+    }
+    if scenario == Scenario::BitRot && array.checksum_algo().is_none() {
+        array.close()?;
+        return Err(invalid(
+            "bit-rot needs per-block checksums (this array was created with --no-checksums): without them a rotten block cannot be told from its good copy".into(),
+        ));
+    }
     if array.state().name() != "clean" {
         return Err(invalid(format!(
             "the array is {}: drills start from a clean array (rebuild or repair it first)",
@@ -267,7 +393,7 @@ pub fn run(a: DrillArgs) -> Result<ExitCode> {
     if size > array.size() {
         return Err(invalid("the array is smaller than 1 MiB".into()));
     }
-    let need = match a.scenario {
+    let need = match scenario {
         Scenario::SecondFailureDuringRebuild => 2,
         Scenario::BitRot | Scenario::SlowMember => 0,
         _ => 1,
@@ -275,7 +401,7 @@ pub fn run(a: DrillArgs) -> Result<ExitCode> {
     if redundancy(&array) < need {
         return Err(invalid(format!(
             "{} needs an array that survives {need} lost members; this {} survives {}",
-            name(a.scenario),
+            name(scenario),
             array.layout().level().name(),
             redundancy(&array)
         )));
@@ -287,13 +413,24 @@ pub fn run(a: DrillArgs) -> Result<ExitCode> {
             .read(c, (i * IO) as u64)
             .map_err(|e| e.context("drill: saving the region"))?;
     }
+    save_region(&uuid, &saved, &name(scenario))?;
+    crate::daemon::install_signals();
     let before = crate::cmd::status::report(&array);
     let events_from = events_len(&before);
+    array.raise(
+        "drill",
+        None,
+        format!(
+            "drill {} started: it overwrites the first {} of the array and puts them back",
+            name(scenario),
+            crate::units::human(size)
+        ),
+    );
     let mut r = Report::new();
-    r.fact("scenario", json!(name(a.scenario)));
+    r.fact("scenario", json!(name(scenario)));
     r.fact("level", json!(array.layout().level().name()));
     r.fact("region_bytes", json!(size));
-    let outcome = scenario(&a, &array, &drill, size as usize, &mut r);
+    let outcome = run_scenario(&a, scenario, &array, &drill, size as usize, &mut r);
     for s in drill.table.all() {
         s.clear();
     }
@@ -301,25 +438,80 @@ pub fn run(a: DrillArgs) -> Result<ExitCode> {
         r.check("scenario ran to its end", false, e.to_string());
     }
     // Whatever happened, the array is brought back: members the scenario failed are rebuilt
-    // (smart-replacement leaves the spare in), then the region is put back.
-    let failed: Vec<usize> = array
+    // (smart-replacement leaves the spare in), then the region is put back. A member that
+    // failed for a reason the drill did not cause is left as it is, and said.
+    let faulty: Vec<(usize, Option<String>)> = array
         .members()
-        .iter()
+        .into_iter()
         .filter(|m| m.state.name() == "faulty")
-        .filter_map(|m| m.slot)
+        .filter_map(|m| Some((m.slot?, m.reason)))
         .collect();
-    for s in failed {
-        if let Err(e) = re_add(&array, s, &mut r) {
-            r.check("array restored", false, format!("slot {s}: {e}"));
+    for (s, why) in faulty {
+        if r.failed.contains(&s) {
+            if let Err(e) = re_add(&array, s, &mut r) {
+                r.check("array restored", false, format!("slot {s}: {e}"));
+            }
+        } else {
+            r.check(
+                "no member failed for a reason the drill did not cause",
+                false,
+                format!("slot {s}: {} (left failed)", why.unwrap_or_default()),
+            );
         }
     }
     if !array.pending_targets().is_empty() {
         let _ = rebuild_now(&array, &mut |_, _| {});
     }
     match write_all(&array, &saved) {
-        Ok(()) => r.at("region put back"),
-        Err(e) => r.check("region put back", false, e.to_string()),
+        Ok(()) => {
+            forget_region(&uuid);
+            r.at("region put back")
+        }
+        Err(e) => r.check(
+            "region put back",
+            false,
+            format!("{e}; it stays saved for `raidctl drill ARRAY --restore`"),
+        ),
     }
+    // Error counters the drill raised on members that had none are reset: injected faults
+    // are not the drive's history. Members that had errors before keep them all.
+    let mut reset = Vec::new();
+    for (m, b) in array
+        .members()
+        .iter()
+        .zip(before["members"].as_array().into_iter().flatten())
+    {
+        let had = ["read_errors", "write_errors", "checksum_errors"]
+            .iter()
+            .any(|k| b[*k].as_u64().unwrap_or(0) > 0);
+        let now = m.read_errors + m.write_errors + m.checksum_errors;
+        if let (false, true, Some(slot)) = (had, now > 0, m.slot) {
+            if array
+                .clear_errors(Some(&MemberRef::parse(&slot.to_string())))
+                .is_ok()
+            {
+                reset.push(slot);
+            }
+        }
+    }
+    if !reset.is_empty() {
+        r.at(format!(
+            "error counters the drill raised were reset on slots {reset:?} (they were zero before)"
+        ));
+    }
+    array.raise(
+        "drill",
+        None,
+        format!(
+            "drill {} finished: {}",
+            name(scenario),
+            if r.passed() {
+                "the array behaved as documented"
+            } else {
+                "the array did NOT behave as documented"
+            }
+        ),
+    );
     let after = crate::cmd::status::report(&array);
     r.check(
         "array clean at the end",
@@ -415,8 +607,9 @@ fn print_human(doc: &Value) {
     );
 }
 
-fn scenario(
+fn run_scenario(
     a: &DrillArgs,
+    scenario: Scenario,
     array: &Array,
     drill: &crate::inject::Drill,
     size: usize,
@@ -428,7 +621,7 @@ fn scenario(
         Ok(drill.table.state(&slot_path(array, slot)?))
     };
     let want = data(0xd1e1, size);
-    write_all(array, &want)?;
+    write_work(array, &want)?;
     r.at(format!(
         "wrote {} of known data",
         crate::units::human(size as u64)
@@ -451,13 +644,18 @@ fn scenario(
         }
         (wrong, errors)
     };
-    match a.scenario {
+    match scenario {
         Scenario::BadSectorsDuringRebuild => {
+            // The bad sectors go on a member the rebuild reads: the slot before the failed one
+            // (a mirror's copy partner in the near layout, any survivor for parity).
+            let src = last - 1;
             let (lo, hi) = member_span(array, size as u64);
             let bad = (lo + (hi - lo) / 2) / 4096 * 4096;
             array.fail(&MemberRef::parse(&last.to_string()))?;
+            r.failed.push(last);
             r.at(format!("slot {last} failed"));
-            state(0)?.set(Faults {
+            let errors_before = array.members()[src].read_errors;
+            state(src)?.set(Faults {
                 read_errors: Some(Where::Range {
                     start: bad,
                     end: bad + 32 * 1024,
@@ -465,9 +663,11 @@ fn scenario(
                 ..Default::default()
             });
             r.at(format!(
-                "slot 0 has 32 KiB of unreadable sectors at member offset {bad}"
+                "slot {src} has 32 KiB of unreadable sectors at member offset {bad}"
             ));
+            interrupted()?;
             let (secs, lost) = re_add(array, last, r)?;
+            let during = array.members()[src].read_errors - errors_before;
             r.fact("rebuild_seconds", json!(secs));
             r.fact("unrecoverable_blocks", json!(lost));
             let single = redundancy(array) == 1;
@@ -480,16 +680,16 @@ fn scenario(
                 );
             }
             r.fact("blocks_lost", json!(errors));
-            let read_errors = array.members()[0].read_errors;
             r.check(
-                "the bad sectors were counted on slot 0",
-                read_errors > 0,
-                format!("{read_errors} read errors"),
+                &format!("the rebuild met the bad sectors, counted on slot {src}"),
+                during > 0,
+                format!("{during} read errors during the rebuild"),
             );
         }
         Scenario::SecondFailureDuringRebuild => {
             let second = last.saturating_sub(1);
             array.fail(&MemberRef::parse(&last.to_string()))?;
+            r.failed.extend([last, second]);
             r.at(format!("slot {last} failed"));
             let victim = state(second)?;
             let path = slot_path(array, last)?;
@@ -517,7 +717,7 @@ fn scenario(
             r.at(format!("rebuild of slot {last} finished in {secs:.2} s"));
             r.fact("rebuild_seconds", json!(secs));
             let (st, why) = member_state(array, second);
-            let _ = write_all(array, &want);
+            let _ = write_work(array, &want);
             let (st2, why2) = member_state(array, second);
             r.check(
                 "the second member was failed once it was used",
@@ -544,7 +744,7 @@ fn scenario(
                 "1 % of slot {last}'s blocks in member bytes {lo}-{hi} rotted"
             ));
             let t = Instant::now();
-            let rep = scrub_all(array, true)?;
+            let rep = scrub_region(array, size, true)?;
             let found = rep.problems.len();
             r.at(format!(
                 "scrub --repair: {found} problems, {} repaired, in {:.2} s",
@@ -559,7 +759,7 @@ fn scenario(
                 rep.unrepaired() == 0 && rep.problems.iter().all(|p| p.slot == last),
                 format!("{} unrepaired", rep.unrepaired()),
             );
-            let again = scrub_all(array, false)?;
+            let again = scrub_region(array, size, false)?;
             r.check(
                 "a second scrub is clean",
                 again.problems.is_empty(),
@@ -569,7 +769,7 @@ fn scenario(
         }
         Scenario::SlowMember => {
             let t = Instant::now();
-            write_all(array, &want)?;
+            write_work(array, &want)?;
             let _ = verify(array, &want);
             let base = t.elapsed().as_secs_f64();
             state(0)?.set(Faults {
@@ -579,7 +779,7 @@ fn scenario(
             });
             r.at("slot 0 answers 5 ms (+ up to 5 ms) late");
             let t = Instant::now();
-            write_all(array, &want)?;
+            write_work(array, &want)?;
             intact(r, "with a slow member", false);
             let slow = t.elapsed().as_secs_f64();
             r.at(format!(
@@ -598,9 +798,10 @@ fn scenario(
                 vanished: true,
                 ..Default::default()
             });
+            r.failed.push(last);
             r.at(format!("slot {last} vanished"));
             let second = data(0xd1e2, size);
-            write_all(array, &second)?;
+            write_work(array, &second)?;
             let (st, why) = member_state(array, last);
             r.check(
                 "the vanished member was failed at its first write",
@@ -617,7 +818,7 @@ fn scenario(
                 wrong == 0 && errors == 0,
                 format!("{wrong} wrong and {errors} unreadable blocks"),
             );
-            let rep = scrub_all(array, false)?;
+            let rep = scrub_region(array, size, false)?;
             r.check(
                 "the returned member holds what it missed (scrub is clean)",
                 rep.problems.is_empty(),

@@ -15,7 +15,7 @@ use crate::inject::{parse_latency, parse_rot, parse_where};
 /// Failure drill on a served array: inject faults into one member, or clear them
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
-    raidctl inject /srv/raid/m0 /srv/raid/m2 --read-errors 1M-2M   # bad sectors (healed when rewritten)\n  \
+    raidctl inject /srv/raid/m0 /srv/raid/m2 --read-errors 8M+64K  # bad sectors (healed when rewritten)\n  \
     raidctl inject /srv/raid/m0 2 --latency 20ms,10ms               # a slow member (slot 2)\n  \
     raidctl inject /srv/raid/m0 2 --timeout-after 0                 # it stops answering: failed after --member-timeout\n  \
     raidctl inject /srv/raid/m0 /srv/raid/m1 --vanish               # then --return: back, stale, rebuilt\n  \
@@ -109,6 +109,9 @@ pub fn run(a: InjectArgs) -> Result<ExitCode> {
     if a.json {
         crate::output::print_json(&r);
         return Ok(ExitCode::SUCCESS);
+    }
+    for n in r["notes"].as_array().into_iter().flatten() {
+        eprintln!("raidctl: warning: {}", n.as_str().unwrap_or(""));
     }
     if a.clear {
         eprintln!(

@@ -49,7 +49,12 @@ pub fn check_offset(offset: u64, size: u64) -> Result<()> {
 
 pub fn run(a: ReadArgs) -> Result<ExitCode> {
     let drill = a.drill.drill()?;
-    let array = super::assemble_from(&a.array, false, false, &drill.source())?;
+    let array = drill.check_members(super::assemble_from(
+        &a.array,
+        false,
+        false,
+        &drill.source(),
+    )?)?;
     let size = array.size();
     check_offset(a.offset, size)?;
     let length = a.length.unwrap_or(size - a.offset);

@@ -139,7 +139,12 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let drill = a.drill.drill()?;
-    let array = super::assemble_from(&a.array, true, false, &drill.source())?;
+    let array = drill.check_members(super::assemble_from(
+        &a.array,
+        true,
+        false,
+        &drill.source(),
+    )?)?;
     finish(
         array,
         &RebuildFlags {

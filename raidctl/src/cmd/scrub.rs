@@ -69,7 +69,12 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
         )?,
         None => {
             let drill = a.drill.drill()?;
-            let array = super::assemble_from(&a.array, true, false, &drill.source())?;
+            let array = drill.check_members(super::assemble_from(
+                &a.array,
+                true,
+                false,
+                &drill.source(),
+            )?)?;
             let r = scrub_json(&array, a.repair, a.max_rate)?;
             array.close()?;
             r

@@ -36,7 +36,12 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
         None => (Box::new(std::io::stdin().lock()), "stdin".into(), None),
     };
     let drill = a.drill.drill()?;
-    let array = super::assemble_from(&a.array, true, false, &drill.source())?;
+    let array = drill.check_members(super::assemble_from(
+        &a.array,
+        true,
+        false,
+        &drill.source(),
+    )?)?;
     let size = array.size();
     let room = size.saturating_sub(a.offset);
     super::read::check_offset(a.offset, size)?;
