@@ -823,7 +823,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__simulate)
-            opts="-h -V --plan --level --members --skew --endurance --capacity --workload --rate --years --replace-at --keep-roles --json --plot --help --version"
+            opts="-h -V --plan --level --members --skew --endurance --capacity --workload --mix-of --rate --years --replace-at --keep-roles --json --plot --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -854,6 +854,10 @@ _raidctl() {
                     return 0
                     ;;
                 --workload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mix-of)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -211,6 +211,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l skew -d 'Pa
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l endurance -d 'Rated endurance of each member in terabytes written' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l capacity -d 'Member capacity (a rebuild writes this much)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l workload -d 'rand4k, seq, mix:PCT (percent of bytes as random 4 KiB writes) or k:K (data bytes per parity byte); default rand4k, or the plan\'s measured mix' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l mix-of -d 'Take the workload from an array\'s measured write mix (its data bytes per parity byte)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l rate -d 'User writes per day in GB (10^9 bytes)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l years -d 'Years to simulate (default 10, or the plan\'s horizon and one target gap more)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand simulate" -l replace-at -d 'Replace a member when it reaches this percent of its endurance (unless scheduled)' -r

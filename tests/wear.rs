@@ -204,6 +204,38 @@ fn projection_from_recorded_history_and_collision_window() {
         human.contains("collision risk:") && human.contains("wear-out between"),
         "{human}"
     );
+    // What the weights buy: the gap now against the same members at an even rate.
+    let sep = &w["separation"];
+    let (d, e, b) = (
+        sep["days"].as_f64().unwrap(),
+        sep["raid5_days"].as_f64().unwrap(),
+        sep["bought_days"].as_f64().unwrap(),
+    );
+    assert!((d - c).abs() < 1e-6 && (b - (d - e)).abs() < 1e-6, "{sep}");
+    assert!(human.contains("the weights buy"), "{human}");
+    // The simulator takes the same measured mix from the array.
+    let sim = raidctl([
+        "simulate",
+        "--level",
+        "f1",
+        "--members",
+        "4",
+        "--endurance",
+        "600",
+        "--rate",
+        "400",
+        "--years",
+        "3",
+        "--mix-of",
+        &ms[0],
+        "--json",
+    ])
+    .ok()
+    .json();
+    assert!(
+        sim.to_string().contains(&format!("measured on {}", ms[0])),
+        "{sim}"
+    );
     // With a threshold above the window, --check warns (exit 1) and says why.
     let chk = raidctl_at(
         t1,

@@ -54,6 +54,9 @@ pub struct SimulateArgs {
     /// parity byte); default rand4k, or the plan's measured mix
     #[arg(long, value_parser = |s: &str| Workload::parse(s).map_err(|e| e.to_string()))]
     pub workload: Option<Workload>,
+    /// Take the workload from an array's measured write mix (its data bytes per parity byte)
+    #[arg(long, value_name = "ARRAY", conflicts_with = "workload")]
+    pub mix_of: Option<PathBuf>,
     /// User writes per day in GB (10^9 bytes)
     #[arg(
         long,
@@ -310,20 +313,53 @@ fn gap_of_first(r: &SimResult, count: usize) -> Option<f64> {
     outs.windows(2).map(|w| w[1] - w[0]).reduce(f64::min)
 }
 
+/// Data bytes per parity byte an array has written (its measured mix), read without locks.
+fn measured_mix(path: &std::path::Path) -> Result<f64> {
+    let args = crate::cli::ArrayArgs {
+        array: path.to_path_buf(),
+        scan: Vec::new(),
+        force_assemble: false,
+    };
+    let array = super::assemble_with(&args, false, true)?;
+    let ms = array.members();
+    let data: u64 = ms.iter().map(|m| m.wear.data_bytes).sum();
+    let parity: u64 = ms.iter().map(|m| m.wear.parity_bytes).sum();
+    if parity == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} has written no parity yet (or is not a parity level): no mix to measure",
+                path.display()
+            ),
+        ));
+    }
+    Ok(data as f64 / parity as f64)
+}
+
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let plan = a.plan.as_deref().map(read_plan).transpose()?;
-    let workload = match (a.workload, &plan) {
-        (Some(w), _) => w,
-        (None, Some(p)) => Workload::DataPerParity(p.k),
-        (None, None) => Workload::Rand4k,
+    let measured = a.mix_of.as_deref().map(measured_mix).transpose()?;
+    let workload = match (a.workload, measured, &plan) {
+        (Some(w), _, _) => w,
+        (None, Some(k), _) => Workload::DataPerParity(k),
+        (None, None, Some(p)) => Workload::DataPerParity(p.k),
+        (None, None, None) => Workload::Rand4k,
     };
     let workload_note = format!(
         "{}{}",
         workload.describe(),
-        match (a.workload, &plan) {
-            (Some(_), _) => "",
-            (None, Some(_)) => " (default with --plan: the array's measured mix)",
-            (None, None) => " (the default; give --workload for your traffic)",
+        match (a.workload, measured, &plan) {
+            (Some(_), _, _) => String::new(),
+            (None, Some(_), _) => format!(
+                " (measured on {})",
+                a.mix_of
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""))
+                    .display()
+            ),
+            (None, None, Some(_)) => " (default with --plan: the array's measured mix)".into(),
+            (None, None, None) =>
+                " (the default; give --workload or --mix-of for your traffic)".into(),
         }
     );
     let years = a.years.unwrap_or_else(|| {

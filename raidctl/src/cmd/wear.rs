@@ -297,6 +297,17 @@ fn analyse(
         })
         .collect();
     let risk_even = wear::collision_risk(now, &even, threshold, opts.horizon);
+    // The separation the weights buy: the first two wear-outs' gap, against the same members
+    // at an even rate.
+    let even_outs: Vec<Option<u64>> = projections
+        .iter()
+        .map(|p| {
+            let f = p.rate_bytes_per_day? / mean_rate.max(1e-9);
+            p.wearout_time
+                .map(|t| now + (t.saturating_sub(now) as f64 * f) as u64)
+        })
+        .collect();
+    let even_gap = wear::collision_window_days(&even_outs);
 
     let mut status = 0u8;
     let mut reasons = Vec::new();
@@ -450,6 +461,11 @@ fn analyse(
         },
         "collision_window_days": collision,
         "collision_threshold_days": threshold,
+        "separation": {
+            "days": collision,
+            "raid5_days": even_gap,
+            "bought_days": collision.zip(even_gap).map(|(a, b)| a - b),
+        },
         "collision_risk": {
             "probability": risk,
             "raid5_probability": risk_even,
@@ -714,6 +730,15 @@ fn print_human(r: &Value) {
             m["slot"],
             m["projection_method"].as_str().unwrap_or(""),
             m["endurance_source"].as_str().unwrap_or("")
+        );
+    }
+    if let (Some(d), Some(e)) = (
+        r["separation"]["days"].as_f64(),
+        r["separation"]["raid5_days"].as_f64(),
+    ) {
+        println!(
+            "separation: the first two wear-outs are {d:.0} days apart; at an even (RAID 5) rate the same members would be {e:.0} days apart: the weights buy {:.0} days",
+            d - e
         );
     }
     let cr = &r["collision_risk"];
