@@ -65,6 +65,8 @@ const EPERM: u32 = 1;
 const EIO: u32 = 5;
 const EINVAL: u32 = 22;
 const ENOSPC: u32 = 28;
+/// NBD_ENOTSUP: the client stops sending what the export cannot do (a trim it cannot make).
+const ENOTSUP: u32 = 95;
 const ESHUTDOWN: u32 = 108;
 
 /// Largest request payload accepted (reads and writes).
@@ -380,6 +382,7 @@ fn reply(w: &Writer, cookie: u64, error: u32, data: Option<&[u8]>) -> io::Result
 fn errno(e: &raidcore::Error) -> u32 {
     match e.kind() {
         raidcore::ErrorKind::InvalidInput => EINVAL,
+        raidcore::ErrorKind::Unsupported => ENOTSUP,
         _ => EIO,
     }
 }

@@ -81,6 +81,38 @@ impl KernelNbd {
                 format!("the array size {size} is not a multiple of {BLOCK}"),
             ));
         }
+        // Nothing is sent to a device another server holds (its size would change under it)
+        // or that something still has open exclusively (a file system left mounted on it after
+        // its server died would write into this array).
+        let name = path
+            .canonicalize()
+            .ok()
+            .and_then(|c| c.file_name().map(|n| n.to_string_lossy().to_string()))
+            .unwrap_or_default();
+        if let Ok(pid) = std::fs::read_to_string(format!("/sys/block/{name}/pid")) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "{p} is attached to another server (pid {}); refusing to touch it",
+                    pid.trim()
+                ),
+            ));
+        }
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Err(e) = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL)
+                .open(path)
+            {
+                return Err(Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "{p} is in use ({e}): a file system still mounted on it? Unmount it first"
+                    ),
+                ));
+            }
+        }
         let dev = OpenOptions::new()
             .read(true)
             .write(true)

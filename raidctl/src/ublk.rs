@@ -51,8 +51,10 @@ fn ublk_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Io, format!("ublk: {what}: {e}"))
 }
 
-/// Whether device `id` exists and waits for a daemon (quiesced after its daemon died).
-fn waiting_for_daemon(id: u32) -> Result<bool> {
+/// Whether device `id` exists and waits for a daemon (quiesced after its daemon died). A
+/// device of another size belongs to another array: its mounted file system must never be
+/// served this one, so recovery is refused.
+fn waiting_for_daemon(id: u32, size: u64) -> Result<bool> {
     if !Path::new(&format!("/dev/ublkc{id}")).exists() {
         return Ok(false);
     }
@@ -65,6 +67,18 @@ fn waiting_for_daemon(id: u32) -> Result<bool> {
     }
     match u32::from(ctrl.dev_info().state) {
         sys::UBLK_S_DEV_QUIESCED | sys::UBLK_S_DEV_FAIL_IO => {
+            let mut p = sys::ublk_params::default();
+            ctrl.get_params(&mut p)
+                .map_err(|e| ublk_err("GET_PARAMS", e))?;
+            let theirs = p.basic.dev_sectors << 9;
+            if theirs != size {
+                return Err(Error::new(
+                    ErrorKind::Mismatch,
+                    format!(
+                        "/dev/ublkb{id} waits for the daemon of another array ({theirs} bytes; this array has {size}): refusing to recover it with this one; choose another --ublk-id"
+                    ),
+                ));
+            }
             ctrl.start_user_recover()
                 .map_err(|e| ublk_err("START_USER_RECOVERY", e))?;
             Ok(true)
@@ -117,8 +131,12 @@ fn handle(export: &Export, iod: &sys::ublksrv_io_desc, buf: &mut [u8]) -> i32 {
         }
     });
     match r {
-        Ok(()) => len as i32,
+        // Bytes done for reads and writes; 0 for the rest (a discard of 2 GiB or more would
+        // not fit an i32 and read as an error).
+        Ok(()) if matches!(op, sys::UBLK_IO_OP_READ | sys::UBLK_IO_OP_WRITE) => len as i32,
+        Ok(()) => 0,
         Err(e) if e.kind() == ErrorKind::InvalidInput => -libc::EINVAL,
+        Err(e) if e.kind() == ErrorKind::Unsupported => -libc::EOPNOTSUPP,
         Err(_) => -libc::EIO,
     }
 }
@@ -165,7 +183,7 @@ impl Ublk {
             ));
         }
         let recovered = match opts.id {
-            Some(id) => waiting_for_daemon(id)?,
+            Some(id) => waiting_for_daemon(id, export.array.size())?,
             None => false,
         };
         let size = export.array.size();
@@ -218,8 +236,8 @@ impl Ublk {
                     p.types |= sys::UBLK_PARAM_TYPE_DISCARD;
                     p.discard = sys::ublk_param_discard {
                         discard_granularity: 4096,
-                        max_discard_sectors: u32::MAX >> 9,
-                        max_write_zeroes_sectors: u32::MAX >> 9,
+                        max_discard_sectors: i32::MAX as u32 >> 9,
+                        max_write_zeroes_sectors: i32::MAX as u32 >> 9,
                         max_discard_segments: 1,
                         ..Default::default()
                     };

@@ -125,13 +125,15 @@ fn nbd_device_in_use_or_wrong_is_refused() {
     let disks = images(dir.path(), "d", 4, 16 << 20);
     let scenario = format!(
         r#"raidctl create -l raid1 -n a /dev/vda /dev/vdb 2>&1
-raidctl create -l raid1 -n b /dev/vdc /dev/vdd 2>&1
+raidctl create -l raid1 -n b --overprovision 50 /dev/vdc /dev/vdd 2>&1
 raidctl serve --nbd-device /dev/nbd0 /dev/vda > /tmp/serve.out 2> /tmp/serve.err &
 pid=$!
 {WAIT_READY}
+report size_before=$(cat /sys/block/nbd0/size)
 rc=0; raidctl serve --nbd-device /dev/nbd0 /dev/vdc 2> /tmp/e1 || rc=$?
 report busy_exit=$rc
 report busy_msg="$(tail -n 1 /tmp/e1)"
+report size_after=$(cat /sys/block/nbd0/size)
 rc=0; raidctl serve --nbd-device /dev/null /dev/vdc 2> /tmp/e2 || rc=$?
 report not_nbd_exit=$rc
 report not_nbd_msg="$(tail -n 1 /tmp/e2)"
@@ -148,7 +150,18 @@ kill -TERM $pid; wait $pid || true
         .run(dir.path())
         .passed("nbd device refused");
     assert_eq!(out.get("busy_exit"), "4", "{}", out.tail);
-    assert!(out.get("busy_msg").contains("NBD_SET_SOCK"), "{}", out.tail);
+    assert!(
+        out.get("busy_msg").contains("attached to another server"),
+        "{}",
+        out.tail
+    );
+    // Array b is half the size: a refused attach must not resize a's live device.
+    assert_eq!(
+        out.get("size_before"),
+        out.get("size_after"),
+        "the refused server changed the live device's size: {}",
+        out.tail
+    );
     assert_eq!(out.get("not_nbd_exit"), "2", "{}", out.tail);
     assert!(
         out.get("not_nbd_msg").contains("not an nbd device"),

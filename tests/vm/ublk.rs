@@ -129,7 +129,7 @@ report recovered=$(raidctl status --json /dev/vda | grep -o '"recovered": *[a-z]
 rc=0; wait $fpid || rc=$?
 report fio_exit=$rc
 grep -E 'err=|verify' /tmp/fio.out | head -n 5
-cmp /mnt/a/before /tmp/before && report before=same
+echo 3 > /proc/sys/vm/drop_caches; cmp /mnt/a/before /tmp/before && report before=same
 umount /mnt/a
 e2fsck -f -n /dev/ublkb0 > /tmp/fsck.out 2>&1 && report fsck=clean || {{ cat /tmp/fsck.out; report fsck=dirty; }}
 kill -TERM $pid

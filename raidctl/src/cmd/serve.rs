@@ -80,6 +80,14 @@ pub struct ServeArgs {
 }
 
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
+    // A panic in any thread ends the daemon: a ublk queue or an NBD worker that unwound
+    // alone would leave the process holding the device, its I/O queued, and no restart (the
+    // kernel recovers a ublk device only once its daemon is gone).
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
     if let Some(addr) = &a.listen {
         addr.parse::<std::net::SocketAddr>().map_err(|_| {
             Error::new(
