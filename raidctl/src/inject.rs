@@ -434,6 +434,19 @@ pub struct InjectArgs {
 }
 
 impl InjectArgs {
+    /// Assembles the array named by `args` through this run's drill: every member behind the
+    /// fault table (and the member timeout), the `--inject` paths checked against the members.
+    pub fn assemble(
+        &self,
+        args: &crate::cli::ArrayArgs,
+        writable: bool,
+    ) -> Result<(Drill, raidcore::Array)> {
+        let drill = self.drill()?;
+        let array = crate::cmd::assemble_from(args, writable, false, &drill.source())?;
+        let array = drill.check_members(array)?;
+        Ok((drill, array))
+    }
+
     /// The drill of this run, with the `--inject` faults set.
     pub fn drill(&self) -> Result<Drill> {
         let mut d = Drill::new(self.member_timeout);

@@ -48,13 +48,8 @@ pub fn check_offset(offset: u64, size: u64) -> Result<()> {
 }
 
 pub fn run(a: ReadArgs) -> Result<ExitCode> {
-    let drill = a.drill.drill()?;
-    let array = drill.check_members(super::assemble_from(
-        &a.array,
-        false,
-        false,
-        &drill.source(),
-    )?)?;
+    // The drill lives as long as the array: its watchdog and its end-of-run report.
+    let (_drill, array) = a.drill.assemble(&a.array, false)?;
     let size = array.size();
     check_offset(a.offset, size)?;
     let length = a.length.unwrap_or(size - a.offset);

@@ -138,13 +138,8 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let drill = a.drill.drill()?;
-    let array = drill.check_members(super::assemble_from(
-        &a.array,
-        true,
-        false,
-        &drill.source(),
-    )?)?;
+    // The drill lives as long as the array: its watchdog and its end-of-run report.
+    let (_drill, array) = a.drill.assemble(&a.array, true)?;
     finish(
         array,
         &RebuildFlags {

@@ -68,13 +68,8 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
             json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate}),
         )?,
         None => {
-            let drill = a.drill.drill()?;
-            let array = drill.check_members(super::assemble_from(
-                &a.array,
-                true,
-                false,
-                &drill.source(),
-            )?)?;
+            // The drill lives as long as the array: its watchdog and its end-of-run report.
+            let (_drill, array) = a.drill.assemble(&a.array, true)?;
             let r = scrub_json(&array, a.repair, a.max_rate)?;
             array.close()?;
             r

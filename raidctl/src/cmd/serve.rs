@@ -108,13 +108,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             "oom_score_adj": oom_score_adj,
         })
     });
-    let drill = a.drill.drill()?;
-    let array = drill.check_members(super::assemble_from(
-        &a.array,
-        true,
-        false,
-        &drill.source(),
-    )?)?;
+    let (drill, array) = a.drill.assemble(&a.array, true)?;
     // A ublk daemon can die and be replaced while the kernel and its mounted file systems go
     // on: every write it acknowledges must already be in the kernel (member page cache or
     // device), not in this process's stripe cache, so --ublk writes through.

@@ -35,13 +35,8 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
         }
         None => (Box::new(std::io::stdin().lock()), "stdin".into(), None),
     };
-    let drill = a.drill.drill()?;
-    let array = drill.check_members(super::assemble_from(
-        &a.array,
-        true,
-        false,
-        &drill.source(),
-    )?)?;
+    // The drill lives as long as the array: its watchdog and its end-of-run report.
+    let (_drill, array) = a.drill.assemble(&a.array, true)?;
     let size = array.size();
     let room = size.saturating_sub(a.offset);
     super::read::check_offset(a.offset, size)?;
