@@ -257,36 +257,26 @@ fn an_interrupted_profile_says_how_far_it_got_and_auto_will_not_use_it() {
     );
     let other = dir.path().join("other.img");
     sparse_file(&other, 16 << 20);
-    raidctl_env(
-        &[("RAIDCTL_STATE_DIR", &state)],
-        &[
-            "create",
-            "--level",
-            "1",
-            "--overprovision",
-            "auto",
-            dev.to_str().unwrap(),
-            other.to_str().unwrap(),
-        ],
-    )
-    .fails(2, &["profile of", "was interrupted"]);
+    let auto = || {
+        raidctl_env(
+            &[("RAIDCTL_STATE_DIR", &state)],
+            &[
+                "create",
+                "--level",
+                "1",
+                "--overprovision",
+                "auto",
+                dev.to_str().unwrap(),
+                other.to_str().unwrap(),
+            ],
+        )
+    };
+    auto().fails(2, &["profile of", "was interrupted"]);
     // A complete profile, then a newer interrupted one: the complete one is what counts.
     profile(&state, &dev, &["--levels", "0", "--no-precondition"]).ok();
     assert_eq!(interrupted(&state, &dev, "0", 2500).status.code(), Some(1));
     assert_eq!(saved_profiles(&state).len(), 3);
-    raidctl_env(
-        &[("RAIDCTL_STATE_DIR", &state)],
-        &[
-            "create",
-            "--level",
-            "1",
-            "--overprovision",
-            "auto",
-            dev.to_str().unwrap(),
-            other.to_str().unwrap(),
-        ],
-    )
-    .fails(2, &[other.to_str().unwrap(), "no saved profile"]);
+    auto().fails(2, &[other.to_str().unwrap(), "no saved profile"]);
 }
 
 #[test]
