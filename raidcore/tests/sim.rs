@@ -231,3 +231,14 @@ fn a_journaled_write_is_durable_on_every_member_before_its_entry_is_cleared() {
 fn a_member_replaced_behind_its_back_never_assembles_alone() {
     pass(302389);
 }
+
+/// Seed 906906 (RAID 6, two clients): the first writer after the array was marked clean set the
+/// in-memory dirty flag and then wrote the "not clean" superblock; a second writer saw the flag
+/// set and wrote a row's data, P and Q while the durable superblock still said clean. A power
+/// cut kept one of those writes (P) and lost the others, the reopened array was "clean", so no
+/// resync looked at the torn row, and scrub found P failing its checksum. Now every writer
+/// waits until "not clean" is durable.
+#[test]
+fn no_member_write_precedes_the_durable_not_clean_mark() {
+    pass(906906);
+}

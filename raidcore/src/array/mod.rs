@@ -268,8 +268,12 @@ pub struct Array {
     data_offset: u64,
     data_rows: u64,
     size: u64,
-    /// Set once a write was accepted since the array was marked dirty.
+    /// Set once the superblock saying "not clean" is durable (after the first write since the
+    /// array was marked clean asked for it).
     dirty: AtomicBool,
+    /// Held while the array is marked dirty: every writer waits until that superblock is
+    /// durable (lock order: after config, before meta; docs/locking.md).
+    dirtying: Mutex<()>,
     /// Unix seconds of the last superblock write (wear counters are persisted at most every
     /// [`PERSIST_INTERVAL`] seconds under load).
     last_persist: AtomicU64,
@@ -372,6 +376,7 @@ impl Array {
             kernel: Kernel::best(),
             writable,
             dirty: AtomicBool::new(false),
+            dirtying: Mutex::new(()),
             last_persist: AtomicU64::new(now()),
             notes: Mutex::new(Vec::new()),
             mix: Default::default(),
@@ -940,12 +945,23 @@ impl Array {
     }
 
     /// Marks the array dirty on disk before the first write (an unclean stop is then detectable).
+    ///
+    /// `dirty` is set only once that superblock is durable, and a second writer waits for it:
+    /// before, the first writer set the flag and then persisted, so a concurrent writer saw it
+    /// set and wrote members while the durable superblock still said clean. A power cut then
+    /// left a torn row that no resync looked at (simulator seed 906906).
     fn mark_dirty(&self) -> Result<()> {
-        if self.dirty.swap(true, Ordering::AcqRel) {
+        if self.dirty.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _g = self.dirtying.lock().expect("dirtying lock");
+        if self.dirty.load(Ordering::Acquire) {
             return Ok(());
         }
         self.meta.lock().expect("meta lock").clean = false;
-        self.persist()
+        self.persist()?;
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Writes out what the stripe cache holds, flushes every usable member and target
