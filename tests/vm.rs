@@ -238,91 +238,111 @@ impl Vm {
             }
             f.flush().unwrap();
         }
-        let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-m", "1536"])
-            .args(["-smp", "2", "-display", "none", "-no-reboot", "-nodefaults"])
-            .args(["-serial", "stdio", "-monitor", "none"])
-            .arg("-kernel")
-            .arg(&b.vmlinuz)
-            .arg("-initrd")
-            .arg(&initrd)
-            .args(["-append", "console=ttyS0 panic=-1 quiet"]);
-        for d in &self.disks {
-            cmd.arg("-drive").arg(format!(
-                "file={},format=raw,if=virtio,cache=writeback",
-                d.display()
-            ));
-        }
-        let start = Instant::now();
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("start qemu-system-x86_64: {e} (apt-get install qemu-system-x86)")
-            });
-        let tail = Arc::new(Mutex::new(VecDeque::<String>::new()));
-        let reports = Arc::new(Mutex::new(Vec::<String>::new()));
-        let mut readers = Vec::new();
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let (tail, reports) = (tail.clone(), reports.clone());
-            readers.push(std::thread::spawn(move || {
-                let mut r = BufReader::new(stream);
-                let mut buf = Vec::new();
-                while r
-                    .read_until(b'\n', &mut buf)
-                    .map(|n| n > 0)
-                    .unwrap_or(false)
-                {
-                    let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                    buf.clear();
-                    if line.contains("VMTEST") {
-                        reports.lock().unwrap().push(line.clone());
+        // One boot; a kernel that dies before init reaches the scenario (TCG occasionally
+        // faults in early boot: an int3 oops patching kernel text) is booted once more, since the
+        // scenario never ran and its disks are untouched.
+        let boot = || {
+            let mut cmd = Command::new("qemu-system-x86_64");
+            cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-m", "1536"])
+                .args(["-smp", "2", "-display", "none", "-no-reboot", "-nodefaults"])
+                .args(["-serial", "stdio", "-monitor", "none"])
+                .arg("-kernel")
+                .arg(&b.vmlinuz)
+                .arg("-initrd")
+                .arg(&initrd)
+                .args(["-append", "console=ttyS0 panic=-1 quiet"]);
+            for d in &self.disks {
+                cmd.arg("-drive").arg(format!(
+                    "file={},format=raw,if=virtio,cache=writeback",
+                    d.display()
+                ));
+            }
+            let start = Instant::now();
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("start qemu-system-x86_64: {e} (apt-get install qemu-system-x86)")
+                });
+            let tail = Arc::new(Mutex::new(VecDeque::<String>::new()));
+            let reports = Arc::new(Mutex::new(Vec::<String>::new()));
+            let mut readers = Vec::new();
+            for stream in [
+                Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+                Box::new(child.stderr.take().unwrap()),
+            ] {
+                let (tail, reports) = (tail.clone(), reports.clone());
+                readers.push(std::thread::spawn(move || {
+                    let mut r = BufReader::new(stream);
+                    let mut buf = Vec::new();
+                    while r
+                        .read_until(b'\n', &mut buf)
+                        .map(|n| n > 0)
+                        .unwrap_or(false)
+                    {
+                        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+                        buf.clear();
+                        if line.contains("VMTEST") {
+                            reports.lock().unwrap().push(line.clone());
+                        }
+                        let mut t = tail.lock().unwrap();
+                        if t.len() == TAIL_LINES {
+                            t.pop_front();
+                        }
+                        t.push_back(line);
                     }
-                    let mut t = tail.lock().unwrap();
-                    if t.len() == TAIL_LINES {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
+                }));
+            }
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break Some(s);
                 }
-            }));
-        }
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break Some(s);
+                if start.elapsed() > self.timeout {
+                    // Kill this QEMU by its PID (Child::kill), then reap it.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            for r in readers {
+                let _ = r.join();
             }
-            if start.elapsed() > self.timeout {
-                // Kill this QEMU by its PID (Child::kill), then reap it.
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+            let wall = start.elapsed();
+            let tail = tail
+                .lock()
+                .unwrap()
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n");
+            let Some(status) = status else {
+                panic!(
+                    "VM scenario {} timed out after {} s (qemu killed); last console lines:\n{tail}",
+                    self.name,
+                    self.timeout.as_secs()
+                );
+            };
+            let lines = reports.lock().unwrap().clone();
+            (status, tail, lines, wall)
         };
-        for r in readers {
-            let _ = r.join();
-        }
+        let mut attempts = 0;
+        let (status, tail, lines, wall) = loop {
+            let r = boot();
+            attempts += 1;
+            let booted = r.2.iter().any(|l| l.contains("VMTEST-BOOTED"));
+            if !booted && attempts < 2 && r.1.contains("Kernel panic") {
+                eprintln!(
+                    "vm: {}: the kernel died before the scenario started (an emulator fault, not the test): booting again",
+                    self.name
+                );
+                continue;
+            }
+            break r;
+        };
         let _ = std::fs::remove_file(&initrd);
-        let wall = start.elapsed();
-        let tail = tail
-            .lock()
-            .unwrap()
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n");
-        let Some(status) = status else {
-            panic!(
-                "VM scenario {} timed out after {} s (qemu killed); last console lines:\n{tail}",
-                self.name,
-                self.timeout.as_secs()
-            );
-        };
-        let lines = reports.lock().unwrap().clone();
         let mut exit = None;
         let mut booted = f64::NAN;
         let mut kv = Vec::new();
