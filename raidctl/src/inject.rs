@@ -260,17 +260,20 @@ impl Drill {
     }
 
     fn checked(&self, array: &raidcore::Array) -> Result<()> {
-        let members: Vec<PathBuf> = array
+        // (slot, canonical path) of every member, once.
+        let members: Vec<(Option<usize>, PathBuf)> = array
             .members()
             .into_iter()
-            .filter_map(|m| m.path)
-            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .filter_map(|m| {
+                let p = m.path?;
+                Some((m.slot, std::fs::canonicalize(&p).unwrap_or(p)))
+            })
             .collect();
         for s in self.table.all() {
             if s.faults().is_none() {
                 continue;
             }
-            if !members.iter().any(|m| m == s.path()) {
+            let Some(&(slot, _)) = members.iter().find(|(_, p)| p == s.path()) else {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
                     format!(
@@ -278,18 +281,10 @@ impl Drill {
                         s.path().display()
                     ),
                 ));
-            }
+            };
             array.raise(
                 "drill",
-                array
-                    .members()
-                    .iter()
-                    .find(|m| {
-                        m.path.as_ref().is_some_and(|p| {
-                            std::fs::canonicalize(p).ok().as_deref() == Some(s.path())
-                        })
-                    })
-                    .and_then(|m| m.slot),
+                slot,
                 format!(
                     "{}: {} (--inject, this run only)",
                     s.path().display(),

@@ -151,17 +151,19 @@ fn interrupted() -> Result<()> {
 
 /// A workload write of the scenario: interruptible between its 1 MiB writes.
 fn write_work(array: &Array, buf: &[u8]) -> Result<()> {
-    for (i, c) in buf.chunks(IO).enumerate() {
-        interrupted()?;
-        array
-            .write(c, (i * IO) as u64)
-            .map_err(|e| e.context(format!("drill: workload write at array offset {}", i * IO)))?;
-    }
-    array.flush()
+    write_chunks(array, buf, true)
 }
 
+/// Writes `buf` at the start of the array (putting a region back: not interruptible).
 fn write_all(array: &Array, buf: &[u8]) -> Result<()> {
+    write_chunks(array, buf, false)
+}
+
+fn write_chunks(array: &Array, buf: &[u8], interruptible: bool) -> Result<()> {
     for (i, c) in buf.chunks(IO).enumerate() {
+        if interruptible {
+            interrupted()?;
+        }
         array
             .write(c, (i * IO) as u64)
             .map_err(|e| e.context(format!("drill: workload write at array offset {}", i * IO)))?;
