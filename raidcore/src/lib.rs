@@ -13,6 +13,7 @@ pub mod format;
 pub mod jobs;
 pub mod layout;
 pub mod parity;
+pub mod plan;
 pub mod rng;
 pub mod sim;
 pub mod sync;

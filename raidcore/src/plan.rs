@@ -1,0 +1,629 @@
+//! The engine's pure planner for parity rows: how a write updates a row (full row,
+//! read-modify-write, reconstruct-write, or reconstructed first) and how a row's missing or
+//! damaged cells are recovered, decided from the row's shape and what each cell's read said.
+//! No I/O and no locks: the array executes these plans under its row locks (array/io.rs for
+//! reads and writes, jobs/rebuild.rs and jobs/scrub.rs for jobs), and the tests below check
+//! every plan against a model row.
+//!
+//! [`recover`] is the one row-recovery routine: the read path, reconstruct-writes, rebuild,
+//! replace and scrub all decide with it which cells of a row to rebuild from the others,
+//! whether that is possible, which members to rewrite, and whether a reconstruction that
+//! disagrees with a cell's checksum entry is to be trusted.
+
+use std::ops::Range;
+
+use crate::parity::Kernel;
+
+/// Bytes per checksummed block.
+const BLOCK: usize = 4096;
+
+/// What a read said about one cell of a row (a chunk, or the same span or block of every
+/// chunk), in row order: data 0..D, then P, then Q.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// Read, and every block matched its checksum entry (or the array keeps no checksums).
+    Good,
+    /// Read, no block contradicted its entry, but some entries are unknown (a damaged table
+    /// page): nothing vouches for the bytes.
+    Unchecked,
+    /// Read, and some block failed its checksum entry.
+    Bad,
+    /// The member could not read it.
+    Unreadable,
+    /// No member holds it (failed, missing, or a rebuild target not there yet).
+    Absent,
+}
+
+impl Cell {
+    /// Whether the cell must be rebuilt from the rest of its row.
+    pub fn lost(self) -> bool {
+        matches!(self, Cell::Bad | Cell::Unreadable | Cell::Absent)
+    }
+
+    /// Whether a member holds the cell (so a rebuilt copy can be written back to it).
+    pub fn present(self) -> bool {
+        self != Cell::Absent
+    }
+}
+
+/// What to do about one row, from its cells' states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Every cell can be used as read.
+    Intact,
+    /// Rebuild `rebuild` (row positions, ascending) from the other cells.
+    Rebuild {
+        rebuild: Vec<usize>,
+        /// The rebuilt cells a member holds: written back on a writable array (an SSD remaps a
+        /// bad sector on write, and the write records their checksum entries again).
+        rewrite: Vec<usize>,
+        /// Every cell the reconstruction uses vouched for itself (checksums on, all Good):
+        /// then a rebuilt cell that disagrees with its own entries is right, and the entries
+        /// are what is wrong (a damaged table page that still passes its own hash).
+        vouched: bool,
+    },
+    /// More cells are lost than parity covers.
+    Lost {
+        /// Row positions lost, ascending.
+        lost: Vec<usize>,
+        /// Some lost cell was read but failed its checksum or could not be read (the error is
+        /// about the data, not only about missing members).
+        damaged: bool,
+    },
+}
+
+/// Decides how to recover a row of `cells` protected by `parity` parity cells.
+///
+/// Rules:
+/// - Bad, Unreadable and Absent cells are lost and rebuilt from the rest when at most
+///   `parity` are lost; more than that and the row is [`Recovery::Lost`].
+/// - Unchecked cells are rebuilt (and rewritten) too when the row has the redundancy left to
+///   check them: their bytes are then whatever the vouched rest says. Otherwise they are used
+///   as read, the best there is, as on an array without checksums, and the reconstruction is
+///   not vouched for.
+pub fn plan_recovery(cells: &[Cell], parity: usize, checksums: bool) -> Recovery {
+    let lost: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].lost()).collect();
+    if lost.len() > parity {
+        let damaged = lost.iter().any(|&i| cells[i] != Cell::Absent);
+        return Recovery::Lost { lost, damaged };
+    }
+    let unchecked: Vec<usize> = (0..cells.len())
+        .filter(|&i| cells[i] == Cell::Unchecked)
+        .collect();
+    let mut rebuild = lost;
+    let vouched = if rebuild.len() + unchecked.len() <= parity {
+        rebuild.extend(&unchecked);
+        rebuild.sort_unstable();
+        checksums
+    } else {
+        checksums && unchecked.is_empty()
+    };
+    if rebuild.is_empty() {
+        return Recovery::Intact;
+    }
+    let rewrite = rebuild
+        .iter()
+        .copied()
+        .filter(|&i| cells[i].present())
+        .collect();
+    Recovery::Rebuild {
+        rebuild,
+        rewrite,
+        vouched,
+    }
+}
+
+/// The outcome of [`recover`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recovered {
+    /// Nothing needed rebuilding: the buffers are the cells as read.
+    Intact,
+    /// The buffers hold the row, `rebuilt` cells reconstructed; `rewrite` are to be written
+    /// back to their members.
+    Rebuilt {
+        rebuilt: Vec<usize>,
+        rewrite: Vec<usize>,
+    },
+    /// More cells lost than parity covers; the lost cells' buffers are undefined.
+    Lost { lost: Vec<usize>, damaged: bool },
+    /// The reconstruction of cell `cell` matches neither the bytes read (where there are any)
+    /// nor its checksum entries, and the reconstruction itself rests on cells nothing vouches
+    /// for: which is right cannot be told. Block `block` (4 KiB, within the buffers) is the first that
+    /// differs.
+    Contradicted { cell: usize, block: usize },
+}
+
+/// The one row-recovery routine: rebuilds what [`plan_recovery`] says in `bufs` (one
+/// buffer per cell, equal lengths, in row order), then checks every rebuilt cell a member
+/// holds against its checksum entries through `mismatches(cell, bytes)` (the 4 KiB blocks of
+/// `bytes` that differ from the cell's entries; empty without checksums). When the
+/// reconstruction is not vouched for, a rebuilt block that differs from its entries is
+/// accepted only where it equals what was read (the row was consistent as read, so the
+/// entries are what is wrong); otherwise the row is [`Recovered::Contradicted`].
+pub fn recover(
+    kernel: &Kernel,
+    bufs: &mut [&mut [u8]],
+    cells: &[Cell],
+    parity: usize,
+    checksums: bool,
+    mismatches: impl Fn(usize, &[u8]) -> Vec<usize>,
+) -> Recovered {
+    debug_assert_eq!(bufs.len(), cells.len());
+    match plan_recovery(cells, parity, checksums) {
+        Recovery::Intact => Recovered::Intact,
+        Recovery::Lost { lost, damaged } => Recovered::Lost { lost, damaged },
+        Recovery::Rebuild {
+            rebuild,
+            rewrite,
+            vouched,
+        } => {
+            // Unvouched: what was read of the damaged cells, to tell a reconstruction that
+            // agrees with the bytes (then only the entries are wrong) from one that agrees
+            // with nothing.
+            let as_read: Vec<(usize, Vec<u8>)> = if vouched || !checksums {
+                Vec::new()
+            } else {
+                rewrite
+                    .iter()
+                    .filter(|&&i| matches!(cells[i], Cell::Bad | Cell::Unchecked))
+                    .map(|&i| (i, bufs[i].to_vec()))
+                    .collect()
+            };
+            kernel
+                .recover(bufs, parity, &rebuild)
+                .expect("the plan rebuilds at most `parity` cells of a valid row");
+            if !vouched {
+                for &i in &rewrite {
+                    let read = as_read.iter().find(|(j, _)| *j == i).map(|(_, b)| b);
+                    let disagree = mismatches(i, &bufs[i][..]).into_iter().find(|&b| {
+                        read.is_none_or(|r| {
+                            let blk = b * BLOCK..((b + 1) * BLOCK).min(r.len());
+                            r[blk.clone()] != bufs[i][blk]
+                        })
+                    });
+                    if let Some(block) = disagree {
+                        return Recovered::Contradicted { cell: i, block };
+                    }
+                }
+            }
+            Recovered::Rebuilt {
+                rebuilt: rebuild,
+                rewrite,
+            }
+        }
+    }
+}
+
+/// How a write updates a row's parity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// The write covers every data cell: parity from the new data alone, no reads.
+    FullRow,
+    /// Read the old data of the touched cells and the old parity over the span; new parity =
+    /// old parity plus the change.
+    ReadModifyWrite,
+    /// Read the untouched data over the span; new parity from the merged data.
+    ReconstructWrite,
+    /// Recover the whole span first (a cell is missing or was found damaged), merge, and
+    /// generate parity from the recovered row.
+    Reconstruct,
+}
+
+/// A row's write, planned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritePlan {
+    pub method: Method,
+    /// The data cells the write touches and the range of each (chunk-relative), ascending.
+    pub touched: Vec<(usize, Range<u64>)>,
+    /// The chunk-relative span parity is updated over (the union of the touched ranges; the
+    /// whole chunk for a full row).
+    pub span: Range<u64>,
+    /// Member reads the method needs: (row position, chunk-relative range). Empty for
+    /// [`Method::Reconstruct`], whose reads [`recover`] decides.
+    pub reads: Vec<(usize, Range<u64>)>,
+}
+
+impl WritePlan {
+    /// Bytes the plan reads from members.
+    pub fn read_bytes(&self) -> u64 {
+        self.reads.iter().map(|(_, r)| r.end - r.start).sum()
+    }
+}
+
+/// The shape of a parity row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowShape {
+    /// Data cells per row.
+    pub data: usize,
+    /// Parity cells per row (1 or 2).
+    pub parity: usize,
+    /// Bytes per cell.
+    pub chunk: u64,
+}
+
+impl RowShape {
+    /// The part of row-relative `range` that falls in data cell `d`, chunk-relative.
+    pub fn cell_range(&self, range: &Range<u64>, d: usize) -> Option<Range<u64>> {
+        let lo = range.start.max(d as u64 * self.chunk);
+        let hi = range.end.min((d as u64 + 1) * self.chunk);
+        (lo < hi).then(|| lo - d as u64 * self.chunk..hi - d as u64 * self.chunk)
+    }
+}
+
+/// Plans a write of row-relative bytes `range` (non-empty, within the row's data).
+/// `reconstruct`: the row is degraded, or an earlier attempt read a cell that failed its
+/// checksum, so the span is recovered and checked first.
+///
+/// A partial write reads whichever of read-modify-write and reconstruct-write reads fewer
+/// bytes (ties go to reconstruct-write, which leaves no old parity in the result).
+pub fn plan_write(shape: RowShape, range: &Range<u64>, reconstruct: bool) -> WritePlan {
+    let touched: Vec<(usize, Range<u64>)> = (0..shape.data)
+        .filter_map(|d| shape.cell_range(range, d).map(|r| (d, r)))
+        .collect();
+    assert!(!touched.is_empty(), "a write touches some data cell");
+    let full = touched.len() == shape.data && touched.iter().all(|(_, r)| *r == (0..shape.chunk));
+    let span = if full {
+        0..shape.chunk
+    } else {
+        touched
+            .iter()
+            .map(|(_, r)| r.start)
+            .min()
+            .expect("non-empty")
+            ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty")
+    };
+    if reconstruct {
+        return WritePlan {
+            method: Method::Reconstruct,
+            touched,
+            span,
+            reads: Vec::new(),
+        };
+    }
+    if full {
+        return WritePlan {
+            method: Method::FullRow,
+            touched,
+            span,
+            reads: Vec::new(),
+        };
+    }
+    let rmw: Vec<(usize, Range<u64>)> = touched
+        .iter()
+        .cloned()
+        .chain((0..shape.parity).map(|i| (shape.data + i, span.clone())))
+        .collect();
+    // Reconstruct-write reads every data cell over the span except those the write covers
+    // over all of it.
+    let rcw: Vec<(usize, Range<u64>)> = (0..shape.data)
+        .filter(|&d| !touched.iter().any(|(td, r)| *td == d && *r == span))
+        .map(|d| (d, span.clone()))
+        .collect();
+    let bytes = |v: &[(usize, Range<u64>)]| v.iter().map(|(_, r)| r.end - r.start).sum::<u64>();
+    let (method, reads) = if bytes(&rmw) < bytes(&rcw) {
+        (Method::ReadModifyWrite, rmw)
+    } else {
+        (Method::ReconstructWrite, rcw)
+    };
+    WritePlan {
+        method,
+        touched,
+        span,
+        reads,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parity::SCALAR;
+    use proptest::prelude::*;
+
+    const B: usize = 4096;
+
+    /// A model row: data cells of `blocks` 4 KiB blocks each and their parity, from the
+    /// reference kernel.
+    fn model_row(data: &[Vec<u8>], parity: usize) -> Vec<Vec<u8>> {
+        let len = data[0].len();
+        let mut p = vec![0u8; len];
+        let mut q = vec![0u8; if parity == 2 { len } else { 0 }];
+        let refs: Vec<&[u8]> = data.iter().map(|d| &d[..]).collect();
+        (SCALAR.gen_pq)(&refs, &mut p, (parity == 2).then_some(&mut q[..]));
+        let mut row = data.to_vec();
+        row.push(p);
+        if parity == 2 {
+            row.push(q);
+        }
+        row
+    }
+
+    /// What happened to one cell in the model, and so what its read says.
+    #[derive(Clone, Copy, Debug)]
+    enum Fate {
+        Fine,
+        /// Read fine, entries unknown; `true`: its bytes were also corrupted.
+        Unchecked(bool),
+        /// Bytes corrupted; its entries know the right bytes.
+        Corrupt,
+        Unreadable,
+        Absent,
+        /// Bytes right, entries wrong (a zeroed table page that passes its own hash).
+        WrongEntries,
+    }
+
+    fn fates() -> impl Strategy<Value = Fate> {
+        prop_oneof![
+            6 => Just(Fate::Fine),
+            1 => any::<bool>().prop_map(Fate::Unchecked),
+            1 => Just(Fate::Corrupt),
+            1 => Just(Fate::Unreadable),
+            1 => Just(Fate::Absent),
+            1 => Just(Fate::WrongEntries),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever happened to a row's cells, recovery never yields wrong bytes for a cell it
+        /// claims to have rebuilt or left intact, except where only an unchecked, corrupted
+        /// cell could tell and no redundancy was left to check it (the documented limit of an
+        /// array whose table page is damaged); and it always recovers a row whose damage
+        /// parity covers.
+        #[test]
+        fn recovery_never_returns_wrong_bytes_and_recovers_what_parity_covers(
+            parity in 1usize..3,
+            data in 2usize..6,
+            blocks in 1usize..3,
+            seed in any::<u64>(),
+            fates in proptest::collection::vec(fates(), 8),
+            checksums in any::<bool>(),
+        ) {
+            let n = data + parity;
+            let fates: Vec<Fate> = fates[..n]
+                .iter()
+                .map(|&f| match f {
+                    // Without checksums nothing is Unchecked, Bad or has entries.
+                    Fate::Unchecked(_) | Fate::WrongEntries | Fate::Corrupt if !checksums => Fate::Fine,
+                    f => f,
+                })
+                .collect();
+            let mut rng = crate::rng::SplitMix64(seed);
+            let cells_data: Vec<Vec<u8>> = (0..data)
+                .map(|_| (0..blocks * B).map(|_| rng.next_u64() as u8).collect())
+                .collect();
+            let truth = model_row(&cells_data, parity);
+            // What the reads return and what they say.
+            let mut read: Vec<Vec<u8>> = truth.clone();
+            let mut cells = vec![Cell::Good; n];
+            for i in 0..n {
+                match fates[i] {
+                    Fate::Fine => {}
+                    Fate::Unchecked(corrupt) => {
+                        cells[i] = Cell::Unchecked;
+                        if corrupt {
+                            read[i][7] ^= 0x5a;
+                        }
+                    }
+                    Fate::Corrupt => {
+                        cells[i] = Cell::Bad;
+                        read[i][B * (blocks - 1) + 3] ^= 0x11;
+                    }
+                    Fate::Unreadable => {
+                        cells[i] = Cell::Unreadable;
+                        read[i].fill(0);
+                    }
+                    Fate::Absent => {
+                        cells[i] = Cell::Absent;
+                        read[i].fill(0);
+                    }
+                    // Its entries say some other bytes: the read fails its checksum.
+                    Fate::WrongEntries => cells[i] = Cell::Bad,
+                }
+            }
+            let mismatches = |i: usize, bytes: &[u8]| -> Vec<usize> {
+                let wanted: Option<&[u8]> = match fates[i] {
+                    Fate::Unchecked(_) | Fate::Absent => None,
+                    Fate::WrongEntries => return (0..blocks).collect(),
+                    _ if !checksums => None,
+                    _ => Some(&truth[i]),
+                };
+                let Some(w) = wanted else { return Vec::new() };
+                (0..blocks).filter(|&b| bytes[b * B..(b + 1) * B] != w[b * B..(b + 1) * B]).collect()
+            };
+            let mut bufs = read.clone();
+            let out = {
+                let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+                recover(&SCALAR, &mut refs, &cells, parity, checksums, mismatches)
+            };
+            let lost = fates.iter().filter(|f| matches!(f, Fate::Corrupt | Fate::Unreadable | Fate::Absent | Fate::WrongEntries)).count();
+            let unchecked = fates.iter().filter(|f| matches!(f, Fate::Unchecked(_))).count();
+            let corrupt_unchecked = fates.iter().any(|f| matches!(f, Fate::Unchecked(true)));
+            let excused = corrupt_unchecked && lost + unchecked > parity;
+            match &out {
+                Recovered::Intact => {
+                    prop_assert_eq!(lost, 0);
+                    if !excused {
+                        prop_assert_eq!(&bufs, &truth);
+                    }
+                }
+                Recovered::Rebuilt { rebuilt, rewrite } => {
+                    prop_assert!(rebuilt.len() <= parity);
+                    for &i in rewrite {
+                        prop_assert!(cells[i].present());
+                    }
+                    if !excused {
+                        prop_assert_eq!(&bufs, &truth, "cells {:?} fates {:?}", cells, fates);
+                    }
+                    // Even then, a rebuilt cell whose entries (or whose bytes as read) can
+                    // check it is never wrong.
+                    for &i in rewrite {
+                        let checkable = checksums
+                            && matches!(fates[i], Fate::Corrupt | Fate::Unreadable | Fate::WrongEntries);
+                        if checkable {
+                            prop_assert_eq!(&bufs[i], &truth[i], "cell {} of {:?}", i, fates);
+                        }
+                    }
+                }
+                Recovered::Lost { lost: l, .. } => prop_assert!(l.len() > parity && lost > parity),
+                Recovered::Contradicted { cell, .. } => {
+                    // Only when something unchecked fed the reconstruction.
+                    prop_assert!(unchecked > 0, "contradicted at {} with nothing unchecked: {:?}", cell, fates);
+                }
+            }
+            // Liveness: damage parity covers, with every unchecked cell sound, is recovered.
+            if lost <= parity && !corrupt_unchecked {
+                prop_assert!(matches!(out, Recovered::Intact | Recovered::Rebuilt { .. }), "{:?} for {:?}", out, fates);
+            }
+        }
+
+        /// Every write plan, executed on a model row, leaves parity consistent with the new
+        /// data, reads only what its method needs, and reads no more than the other method.
+        #[test]
+        fn write_plans_leave_parity_consistent_and_read_the_least(
+            parity in 1usize..3,
+            data in 2usize..6,
+            chunk_blocks in 1u64..4,
+            a in any::<u64>(),
+            b in any::<u64>(),
+            seed in any::<u64>(),
+        ) {
+            let chunk = chunk_blocks * 512;
+            let shape = RowShape { data, parity, chunk };
+            let row_len = chunk * data as u64;
+            let (x, y) = (a % row_len, b % row_len);
+            let range = x.min(y)..x.max(y) + 1;
+            let plan = plan_write(shape, &range, false);
+            let mut rng = crate::rng::SplitMix64(seed);
+            let old: Vec<Vec<u8>> = (0..data)
+                .map(|_| (0..chunk).map(|_| rng.next_u64() as u8).collect())
+                .collect();
+            let old_row = model_row(&old, parity);
+            let new_bytes: Vec<u8> = (range.start..range.end).map(|_| rng.next_u64() as u8).collect();
+            let mut new = old.clone();
+            for (d, r) in &plan.touched {
+                let lo = (*d as u64 * chunk + r.start - range.start) as usize;
+                new[*d][r.start as usize..r.end as usize]
+                    .copy_from_slice(&new_bytes[lo..lo + (r.end - r.start) as usize]);
+            }
+            let want = model_row(&new, parity);
+            // Touched ranges partition the write.
+            let covered: u64 = plan.touched.iter().map(|(_, r)| r.end - r.start).sum();
+            prop_assert_eq!(covered, range.end - range.start);
+            let s = plan.span.clone();
+            let su = s.start as usize..s.end as usize;
+            // Execute the plan from its reads only: unread bytes are garbage.
+            let read = |pos: usize, r: &Range<u64>| -> Vec<u8> {
+                assert!(
+                    plan.reads.iter().any(|(p, rr)| *p == pos && rr.start <= r.start && r.end <= rr.end),
+                    "read of {pos} {r:?} not planned"
+                );
+                old_row[pos][r.start as usize..r.end as usize].to_vec()
+            };
+            let got: Vec<Vec<u8>> = match plan.method {
+                Method::FullRow => {
+                    prop_assert!(plan.reads.is_empty());
+                    prop_assert_eq!(&plan.span, &(0..chunk));
+                    want[data..].to_vec()
+                }
+                Method::ReadModifyWrite => {
+                    let mut par: Vec<Vec<u8>> = (0..parity).map(|i| read(data + i, &s)).collect();
+                    for (d, r) in &plan.touched {
+                        let mut delta = read(*d, r);
+                        (SCALAR.xor_into)(&mut delta, &new[*d][r.start as usize..r.end as usize]);
+                        let o = (r.start - s.start) as usize;
+                        (SCALAR.xor_into)(&mut par[0][o..o + delta.len()], &delta);
+                        if parity == 2 {
+                            (SCALAR.mul_xor)(&mut par[1][o..o + delta.len()], &delta, crate::parity::gf::pow2(*d));
+                        }
+                    }
+                    par
+                }
+                Method::ReconstructWrite => {
+                    let merged: Vec<Vec<u8>> = (0..data)
+                        .map(|d| match plan.touched.iter().find(|(td, r)| *td == d && *r == s) {
+                            Some(_) => new[d][su.clone()].to_vec(),
+                            None => {
+                                let mut b = read(d, &s);
+                                if let Some((_, r)) = plan.touched.iter().find(|(td, _)| *td == d) {
+                                    let o = (r.start - s.start) as usize;
+                                    b[o..o + (r.end - r.start) as usize]
+                                        .copy_from_slice(&new[d][r.start as usize..r.end as usize]);
+                                }
+                                b
+                            }
+                        })
+                        .collect();
+                    model_row(&merged, parity)[data..].to_vec()
+                }
+                Method::Reconstruct => unreachable!("not asked for"),
+            };
+            for i in 0..parity {
+                let want_span = if plan.method == Method::FullRow { &want[data + i][..] } else { &want[data + i][su.clone()] };
+                prop_assert_eq!(&got[i][..], want_span, "{:?}", plan.method);
+            }
+            // The other method would not have read less.
+            let other = match plan.method {
+                Method::ReadModifyWrite => Some(Method::ReconstructWrite),
+                Method::ReconstructWrite => Some(Method::ReadModifyWrite),
+                _ => None,
+            };
+            if let Some(other) = other {
+                let rmw = plan.touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>() + parity as u64 * (s.end - s.start);
+                let rcw = (0..data).filter(|&d| !plan.touched.iter().any(|(td, r)| *td == d && *r == s)).count() as u64 * (s.end - s.start);
+                let other_bytes = if other == Method::ReadModifyWrite { rmw } else { rcw };
+                prop_assert!(plan.read_bytes() <= other_bytes);
+                prop_assert!(plan.reads.iter().all(|(p, _)| *p < data + parity));
+            }
+            // Asked to reconstruct, it does, over the same span.
+            let rec = plan_write(shape, &range, true);
+            prop_assert_eq!(rec.method, Method::Reconstruct);
+            prop_assert_eq!(rec.span, plan.span);
+        }
+    }
+
+    #[test]
+    fn unchecked_cells_are_rebuilt_only_while_redundancy_is_left_to_check_them() {
+        use Cell::*;
+        assert_eq!(
+            plan_recovery(&[Good, Unchecked, Good], 1, true),
+            Recovery::Rebuild {
+                rebuild: vec![1],
+                rewrite: vec![1],
+                vouched: true
+            }
+        );
+        assert_eq!(
+            plan_recovery(&[Absent, Unchecked, Good], 1, true),
+            Recovery::Rebuild {
+                rebuild: vec![0],
+                rewrite: vec![],
+                vouched: false
+            }
+        );
+        assert_eq!(
+            plan_recovery(&[Absent, Bad, Good], 1, true),
+            Recovery::Lost {
+                lost: vec![0, 1],
+                damaged: true
+            }
+        );
+        assert_eq!(
+            plan_recovery(&[Absent, Absent, Good, Good], 1, false),
+            Recovery::Lost {
+                lost: vec![0, 1],
+                damaged: false
+            }
+        );
+        assert_eq!(plan_recovery(&[Good; 4], 2, true), Recovery::Intact);
+        // Without checksums nothing vouches.
+        assert_eq!(
+            plan_recovery(&[Unreadable, Good, Good], 1, false),
+            Recovery::Rebuild {
+                rebuild: vec![0],
+                rewrite: vec![0],
+                vouched: false
+            }
+        );
+    }
+}
