@@ -109,16 +109,26 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let big = dir.path().join("big");
     std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
     let mut cut = false;
-    for t in 0..60u64 {
+    // The kill lands after `delay`: longer after a kill that came before the write began,
+    // shorter after a write that finished first (on a loaded machine the writer can take far
+    // longer to start than on an idle one, so a fixed schedule misses).
+    let mut delay = 5u64;
+    for t in 0..120u64 {
         let mut w = Command::new(BIN)
             .args(["write", &ms[0], "--offset", "4194304", "--input"])
             .arg(&big)
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(5 + (t * 7) % 60));
+        std::thread::sleep(Duration::from_millis(delay + (t * 7) % 11));
+        let finished = w.try_wait().unwrap().is_some();
         let _ = w.kill();
         let _ = w.wait();
+        delay = if finished {
+            (delay / 2).max(1)
+        } else {
+            (delay * 5 / 4 + 2).min(2000)
+        };
         // Dirty with a write-intent bit set: a write was cutting rows. (A kill after the
         // dirty mark but before any bit was set, or after the bits were cleared, leaves
         // nothing to resync and nothing lost: it does not exercise the bad-block list.)
@@ -142,7 +152,7 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
             break;
         }
     }
-    assert!(cut, "no kill in 60 tries left the array dirty");
+    assert!(cut, "no kill in 120 tries left the array dirty");
     // Slot 3's member is lost with the crash.
     std::fs::remove_file(&m[3]).unwrap();
     let r = raidctl(["scrub", "--json", &ms[0]]);

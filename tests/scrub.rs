@@ -421,3 +421,62 @@ fn check_then_repair_counts_a_bad_block_once() {
         .collect();
     assert_eq!(counts, vec![0, 1, 0, 0], "{st}");
 }
+
+/// Issue 14 (one row-recovery routine): a rebuild took a survivor's block whose checksum
+/// table page was damaged as read, though its bytes were corrupt and the row had redundancy
+/// left to check it (RAID6, one member rebuilt). The rebuilt member's chunk was computed from
+/// the corruption and got fresh checksum entries, so it read back wrong with no error. The
+/// rebuild now decides with the routine reads use: the unchecked block is rebuilt from the
+/// members that vouch for themselves and rewritten, and the new member gets the right data.
+#[test]
+fn raid6_rebuild_over_an_unchecked_corrupt_block_never_spreads_it() {
+    let (dir, m, data, data_off, table_off) = with_table("6", 5);
+    let chunk = 64 << 10;
+    // Block 1 of slot 1 in every row written (data, P and Q in turn), and the table page
+    // that covers them.
+    for row in 0..6u64 {
+        corrupt(&m[1], data_off + row * chunk + 4096, 64);
+    }
+    corrupt(&m[1], table_off + 100, 8);
+    let ms = strs(&m);
+    raidctl(["fail", "--no-rebuild", &ms[0], &ms[2]]).ok();
+    let spare = dir.path().join("spare");
+    std::fs::File::create(&spare)
+        .unwrap()
+        .set_len(std::fs::metadata(&m[2]).unwrap().len())
+        .unwrap();
+    raidctl(["add", &ms[0], &spare.display().to_string()]).ok();
+    let st = raidctl(["status", "--json", &ms[0]]).json();
+    assert_eq!(st["state"], "clean", "{st}");
+    let r = read_at(&m[0], 0, data.len());
+    assert!(
+        r.code == 0 && r.stdout == data,
+        "after the rebuild the array reads back wrong data, or an error (code {})",
+        r.code
+    );
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(code, 0, "scrub --repair: {rep}");
+    let (code, rep) = scrub(&m[0], false);
+    assert_eq!(code, 0, "a second scrub finds problems: {rep}");
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+}
+
+/// Issue 14 (one row-recovery routine): a corrupt block under a zeroed checksum table page
+/// (a valid page that says every block is zero) read back right, since the rest of its row
+/// vouches for the reconstruction, but `scrub --repair` called the same block unrepairable
+/// ("the reconstruction does not match it either"): scrub and reads judged rows by different
+/// rules. Scrub now uses the reads' routine and repairs it.
+#[test]
+fn scrub_repairs_what_reads_recover_under_a_zeroed_table_page() {
+    let (_dir, m, data, data_off, table_off) = with_table("5", 4);
+    corrupt(&m[1], data_off + 4096, 64);
+    zero(&m[1], table_off, 4096);
+    let (code, rep) = scrub(&m[0], true);
+    assert_eq!(
+        code, 0,
+        "scrub --repair left problems that reads recover: {rep}"
+    );
+    let (code, rep) = scrub(&m[0], false);
+    assert_eq!(code, 0, "a second scrub finds problems: {rep}");
+    assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
+}

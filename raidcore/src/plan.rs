@@ -28,7 +28,8 @@ pub enum Cell {
     Unchecked,
     /// Read, and some block failed its checksum entry.
     Bad,
-    /// The member could not read it.
+    /// No bytes to go by: the member could not read it (or the caller already found it
+    /// failing and did not read it again).
     Unreadable,
     /// No member holds it (failed, missing, or a rebuild target not there yet).
     Absent,

@@ -908,18 +908,33 @@ impl Array {
     /// As [`Array::csum_mismatches`], and whether some block's entry is unknown (its table
     /// page is damaged): nothing vouches for that block.
     pub(crate) fn csum_check(&self, d: &Dev, row: u64, off: u64, buf: &[u8]) -> (Vec<usize>, bool) {
+        let (bad, unknown) = self.csum_blocks(d, row, off, buf);
+        (bad, !unknown.is_empty())
+    }
+
+    /// As [`Array::csum_mismatches`], and the indices of the blocks whose entries are unknown
+    /// (ascending, both).
+    pub(crate) fn csum_blocks(
+        &self,
+        d: &Dev,
+        row: u64,
+        off: u64,
+        buf: &[u8],
+    ) -> (Vec<usize>, Vec<usize>) {
         let Some(s) = self.csum_of(d) else {
-            return (Vec::new(), false);
+            return (Vec::new(), Vec::new());
         };
         if !off.is_multiple_of(BLOCK)
             || !(buf.len() as u64).is_multiple_of(BLOCK)
             || self.row_unverifiable(row)
         {
-            return (Vec::new(), false);
+            return (Vec::new(), Vec::new());
         }
         let got = s.geo.algo.digests(buf);
         let want = s.expected(d.member.as_ref(), s.block_of(off), got.len());
-        let unknown = want.iter().any(|w| matches!(w, Expect::Unknown));
+        let unknown = (0..want.len())
+            .filter(|&i| matches!(want[i], Expect::Unknown))
+            .collect();
         let bad = got
             .iter()
             .zip(&want)

@@ -17,6 +17,7 @@ use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
+use crate::plan::{self, Cell, Recovered};
 
 /// What a member read's checksums said about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -608,11 +609,10 @@ impl Array {
         v
     }
 
-    /// Reads span `within` of every available chunk of a row (data, P, Q) and reconstructs the
-    /// unavailable ones. Returns buffers in row order. Members failing meanwhile are failed and
-    /// the reconstruction retried without them. Chunks that fail their checksums (`bad`, row
-    /// indices already known, or found here) are reconstructed too, checked against their
-    /// checksums and, on a writable array, rewritten.
+    /// Reads span `within` of every available chunk of a row (data, P, Q) and recovers the
+    /// rest with [`plan::recover`]: chunks that are unavailable, unreadable or fail their
+    /// checksums (`bad`: row indices the caller already found failing) are rebuilt from the
+    /// others, checked, and on a writable array rewritten. Returns buffers in row order.
     fn reconstruct_span(
         &self,
         row: u64,
@@ -623,31 +623,67 @@ impl Array {
         let slots = self.row_slots(row, parity);
         let len = (within.end - within.start) as usize;
         let mut bufs: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(len)).collect();
-        let mut bad: Vec<usize> = bad.to_vec();
-        'retry: loop {
-            let mut missing = Vec::new();
-            for (i, &slot) in slots.iter().enumerate() {
-                if self.source(slot, row).is_none() || bad.contains(&i) {
-                    missing.push(i);
-                }
+        let mut cells = vec![Cell::Absent; slots.len()];
+        for (i, &slot) in slots.iter().enumerate() {
+            if self.source(slot, row).is_none() {
+                continue;
             }
-            // Whether every chunk read matched known checksum entries, and the chunks whose
-            // entries are unknown (a damaged table page).
-            let mut vouched = self.csum_geo.is_some();
-            let mut unknown = Vec::new();
-            if missing.len() > parity {
+            if bad.contains(&i) {
+                // Not read again (an unreadable sector would count a second error): no bytes
+                // to go by, as for a read that failed.
+                cells[i] = Cell::Unreadable;
+                continue;
+            }
+            cells[i] = match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
+                Ok(Verdict::Good) => Cell::Good,
+                Ok(Verdict::Unknown) => Cell::Unchecked,
+                Ok(Verdict::Bad) => Cell::Bad,
+                Err(_) => Cell::Unreadable,
+            };
+        }
+        let off = self.cell_offset(row, within.start);
+        let outcome = {
+            let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+            plan::recover(
+                self.kernel,
+                &mut refs,
+                &cells,
+                parity,
+                self.csum_geo.is_some(),
+                |i, bytes| {
+                    self.source(slots[i], row)
+                        .map(|d| self.csum_mismatches(&d, row, off, bytes))
+                        .unwrap_or_default()
+                },
+            )
+        };
+        let name = |i: usize| format!("{} at member offset {off}", self.slot_name(slots[i]));
+        match outcome {
+            Recovered::Intact => Ok(bufs),
+            Recovered::Rebuilt { rewrite, .. } => {
+                if self.writable {
+                    let d_count = slots.len() - parity;
+                    for i in rewrite {
+                        let kind = if i < d_count {
+                            WriteKind::Data
+                        } else {
+                            WriteKind::Parity
+                        };
+                        self.member_write(slots[i], &bufs[i], row, within.start, kind)?;
+                    }
+                }
+                Ok(bufs)
+            }
+            Recovered::Lost { lost, damaged } => {
                 self.check_alive()?;
-                if !bad.is_empty() {
+                if damaged {
                     bail!(
                         Checksum,
-                        "row {row}: {} chunks fail their checksums or are unavailable, parity covers {parity} ({})",
-                        missing.len(),
-                        bad.iter()
-                            .map(|&i| format!(
-                                "{} at member offset {}",
-                                self.slot_name(slots[i]),
-                                self.cell_offset(row, within.start)
-                            ))
+                        "row {row}: {} chunks fail their checksums, are unreadable or unavailable, parity covers {parity} ({})",
+                        lost.len(),
+                        lost.iter()
+                            .filter(|&&i| cells[i] != Cell::Absent)
+                            .map(|&i| name(i))
                             .collect::<Vec<_>>()
                             .join(", ")
                     );
@@ -655,69 +691,15 @@ impl Array {
                 bail!(
                     ArrayFailed,
                     "row {row}: {} chunks unavailable, parity covers {parity}",
-                    missing.len()
-                );
+                    lost.len()
+                )
             }
-            for (i, &slot) in slots.iter().enumerate() {
-                if missing.contains(&i) {
-                    continue;
-                }
-                match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
-                    Ok(Verdict::Good) => {}
-                    Ok(Verdict::Unknown) => unknown.push(i),
-                    // A block failing its checksum, or unreadable: rebuilt from the others
-                    // and rewritten below.
-                    Ok(Verdict::Bad) | Err(_) => {
-                        bad.push(i);
-                        continue 'retry;
-                    }
-                }
-            }
-            if !unknown.is_empty() && missing.len() + unknown.len() <= parity {
-                // Nothing vouches for these chunks but the rest of the row does: take them
-                // from the rest (and rewrite them, which records their entries again).
-                for &i in &unknown {
-                    missing.push(i);
-                    bad.push(i);
-                }
-                missing.sort_unstable();
-                unknown.clear();
-            }
-            vouched &= unknown.is_empty();
-            if !missing.is_empty() {
-                let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
-                self.kernel.recover(&mut refs, parity, &missing)?;
-            }
-            let d_count = slots.len() - parity;
-            for &i in &bad {
-                let Some(d) = self.source(slots[i], row) else {
-                    continue;
-                };
-                let off = self.cell_offset(row, within.start);
-                let still = self.csum_mismatches(&d, row, off, &bufs[i]);
-                // When every chunk the reconstruction used matched its own member's checksums,
-                // the reconstruction is confirmed independently of this chunk's entries: where
-                // it disagrees with them, the entries are what is wrong (a damaged table page
-                // that still passes its own hash, such as a zeroed one). The rewrite below
-                // records the right entries.
-                if !still.is_empty() && !vouched {
-                    bail!(
-                        Checksum,
-                        "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
-                        self.slot_name(slots[i]),
-                        off + still[0] as u64 * BLOCK
-                    );
-                }
-                if self.writable {
-                    let kind = if i < d_count {
-                        WriteKind::Data
-                    } else {
-                        WriteKind::Parity
-                    };
-                    self.member_write(slots[i], &bufs[i], row, within.start, kind)?;
-                }
-            }
-            return Ok(bufs);
+            Recovered::Contradicted { cell, block } => bail!(
+                Checksum,
+                "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
+                self.slot_name(slots[cell]),
+                off + (block as u64) * BLOCK
+            ),
         }
     }
 

@@ -16,6 +16,7 @@ use crate::array::{Array, Dev, RowGuard, Target, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
+use crate::plan::{self, Cell, Recovered};
 
 /// Options of a rebuild run.
 #[derive(Clone, Debug)]
@@ -492,41 +493,44 @@ fn fill_batch(
     let n = layout.members();
     let c = layout.chunk() as usize;
     let rows = array.rows();
+    let per_row = c / BLK;
     let b = (r1 - r0) as usize;
     array.check_alive()?;
     let lost = array.lost();
     match layout.redundancy() {
         Redundancy::Parity { parity } => {
             // One sequential read per survivor for the whole batch, all survivors at once.
-            // Per survivor: the blocks failing their checksums and the blocks it could not read
-            // (block indices in the batch); None when the member is gone.
-            let read_one =
-                |slot: usize, buf: &mut AlignedBuf| -> Option<(Vec<usize>, Vec<usize>)> {
-                    let mut unreadable = Vec::new();
-                    if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
-                        // A few bad sectors must not cost the member: read block by block and
-                        // treat the unreadable ones like blocks failing their checksums (rebuilt
-                        // from the others where parity allows, and rewritten).
-                        const B: usize = crate::array::csum::BLOCK as usize;
-                        let per_row = c / B;
-                        for blk in 0..b * c / B {
-                            let (row, within) = (r0 + (blk / per_row) as u64, (blk % per_row) * B);
-                            // None when failed now (dead, or past its error limit).
-                            array.source(slot, row)?;
-                            let dst = &mut buf[blk * B..(blk + 1) * B];
-                            if array.member_read(slot, dst, row, within as u64).is_err() {
-                                dst.fill(0);
-                                unreadable.push(blk);
-                            }
+            // Per survivor, the blocks (indices in the batch) that are not plainly good; None
+            // when the member is gone.
+            let read_one = |slot: usize, buf: &mut AlignedBuf| -> Option<Survivor> {
+                let mut unreadable = Vec::new();
+                if array.member_read(slot, &mut buf[..b * c], r0, 0).is_err() {
+                    // A few bad sectors must not cost the member: read block by block and
+                    // treat the unreadable ones like blocks failing their checksums (rebuilt
+                    // from the others where parity allows, and rewritten).
+                    for blk in 0..b * per_row {
+                        let (row, within) = (r0 + (blk / per_row) as u64, (blk % per_row) * BLK);
+                        // None when failed now (dead, or past its error limit).
+                        array.source(slot, row)?;
+                        let dst = &mut buf[blk * BLK..(blk + 1) * BLK];
+                        if array.member_read(slot, dst, row, within as u64).is_err() {
+                            dst.fill(0);
+                            unreadable.push(blk);
                         }
                     }
-                    let d = array.source(slot, r0)?;
-                    let mut bad =
-                        array.csum_mismatches(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]);
-                    bad.retain(|x| unreadable.binary_search(x).is_err());
-                    Some((bad, unreadable))
-                };
-            let read: Vec<Option<(Vec<usize>, Vec<usize>)>> = if crate::sim::sched::is_actor() {
+                }
+                let d = array.source(slot, r0)?;
+                let (mut bad, mut unknown) =
+                    array.csum_blocks(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]);
+                bad.retain(|x| unreadable.binary_search(x).is_err());
+                unknown.retain(|x| unreadable.binary_search(x).is_err());
+                Some(Survivor {
+                    bad,
+                    unreadable,
+                    unknown,
+                })
+            };
+            let read: Vec<Option<Survivor>> = if crate::sim::sched::is_actor() {
                 // In the simulator, on the actor's thread, where the scheduler sees it.
                 ins.iter_mut()
                     .zip(&lost)
@@ -550,17 +554,48 @@ fn fill_batch(
                         .collect()
                 })
             };
-            let ok: Vec<bool> = read.iter().map(|x| x.is_some()).collect();
-            if ok.iter().filter(|&&x| !x).count() > parity {
+            if read.iter().filter(|x| x.is_none()).count() > parity {
                 array.check_alive()?;
                 crate::bail!(
                     ArrayFailed,
                     "rows {r0}..{r1}: too many members unreadable to rebuild"
                 );
             }
+            // Blocks failing their checksums count as checksum errors on their members.
+            for (slot, x) in read.iter().enumerate() {
+                let Some(x) = x else { continue };
+                if let Some(&blk) = x.bad.first() {
+                    let row = r0 + (blk / per_row) as u64;
+                    if let Some(d) = array.source(slot, row) {
+                        d.csum_error(
+                            x.bad.len() as u64,
+                            array.cell_offset(row, 0) + ((blk % per_row) * BLK) as u64,
+                        );
+                    }
+                }
+            }
             let target_of: Vec<Option<usize>> = (0..n)
                 .map(|slot| targets.iter().position(|(s, _)| *s == slot))
                 .collect();
+            let state = |slot: usize, blk: usize| -> Cell {
+                match &read[slot] {
+                    None => Cell::Absent,
+                    Some(x) if x.unreadable.binary_search(&blk).is_ok() => Cell::Unreadable,
+                    Some(x) if x.bad.binary_search(&blk).is_ok() => Cell::Bad,
+                    Some(x) if x.unknown.binary_search(&blk).is_ok() => Cell::Unchecked,
+                    Some(_) => Cell::Good,
+                }
+            };
+            // Block columns (indices in the batch) where some survivor's block is not plainly
+            // good: recovered block by block below, after the whole-chunk pass.
+            let mut damaged: Vec<usize> = read
+                .iter()
+                .flatten()
+                .flat_map(|x| x.bad.iter().chain(&x.unreadable).chain(&x.unknown))
+                .copied()
+                .collect();
+            damaged.sort_unstable();
+            damaged.dedup();
             for r in r0..r1 {
                 let k = (r - r0) as usize;
                 let cell = k * c..(k + 1) * c;
@@ -572,12 +607,10 @@ fn fill_batch(
                     .map(|o| Some(&mut o[cell.clone()]))
                     .collect();
                 let mut scratch_it = scratch.iter_mut();
-                let mut missing_slots = Vec::new();
                 for (slot, buf) in ins.iter_mut().enumerate() {
-                    per_slot[slot] = if ok[slot] {
+                    per_slot[slot] = if read[slot].is_some() {
                         Some(&mut buf[cell.clone()])
                     } else {
-                        missing_slots.push(slot);
                         match target_of[slot] {
                             Some(ti) => outs_it[ti].take(),
                             None => scratch_it.next().map(|s| &mut s[..]),
@@ -585,40 +618,32 @@ fn fill_batch(
                     };
                 }
                 let order = array.row_slots(r, parity);
-                let missing: Vec<usize> = order
+                let cells: Vec<Cell> = order
                     .iter()
-                    .enumerate()
-                    .filter(|(_, s)| missing_slots.contains(s))
-                    .map(|(pos, _)| pos)
+                    .map(|&slot| {
+                        if read[slot].is_some() {
+                            Cell::Good
+                        } else {
+                            Cell::Absent
+                        }
+                    })
                     .collect();
                 let mut refs: Vec<&mut [u8]> = order
                     .iter()
                     .map(|&slot| per_slot[slot].take().expect("every slot has a buffer"))
                     .collect();
-                array.kernel().recover(&mut refs, parity, &missing)?;
+                // Columns with damage are redone below; here every survivor counts as good.
+                plan::recover(array.kernel(), &mut refs, &cells, parity, false, |_, _| {
+                    Vec::new()
+                });
             }
-            let bad: Vec<(usize, usize)> = read
-                .iter()
-                .enumerate()
-                .flat_map(|(slot, x)| {
-                    x.iter()
-                        .flat_map(|(b, u)| b.iter().chain(u))
-                        .map(move |&blk| (slot, blk))
-                })
-                .collect();
-            let unreadable: Vec<(usize, usize)> = read
-                .iter()
-                .enumerate()
-                .flat_map(|(slot, x)| x.iter().flat_map(|(_, u)| u).map(move |&blk| (slot, blk)))
-                .collect();
-            if !bad.is_empty() {
-                fix_bad_blocks(
+            for blk in damaged {
+                recover_block(
                     array,
-                    r0,
+                    (r0, blk),
                     parity,
-                    &ok,
+                    &state,
                     &target_of,
-                    (&bad, &unreadable),
                     ins,
                     outs,
                     &mut damage,
@@ -725,85 +750,98 @@ fn fill_batch(
     Ok(damage)
 }
 
-/// (slot, block in the batch) of survivor blocks to rebuild: all bad ones (failing their
-/// checksums or unreadable), and the unreadable ones among them.
-type BadBlocks<'a> = (&'a [(usize, usize)], &'a [(usize, usize)]);
+/// A survivor's blocks in a rebuild batch that are not plainly good (indices in the batch,
+/// ascending).
+struct Survivor {
+    /// Failing their checksums.
+    bad: Vec<usize>,
+    /// Unreadable (zeros in the buffer).
+    unreadable: Vec<usize>,
+    /// Entries unknown (a damaged table page).
+    unknown: Vec<usize>,
+}
 
-/// Rebuilds the block columns where survivors' blocks failed their checksums: the bad blocks
-/// count as missing too; when parity covers them the targets get the right data and the
-/// survivors are repaired, otherwise the targets' blocks are poisoned.
+/// Recovers block `blk` (index in the batch from row `r0`) of every cell of its row with
+/// [`plan::recover`], from each survivor's state there: targets get the block, survivors
+/// whose block was bad, unreadable or unchecked are rewritten; where the row's redundancy
+/// cannot settle it, the targets' blocks are poisoned and the survivors' damaged blocks lost.
 #[allow(clippy::too_many_arguments)]
-fn fix_bad_blocks(
+fn recover_block(
     array: &Array,
-    r0: u64,
+    (r0, blk): (u64, usize),
     parity: usize,
-    ok: &[bool],
+    state: &dyn Fn(usize, usize) -> Cell,
     target_of: &[Option<usize>],
-    (bad, unreadable): BadBlocks<'_>,
     ins: &[AlignedBuf],
     outs: &mut [AlignedBuf],
     damage: &mut Damage,
 ) -> Result<()> {
-    const B: usize = crate::array::csum::BLOCK as usize;
     let c = array.layout().chunk() as usize;
-    let per_row = c / B;
-    let mut cols: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for &(slot, blk) in bad {
-        cols.entry(blk).or_default().push(slot);
-        if unreadable.contains(&(slot, blk)) {
-            continue; // counted as a read error already
+    let per_row = c / BLK;
+    let (k, j) = (blk / per_row, blk % per_row);
+    let r = r0 + k as u64;
+    let at = k * c + j * BLK;
+    let order = array.row_slots(r, parity);
+    let cells: Vec<Cell> = order.iter().map(|&s| state(s, blk)).collect();
+    let mut blocks: Vec<Vec<u8>> = order
+        .iter()
+        .zip(&cells)
+        .map(|(&s, cell)| {
+            if cell.present() {
+                ins[s][at..at + BLK].to_vec()
+            } else {
+                vec![0u8; BLK]
+            }
+        })
+        .collect();
+    let off = array.cell_offset(r, (j * BLK) as u64);
+    let outcome = {
+        let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+        plan::recover(
+            array.kernel(),
+            &mut refs,
+            &cells,
+            parity,
+            array.checksum_algo().is_some(),
+            |pos, bytes| {
+                array
+                    .source(order[pos], r)
+                    .map(|d| array.csum_mismatches(&d, r, off, bytes))
+                    .unwrap_or_default()
+            },
+        )
+    };
+    match outcome {
+        Recovered::Intact => {}
+        Recovered::Rebuilt { rewrite, .. } => {
+            let d_count = order.len() - parity;
+            for (pos, &s) in order.iter().enumerate() {
+                if let Some(ti) = target_of[s] {
+                    outs[ti][at..at + BLK].copy_from_slice(&blocks[pos]);
+                } else if rewrite.contains(&pos) {
+                    let kind = if pos < d_count {
+                        WriteKind::Data
+                    } else {
+                        WriteKind::Parity
+                    };
+                    array.member_write(s, &blocks[pos], r, (j * BLK) as u64, kind)?;
+                    if cells[pos] != Cell::Unchecked {
+                        damage.repaired += 1;
+                    }
+                }
+            }
         }
-        let row = r0 + (blk / per_row) as u64;
-        if let Some(d) = array.source(slot, row) {
-            d.csum_error(1, array.cell_offset(row, 0) + (blk % per_row) as u64 * 4096);
-        }
-    }
-    for (blk, bad_slots) in cols {
-        let (k, j) = (blk / per_row, blk % per_row);
-        let r = r0 + k as u64;
-        let at = k * c + j * B;
-        let order = array.row_slots(r, parity);
-        let lost: Vec<usize> = order
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !ok[**s] || bad_slots.contains(s))
-            .map(|(pos, _)| pos)
-            .collect();
-        if lost.len() > parity {
+        Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
             for ti in target_of.iter().flatten() {
                 damage.poisoned.push((*ti, at));
             }
-            damage.lost.extend(bad_slots.iter().map(|&s| (s, at)));
-            continue;
-        }
-        let mut blocks: Vec<Vec<u8>> = order
-            .iter()
-            .enumerate()
-            .map(|(pos, &s)| {
-                if lost.contains(&pos) {
-                    vec![0u8; B]
-                } else {
-                    ins[s][at..at + B].to_vec()
-                }
-            })
-            .collect();
-        {
-            let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
-            array.kernel().recover(&mut refs, parity, &lost)?;
-        }
-        let d_count = order.len() - parity;
-        for (pos, &s) in order.iter().enumerate() {
-            if let Some(ti) = target_of[s] {
-                outs[ti][at..at + B].copy_from_slice(&blocks[pos]);
-            } else if bad_slots.contains(&s) {
-                let kind = if pos < d_count {
-                    WriteKind::Data
-                } else {
-                    WriteKind::Parity
-                };
-                array.member_write(s, &blocks[pos], r, (j * B) as u64, kind)?;
-                damage.repaired += 1;
-            }
+            damage.lost.extend(
+                order
+                    .iter()
+                    .zip(&cells)
+                    .filter(|(_, cell)| matches!(cell, Cell::Bad | Cell::Unreadable))
+                    .map(|(&s, _)| (s, at)),
+            );
         }
     }
     Ok(())

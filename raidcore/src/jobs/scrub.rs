@@ -24,6 +24,7 @@ use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
 use crate::parity::gf;
+use crate::plan::{self, Cell, Recovered};
 
 const B: usize = BLOCK as usize;
 /// How often a full scrub records its checkpoint.
@@ -1048,118 +1049,153 @@ fn check_parity_row(
             }
             continue;
         }
-        // Suspects: blocks failing their checksums, or (when none does and the row is
-        // inconsistent) the blocks whose checksums are unknown.
-        let (suspects, by_checksum) = if !bad.is_empty() {
-            (bad.clone(), true)
-        } else if !missing.is_empty() {
-            continue; // nothing known bad, and parity cannot be checked
-        } else if !unknown.is_empty() && unknown.len() <= parity && unknown.len() < avail.len() {
-            (unknown.clone(), false)
-        } else {
-            // No checksum decides: the syndromes (RAID6) or the data (RAID5) do.
-            legacy_block(
-                array,
-                row,
-                parity,
-                slots,
-                b,
-                (&pd, &qd),
-                (p_bad, q_bad),
-                repair,
-                &|i| problem(i, "", false, String::new()),
-                rep,
-            )?;
-            continue;
-        };
-        if by_checksum {
-            for &i in &suspects {
-                count_checksum_error(array, slots[i], row, repair);
+        // Nothing known bad: recovery has something to go on only when the row is
+        // inconsistent and few enough blocks' entries are unknown for parity to rebuild them;
+        // otherwise no checksum decides, and the syndromes (RAID6) or the data (RAID5) do.
+        if bad.is_empty() {
+            if !missing.is_empty() {
+                continue; // parity cannot be checked
             }
-        }
-        let lost: Vec<usize> = missing.iter().chain(&suspects).copied().collect();
-        if lost.len() > parity {
-            for &i in &suspects {
-                push(
+            if unknown.is_empty() || unknown.len() > parity || unknown.len() >= avail.len() {
+                legacy_block(
+                    array,
+                    row,
+                    parity,
+                    slots,
+                    b,
+                    (&pd, &qd),
+                    (p_bad, q_bad),
+                    repair,
+                    &|i| problem(i, "", false, String::new()),
                     rep,
-                    problem(
-                        i,
-                        cell_kind(i, d, by_checksum),
-                        false,
-                        format!(
-                            "{} blocks of this row are bad or missing and parity covers {parity}: the data cannot be restored",
-                            lost.len()
-                        ),
-                    ),
-                );
+                )?;
+                continue;
             }
-            continue;
         }
-        // Reconstruct the suspects from the rest.
+        let by_checksum = !bad.is_empty();
+        for &i in &bad {
+            count_checksum_error(array, slots[i], row, repair);
+        }
+        // The one row-recovery routine decides (plan::recover), as for reads and rebuilds.
+        let states: Vec<Cell> = (0..total)
+            .map(|i| {
+                if missing.contains(&i) {
+                    Cell::Absent
+                } else if bad.contains(&i) {
+                    Cell::Bad
+                } else if unknown.contains(&i) {
+                    Cell::Unchecked
+                } else {
+                    Cell::Good
+                }
+            })
+            .collect();
         let mut blocks: Vec<Vec<u8>> = (0..total)
             .map(|i| {
-                if lost.contains(&i) {
+                if missing.contains(&i) {
                     vec![0u8; B]
                 } else {
                     block(i).to_vec()
                 }
             })
             .collect();
-        {
+        let outcome = {
             let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
-            array.kernel().recover(&mut refs, parity, &lost)?;
-        }
-        for &i in &suspects {
-            let fresh = &blocks[i];
-            let want = cell(i)
-                .expect("available")
-                .wanted(rel, c, b)
-                .filter(|_| !unverifiable);
-            let matches = want.is_none_or(|w| array.csum_digest(fresh) == w);
-            let same_as_disk = &fresh[..] == block(i);
-            if same_as_disk && by_checksum {
-                // Redundancy agrees with the block: its checksum entry is what is wrong.
-                if repair {
-                    if let Some(dev) = array.source(slots[i], row) {
-                        array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), fresh);
+            plan::recover(
+                array.kernel(),
+                &mut refs,
+                &states,
+                parity,
+                array.checksum_algo().is_some(),
+                |i, bytes| match cell(i).and_then(|cl| cl.wanted(rel, c, b)) {
+                    Some(w) if !unverifiable && array.csum_digest(bytes) != w => vec![0],
+                    _ => Vec::new(),
+                },
+            )
+        };
+        let suspects: Vec<usize> = (0..total)
+            .filter(|&i| matches!(states[i], Cell::Bad | Cell::Unchecked))
+            .collect();
+        match outcome {
+            Recovered::Intact => {}
+            Recovered::Rebuilt { rewrite, .. } => {
+                for i in rewrite {
+                    let fresh = &blocks[i];
+                    let on_disk = block(i);
+                    let dev = array.source(slots[i], row);
+                    let at = array.cell_offset(row, (b * B) as u64);
+                    if &fresh[..] == on_disk {
+                        // Redundancy agrees with the block: only its checksum entry is wrong
+                        // (or unknown), and recording it again is the repair.
+                        if repair {
+                            if let Some(dev) = &dev {
+                                array.csum_record(dev, at, fresh);
+                            }
+                        }
+                        if states[i] == Cell::Bad {
+                            push(
+                                rep,
+                                problem(
+                                    i,
+                                    "checksum",
+                                    repair,
+                                    "the block agrees with redundancy but not with its checksum entry"
+                                        .into(),
+                                ),
+                            );
+                        }
+                        continue;
                     }
-                }
-                push(
-                    rep,
-                    problem(
-                        i,
-                        "checksum",
-                        repair,
-                        "the block agrees with redundancy but not with its checksum entry".into(),
-                    ),
-                );
-            } else if matches {
-                if repair {
-                    let kind = if i < d {
-                        WriteKind::Data
+                    if repair {
+                        let kind = if i < d {
+                            WriteKind::Data
+                        } else {
+                            WriteKind::Parity
+                        };
+                        array.member_write(slots[i], fresh, row, (b * B) as u64, kind)?;
+                        rep.bytes_written += BLOCK;
+                    }
+                    let note = if states[i] == Cell::Bad {
+                        "fails its checksum; reconstructed from the other members".to_string()
                     } else {
-                        WriteKind::Parity
+                        "differs from redundancy and its checksum page is damaged; reconstructed"
+                            .to_string()
                     };
-                    array.member_write(slots[i], fresh, row, (b * B) as u64, kind)?;
-                    rep.bytes_written += BLOCK;
+                    push(
+                        rep,
+                        problem(i, cell_kind(i, d, states[i] == Cell::Bad), repair, note),
+                    );
                 }
-                let note = if by_checksum {
-                    "fails its checksum; reconstructed from the other members".to_string()
-                } else {
-                    "differs from redundancy and its checksum page is damaged; reconstructed"
-                        .to_string()
-                };
-                push(rep, problem(i, cell_kind(i, d, by_checksum), repair, note));
-            } else {
-                push(
-                    rep,
-                    problem(
-                        i,
-                        cell_kind(i, d, by_checksum),
-                        false,
-                        "fails its checksum and the reconstruction does not match it either".into(),
-                    ),
-                );
+            }
+            Recovered::Lost { lost, .. } => {
+                for i in suspects {
+                    push(
+                        rep,
+                        problem(
+                            i,
+                            cell_kind(i, d, by_checksum),
+                            false,
+                            format!(
+                                "{} blocks of this row are bad or missing and parity covers {parity}: the data cannot be restored",
+                                lost.len()
+                            ),
+                        ),
+                    );
+                }
+            }
+            Recovered::Contradicted { .. } => {
+                for i in suspects.into_iter().filter(|&i| states[i] == Cell::Bad) {
+                    push(
+                        rep,
+                        problem(
+                            i,
+                            cell_kind(i, d, true),
+                            false,
+                            "fails its checksum and the reconstruction does not match it either"
+                                .into(),
+                        ),
+                    );
+                }
             }
         }
     }
