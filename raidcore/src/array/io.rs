@@ -17,7 +17,7 @@ use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
-use crate::plan::{self, Cell, Recovered};
+use crate::plan::{self, Cell, Method, Recovered, RowShape, WritePlan};
 
 /// What a member read's checksums said about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1026,23 +1026,22 @@ impl Array {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
         let slots = self.row_slots(row, parity);
-        let touched: Vec<(usize, Range<u64>)> = (0..d_count)
-            .filter_map(|d| chunk_range(range, d, chunk).map(|r| (d, r)))
-            .collect();
+        let shape = RowShape {
+            data: d_count,
+            parity,
+            chunk,
+        };
+        let first = plan::plan_write(shape, range, false);
+        let touched = first.touched.clone();
+        let span = first.span.clone();
         let new = NewData {
             src,
             row_start: range.start,
             chunk,
         };
         let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
-        let span = touched
-            .iter()
-            .map(|(_, r)| r.start)
-            .min()
-            .expect("non-empty")
-            ..touched.iter().map(|(_, r)| r.end).max().expect("non-empty");
         let span_len = (span.end - span.start) as usize;
-        let full_row = touched.len() == d_count && touched.iter().all(|(_, r)| *r == (0..chunk));
+        let full_row = first.method == Method::FullRow;
         if count {
             self.count_row_write(touched.len(), full_row);
         }
@@ -1054,7 +1053,12 @@ impl Array {
             let mut journaled = false;
             let mut journal_guard = None;
             let degraded = self.row_needs_journal(row, parity);
-            let par: Vec<AlignedBuf> = if full_row && !degraded && !verify_all {
+            let plan = if degraded || verify_all {
+                plan::plan_write(shape, range, true)
+            } else {
+                first.clone()
+            };
+            let par: Vec<AlignedBuf> = if plan.method == Method::FullRow {
                 // Full row: parity straight from the new data, no reads.
                 let data: Vec<&[u8]> = (0..d_count).map(|d| new_of(d, &(0..chunk))).collect();
                 let mut p = AlignedBuf::zeroed(chunk as usize);
@@ -1065,7 +1069,7 @@ impl Array {
                 } else {
                     vec![p]
                 }
-            } else if degraded || verify_all {
+            } else if plan.method == Method::Reconstruct {
                 // Reconstruct whatever is missing over the span, merge, and regenerate parity.
                 let mut bufs = match self.reconstruct_span(row, parity, span.clone(), &[]) {
                     Ok(b) => b,
@@ -1097,17 +1101,12 @@ impl Array {
                 }
                 bufs.split_off(d_count)
             } else {
-                // Partial row: choose read-modify-write or reconstruct-write by bytes read.
-                let rmw_reads: u64 = touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>()
-                    + (parity * span_len) as u64;
-                let rcw_reads: u64 = (0..d_count)
-                    .filter(|&d| !touched.iter().any(|(td, r)| *td == d && *r == span))
-                    .count() as u64
-                    * span_len as u64;
-                let res = if rmw_reads < rcw_reads {
-                    self.rmw_parity(row, parity, &slots, &span, &touched, &new)
+                // Partial row: read-modify-write or reconstruct-write, as planned (whichever
+                // reads fewer bytes).
+                let res = if plan.method == Method::ReadModifyWrite {
+                    self.rmw_parity(row, parity, &slots, &plan, &new)
                 } else {
-                    self.rcw_parity(row, parity, &slots, &span, &touched, &new)
+                    self.rcw_parity(row, parity, &slots, &plan, &new)
                 };
                 match res {
                     Ok(p) => p,
@@ -1123,7 +1122,7 @@ impl Array {
             // Data and parity go to their members at once (one thread per member for large
             // cells). A member failing here is failed and recorded; the row stays consistent
             // for the survivors because parity was computed from the new data.
-            let (p_within, p_len) = if full_row && !degraded && !verify_all {
+            let (p_within, p_len) = if plan.method == Method::FullRow {
                 (0, chunk as usize)
             } else {
                 (span.start, span_len)
@@ -1175,65 +1174,62 @@ impl Array {
         }
     }
 
-    /// Read-modify-write: new parity = old parity ^ contribution of (old data ^ new data).
+    /// Read-modify-write: new parity = old parity ^ contribution of (old data ^ new data),
+    /// from the plan's reads (old parity over the span, old data over each touched range).
     fn rmw_parity(
         &self,
         row: u64,
         parity: usize,
         slots: &[usize],
-        span: &Range<u64>,
-        touched: &[(usize, Range<u64>)],
+        plan: &WritePlan,
         new: &NewData<'_>,
     ) -> Result<Vec<AlignedBuf>> {
-        let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
         let d_count = slots.len() - parity;
+        let span = &plan.span;
         let span_len = (span.end - span.start) as usize;
-        let mut par = Vec::with_capacity(parity);
-        for i in 0..parity {
-            let mut b = AlignedBuf::zeroed(span_len);
-            self.read_for_update(slots[d_count + i], &mut b, row, span.start)?;
-            par.push(b);
+        let mut par: Vec<AlignedBuf> = (0..parity).map(|_| AlignedBuf::zeroed(span_len)).collect();
+        let mut deltas: Vec<(usize, u64, AlignedBuf)> = Vec::new();
+        for (pos, r) in &plan.reads {
+            if *pos >= d_count {
+                self.read_for_update(slots[*pos], &mut par[*pos - d_count], row, r.start)?;
+            } else {
+                let mut delta = AlignedBuf::zeroed((r.end - r.start) as usize);
+                self.read_for_update(slots[*pos], &mut delta, row, r.start)?;
+                (self.kernel.xor_into)(&mut delta, new.get(*pos, r));
+                deltas.push((*pos, r.start, delta));
+            }
         }
-        for (d, r) in touched {
-            let len = (r.end - r.start) as usize;
-            let mut delta = AlignedBuf::zeroed(len);
-            self.read_for_update(slots[*d], &mut delta, row, r.start)?;
-            (self.kernel.xor_into)(&mut delta, new_of(*d, r));
-            let o = (r.start - span.start) as usize;
-            (self.kernel.xor_into)(&mut par[0][o..o + len], &delta);
+        for (d, start, delta) in &deltas {
+            let o = (start - span.start) as usize;
+            (self.kernel.xor_into)(&mut par[0][o..o + delta.len()], delta);
             if parity == 2 {
-                (self.kernel.mul_xor)(&mut par[1][o..o + len], &delta, gf::pow2(*d));
+                (self.kernel.mul_xor)(&mut par[1][o..o + delta.len()], delta, gf::pow2(*d));
             }
         }
         Ok(par)
     }
 
-    /// Reconstruct-write: read the rest of the row over the span, merge, and generate parity.
+    /// Reconstruct-write: the plan's reads (the untouched data over the span), merged with
+    /// the new data, generate parity.
     fn rcw_parity(
         &self,
         row: u64,
         parity: usize,
         slots: &[usize],
-        span: &Range<u64>,
-        touched: &[(usize, Range<u64>)],
+        plan: &WritePlan,
         new: &NewData<'_>,
     ) -> Result<Vec<AlignedBuf>> {
-        let new_of = |d: usize, r: &Range<u64>| new.get(d, r);
         let d_count = slots.len() - parity;
+        let span = &plan.span;
         let span_len = (span.end - span.start) as usize;
-        let mut bufs: Vec<AlignedBuf> = Vec::with_capacity(d_count);
-        for (d, &slot) in slots.iter().enumerate().take(d_count) {
-            let mut b = AlignedBuf::zeroed(span_len);
-            match touched.iter().find(|(td, _)| *td == d) {
-                Some((_, r)) if *r == *span => b.copy_from_slice(new_of(d, r)),
-                Some((_, r)) => {
-                    self.read_for_update(slot, &mut b, row, span.start)?;
-                    let o = (r.start - span.start) as usize;
-                    b[o..o + (r.end - r.start) as usize].copy_from_slice(new_of(d, r));
-                }
-                None => self.read_for_update(slot, &mut b, row, span.start)?,
-            }
-            bufs.push(b);
+        let mut bufs: Vec<AlignedBuf> =
+            (0..d_count).map(|_| AlignedBuf::zeroed(span_len)).collect();
+        for (pos, r) in &plan.reads {
+            self.read_for_update(slots[*pos], &mut bufs[*pos], row, r.start)?;
+        }
+        for (d, r) in &plan.touched {
+            let o = (r.start - span.start) as usize;
+            bufs[*d][o..o + (r.end - r.start) as usize].copy_from_slice(new.get(*d, r));
         }
         let data: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
         let mut p = AlignedBuf::zeroed(span_len);
