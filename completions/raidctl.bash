@@ -153,7 +153,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__bench)
-            opts="-h -V --parity --profile --tests --size --duration --iops-limit --destructive --stripe-cache --data --json --help --version"
+            opts="-h -V --parity --hash --profile --tests --size --duration --iops-limit --destructive --stripe-cache --data --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

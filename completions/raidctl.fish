@@ -282,6 +282,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l iops-limit -d 
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l stripe-cache -d 'Memory for partial-row writes held until their row is complete (parity levels; 0 turns the stripe cache off)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l data -d 'Data chunks per row' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l parity -d 'Parity kernel throughput, single core, no array needed'
+complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l hash -d 'Checksum hash throughput over 4 KiB blocks, single core, no array needed'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l destructive -d 'The test region may be overwritten: do not save and restore it'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand bench" -s h -l help -d 'Print help'

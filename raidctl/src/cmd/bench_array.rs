@@ -3,8 +3,9 @@
 //! around the page cache (O_DIRECT, reported per member). Queue depth Q is Q requests in flight,
 //! each issued by its own thread. Writes flush the array every second, as a file system would,
 //! and the report gives the bytes the members received by kind, so the write amplification of
-//! parity and of the checksum metadata is measured, not estimated. The test region is saved and
-//! restored afterwards unless `--destructive`.
+//! parity and of the checksum metadata is measured, not estimated, and so are the process's CPU
+//! seconds per test (user and system, all threads: on a shared machine CPU per byte moves less
+//! than the rate does). The test region is saved and restored afterwards unless `--destructive`.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -102,6 +103,15 @@ fn member_bytes(a: &Array) -> [u64; 4] {
     v
 }
 
+/// User and system CPU seconds of this process so far (all threads).
+fn cpu_seconds() -> (f64, f64) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map(|u| (secs(u.user_time()), secs(u.system_time())))
+        .unwrap_or((0.0, 0.0))
+}
+
 fn run_test(
     a: &Array,
     t: &Test,
@@ -116,6 +126,7 @@ fn run_test(
     let first_err: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
     let before = member_bytes(a);
     let blocks = region / t.block as u64;
+    let cpu0 = cpu_seconds();
     let start = Instant::now();
     std::thread::scope(|sc| {
         for w in 0..t.queue {
@@ -179,6 +190,8 @@ fn run_test(
     if t.write {
         a.flush()?;
     }
+    let cpu1 = cpu_seconds();
+    let (user_cpu, sys_cpu) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     let after = member_bytes(a);
     let n = ops.load(Ordering::Relaxed);
     let user = n * t.block as u64;
@@ -195,6 +208,8 @@ fn run_test(
         "mb_per_s": user as f64 / secs / 1e6,
         "iops": n as f64 / secs,
         "flushes": flushes.load(Ordering::Relaxed) + t.write as u64,
+        "cpu_seconds": {"user": user_cpu, "system": sys_cpu, "total": user_cpu + sys_cpu},
+        "cpu_seconds_per_gib": if user > 0 { Some((user_cpu + sys_cpu) * (1u64 << 30) as f64 / user as f64) } else { None },
         "user_bytes": user,
         "member_bytes": {"data": d[0], "parity": d[1], "metadata": d[2], "total": member_total},
         "write_amplification": if t.write && user > 0 { Some(member_total as f64 / user as f64) } else { None },
@@ -336,12 +351,12 @@ pub fn print_human(v: &Value) {
         v["members"]
     );
     println!(
-        "{:<18} {:>10} {:>10} {:>8} {:>9}",
-        "test", "MB/s", "IOPS", "amplif.", "metadata"
+        "{:<18} {:>10} {:>10} {:>8} {:>9} {:>9}",
+        "test", "MB/s", "IOPS", "amplif.", "metadata", "CPU s/GiB"
     );
     for r in v["results"].as_array().into_iter().flatten() {
         println!(
-            "{:<18} {:>10.1} {:>10.0} {:>8} {:>9}",
+            "{:<18} {:>10.1} {:>10.0} {:>8} {:>9} {:>9}",
             r["test"].as_str().unwrap_or(""),
             r["mb_per_s"].as_f64().unwrap_or(0.0),
             r["iops"].as_f64().unwrap_or(0.0),
@@ -353,7 +368,11 @@ pub fn print_human(v: &Value) {
                 .as_f64()
                 .map(|x| format!("{:.1}%", x * 100.0))
                 .unwrap_or_else(|| "-".into()),
+            r["cpu_seconds_per_gib"]
+                .as_f64()
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_else(|| "-".into()),
         );
     }
-    println!("amplif.: bytes written to members per byte written; metadata: checksum log and table, bitmap and superblock bytes over data + parity bytes");
+    println!("amplif.: bytes written to members per byte written; metadata: checksum log and table, bitmap and superblock bytes over data + parity bytes; CPU s/GiB: user + system seconds of this process per GiB read or written");
 }
