@@ -480,3 +480,42 @@ fn scrub_repairs_what_reads_recover_under_a_zeroed_table_page() {
     assert_eq!(code, 0, "a second scrub finds problems: {rep}");
     assert!(read_at(&m[0], 0, data.len()).ok().stdout == data);
 }
+
+/// Issue 14 (one recovery rule for mirrors): a mirror rebuild copied the first other copy
+/// that read whole and had no failing entry, even when its table page was damaged and its
+/// bytes corrupt while a third copy vouched for itself. The rebuilt copy got fresh entries
+/// over the corruption, and reads that reached it returned wrong data with no error. The
+/// rebuild now chooses copies block by block with the reads' rule (plan::choose_copy): a copy
+/// that vouches for itself first, and the unchecked one is rewritten from it.
+#[test]
+fn mirror_rebuild_never_copies_an_unchecked_corrupt_copy_over_a_vouching_one() {
+    let (dir, m, data, data_off, table_off) = with_table("1", 3);
+    let chunk = 64 << 10;
+    for c in 0..16u64 {
+        corrupt(&m[0], data_off + c * chunk + 4096, 64);
+    }
+    corrupt(&m[0], table_off + 100, 8);
+    let ms = strs(&m);
+    raidctl(["fail", "--no-rebuild", &ms[1], &ms[2]]).ok();
+    let spare = dir.path().join("spare");
+    std::fs::File::create(&spare)
+        .unwrap()
+        .set_len(std::fs::metadata(&m[2]).unwrap().len())
+        .unwrap();
+    raidctl(["add", &ms[1], &spare.display().to_string()]).ok();
+    let st = raidctl(["status", "--json", &ms[1]]).json();
+    assert_eq!(st["state"], "clean", "{st}");
+    // Reads start at a different copy per chunk, so some reach the rebuilt copy first.
+    for _ in 0..2 {
+        let r = read_at(&m[1], 0, data.len());
+        assert!(
+            r.code == 0 && r.stdout == data,
+            "after the rebuild the array reads back wrong data, or an error (code {})",
+            r.code
+        );
+    }
+    let (code, rep) = scrub(&m[1], true);
+    assert_eq!(code, 0, "scrub --repair: {rep}");
+    let (code, rep) = scrub(&m[1], false);
+    assert_eq!(code, 0, "a second scrub finds problems: {rep}");
+}

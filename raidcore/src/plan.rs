@@ -195,6 +195,56 @@ pub fn recover(
     }
 }
 
+/// What to do with the copies of a mirror chunk (or one block of it), from each copy's read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CopyChoice {
+    /// Copy `copy` vouches for itself: use it, and rewrite `rewrite` from it (the copies a
+    /// member holds that failed their checksums, could not be read, or are unchecked).
+    Use { copy: usize, rewrite: Vec<usize> },
+    /// No copy vouches for itself and none read fails its checksum, but the unchecked copies
+    /// agree: `copy` is the best there is, as on an array without checksums.
+    Unverified { copy: usize },
+    /// No copy vouches for itself and the unchecked copies differ: which is right cannot be
+    /// told, and a guess could be old data.
+    Disagree { copies: Vec<usize> },
+    /// Every copy read fails its checksum (`copies`), and none is unchecked.
+    Corrupt { copies: Vec<usize> },
+    /// No copy could be read.
+    Unavailable,
+}
+
+/// Chooses among the copies of a mirror chunk: the first that vouches for itself; else the
+/// unchecked ones when they agree (`same(i, j)`: copies i and j hold the same bytes);
+/// a copy failing its checksum is never used.
+pub fn choose_copy(cells: &[Cell], same: impl Fn(usize, usize) -> bool) -> CopyChoice {
+    if let Some(copy) = cells.iter().position(|&c| c == Cell::Good) {
+        let rewrite = (0..cells.len())
+            .filter(|&i| {
+                i != copy && matches!(cells[i], Cell::Bad | Cell::Unreadable | Cell::Unchecked)
+            })
+            .collect();
+        return CopyChoice::Use { copy, rewrite };
+    }
+    let unchecked: Vec<usize> = (0..cells.len())
+        .filter(|&i| cells[i] == Cell::Unchecked)
+        .collect();
+    if let Some(&first) = unchecked.first() {
+        return if unchecked.iter().all(|&i| same(first, i)) {
+            CopyChoice::Unverified { copy: first }
+        } else {
+            CopyChoice::Disagree { copies: unchecked }
+        };
+    }
+    let bad: Vec<usize> = (0..cells.len())
+        .filter(|&i| cells[i] == Cell::Bad)
+        .collect();
+    if bad.is_empty() {
+        CopyChoice::Unavailable
+    } else {
+        CopyChoice::Corrupt { copies: bad }
+    }
+}
+
 /// How a write updates a row's parity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -580,6 +630,52 @@ mod tests {
             let rec = plan_write(shape, &range, true);
             prop_assert_eq!(rec.method, Method::Reconstruct);
             prop_assert_eq!(rec.span, plan.span);
+        }
+    }
+
+    proptest! {
+        /// Whatever happened to a chunk's copies, the choice never uses a copy that fails its
+        /// checksum or differs from the truth while a sound copy vouches for itself, and uses
+        /// unchecked copies only when they agree.
+        #[test]
+        fn a_mirror_choice_never_uses_a_wrong_copy_when_a_sound_one_vouches(
+            fates in proptest::collection::vec(0u8..6, 1..5),
+        ) {
+            // 0 good, 1 unchecked sound, 2 unchecked corrupt, 3 bad, 4 unreadable, 5 absent
+            let cells: Vec<Cell> = fates.iter().map(|&f| match f {
+                0 => Cell::Good, 1 | 2 => Cell::Unchecked, 3 => Cell::Bad, 4 => Cell::Unreadable, _ => Cell::Absent,
+            }).collect();
+            // Bytes: truth is 0; a corrupt copy holds its own index + 1.
+            let bytes = |i: usize| if matches!(fates[i], 2 | 3) { i + 1 } else { 0 };
+            let choice = choose_copy(&cells, |i, j| bytes(i) == bytes(j));
+            let any_good = fates.contains(&0);
+            match &choice {
+                CopyChoice::Use { copy, rewrite } => {
+                    prop_assert_eq!(cells[*copy], Cell::Good);
+                    prop_assert_eq!(bytes(*copy), 0);
+                    for &i in rewrite { prop_assert!(cells[i].present() && i != *copy); }
+                    for (i, f) in fates.iter().enumerate() {
+                        if (2..=4).contains(f) { prop_assert!(rewrite.contains(&i)); }
+                    }
+                }
+                CopyChoice::Unverified { copy } => {
+                    prop_assert!(!any_good);
+                    prop_assert_eq!(cells[*copy], Cell::Unchecked);
+                    // Wrong only when every unchecked copy is the same corruption (one copy).
+                    let unchecked: Vec<usize> = (0..cells.len()).filter(|&i| cells[i] == Cell::Unchecked).collect();
+                    prop_assert!(bytes(*copy) == 0 || unchecked.len() == 1);
+                }
+                CopyChoice::Disagree { copies } => {
+                    prop_assert!(!any_good && copies.len() >= 2);
+                }
+                CopyChoice::Corrupt { copies } => {
+                    prop_assert!(!any_good && !fates.iter().any(|&f| f == 1 || f == 2));
+                    prop_assert!(copies.iter().all(|&i| cells[i] == Cell::Bad));
+                }
+                CopyChoice::Unavailable => {
+                    prop_assert!(fates.iter().all(|&f| f == 4 || f == 5));
+                }
+            }
         }
     }
 

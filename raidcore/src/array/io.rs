@@ -17,7 +17,7 @@ use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
-use crate::plan::{self, Cell, Method, Recovered, RowShape, WritePlan};
+use crate::plan::{self, Cell, CopyChoice, Method, Recovered, RowShape, WritePlan};
 
 /// What a member read's checksums said about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,87 +424,88 @@ impl Array {
     }
 
     fn read_mirror_chunk(&self, c: u64, copies: usize, out: &mut [u8], within: u64) -> Result<()> {
-        // Spread reads over the copies; fall back to the next copy on error or checksum
-        // mismatch, and rewrite copies found bad from the good one.
+        // Spread reads over the copies; try the next copy on an error or a checksum mismatch
+        // until one vouches for itself, then let plan::choose_copy decide among those tried
+        // (the first vouching copy, if any, is the one read last and is in `out`).
         let first = (c % copies as u64) as usize;
+        let order: Vec<usize> = (0..copies).map(|i| (first + i) % copies).collect();
+        let mut cells: Vec<Cell> = Vec::with_capacity(copies);
+        // The bytes of unchecked copies (entries unknown: a damaged table page), to tell
+        // whether they agree.
+        let mut held: Vec<Option<Vec<u8>>> = Vec::with_capacity(copies);
         let mut last_err = None;
-        let mut bad_copies = Vec::new();
-        let mut unreadable = Vec::new();
-        // Copies whose checksum entries are unknown (a damaged table page): the first one's
-        // bytes, kept for when no copy vouches for itself.
-        let mut unknown = Vec::new();
-        let mut unknown_bytes: Option<Vec<u8>> = None;
-        let mut unknown_differ = false;
-        for i in 0..copies {
-            let k = (first + i) % copies;
+        for &k in &order {
             let (slot, row) = self.layout.mirror_cell(c, k);
             if self.source(slot, row).is_none() {
+                cells.push(Cell::Absent);
+                held.push(None);
                 continue;
             }
-            match self.member_read_verified(slot, out, row, within) {
-                Ok(Verdict::Good) => {
-                    if self.writable {
-                        // Copies that failed their checksums or could not be read are
-                        // rewritten from the good one (an SSD remaps a bad sector on write),
-                        // and so are copies nothing vouched for (which records their entries).
-                        for &(s, r) in bad_copies.iter().chain(&unreadable).chain(&unknown) {
-                            self.member_write(s, out, r, within, WriteKind::Data)?;
-                        }
-                    }
-                    return Ok(());
-                }
-                Ok(Verdict::Unknown) => {
-                    unknown.push((slot, row));
-                    match &unknown_bytes {
-                        None => unknown_bytes = Some(out.to_vec()),
-                        Some(b) => unknown_differ |= b[..] != out[..],
-                    }
-                }
-                Ok(Verdict::Bad) => bad_copies.push((slot, row)),
+            let (cell, bytes) = match self.member_read_verified(slot, out, row, within) {
+                Ok(Verdict::Good) => (Cell::Good, None),
+                Ok(Verdict::Unknown) => (Cell::Unchecked, Some(out.to_vec())),
+                Ok(Verdict::Bad) => (Cell::Bad, None),
                 Err(e) => {
-                    unreadable.push((slot, row));
                     last_err = Some(e);
+                    (Cell::Unreadable, None)
                 }
+            };
+            cells.push(cell);
+            held.push(bytes);
+            if cell == Cell::Good {
+                break;
             }
         }
-        match unknown_bytes {
-            // No copy vouches for itself and the unchecked ones disagree: which is right
-            // cannot be told, and a guess could be old data.
-            Some(_) if unknown_differ => {
-                let (slot, row) = unknown[0];
-                return Err(Error::new(
-                    ErrorKind::Checksum,
-                    format!(
-                        "logical chunk {c}: copies differ at member offset {} of {} and the others, and no checksum entry says which is right (their table pages are damaged; scrub names them)",
-                        self.cell_offset(row, within),
-                        self.slot_name(slot)
-                    ),
-                ));
+        let at = |i: usize| {
+            let (slot, row) = self.layout.mirror_cell(c, order[i]);
+            (slot, row, self.cell_offset(row, within))
+        };
+        match plan::choose_copy(&cells, |i, j| held[i] == held[j]) {
+            CopyChoice::Use { rewrite, .. } => {
+                if self.writable {
+                    // Copies that failed their checksums or could not be read are rewritten
+                    // from the good one (an SSD remaps a bad sector on write), and so are
+                    // copies nothing vouched for (which records their entries).
+                    for i in rewrite {
+                        let (slot, row, _) = at(i);
+                        self.member_write(slot, out, row, within, WriteKind::Data)?;
+                    }
+                }
+                Ok(())
             }
             // No copy vouches for itself, none contradicts its checksums, the unchecked ones
             // agree: the best there is, as on an array without checksums.
-            Some(b) => {
-                out.copy_from_slice(&b);
-                return Ok(());
+            CopyChoice::Unverified { copy } => {
+                out.copy_from_slice(held[copy].as_ref().expect("an unchecked copy is held"));
+                Ok(())
             }
-            None => {}
+            CopyChoice::Disagree { copies } => {
+                let (slot, _, off) = at(copies[0]);
+                Err(Error::new(
+                    ErrorKind::Checksum,
+                    format!(
+                        "logical chunk {c}: copies differ at member offset {off} of {} and the others, and no checksum entry says which is right (their table pages are damaged; scrub names them)",
+                        self.slot_name(slot)
+                    ),
+                ))
+            }
+            CopyChoice::Corrupt { copies } => {
+                let (slot, _, off) = at(copies[0]);
+                Err(Error::new(
+                    ErrorKind::Checksum,
+                    format!(
+                        "logical chunk {c}: {} fails its checksum at member offset {off} and no other copy holds good data",
+                        self.slot_name(slot)
+                    ),
+                ))
+            }
+            CopyChoice::Unavailable => Err(last_err.unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::ArrayFailed,
+                    format!("logical chunk {c}: no copy is on an available member"),
+                )
+            })),
         }
-        if let Some(&(slot, row)) = bad_copies.first() {
-            return Err(Error::new(
-                ErrorKind::Checksum,
-                format!(
-                    "logical chunk {c}: {} fails its checksum at member offset {} and no other copy holds good data",
-                    self.slot_name(slot),
-                    self.cell_offset(row, within)
-                ),
-            ));
-        }
-        Err(last_err.unwrap_or_else(|| {
-            Error::new(
-                ErrorKind::ArrayFailed,
-                format!("logical chunk {c}: no copy is on an available member"),
-            )
-        }))
     }
 
     /// Reads row-relative `range` of a row: blocks the stripe cache holds come from it (all of

@@ -16,7 +16,7 @@ use crate::array::{Array, Dev, RowGuard, Target, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
-use crate::plan::{self, Cell, Recovered};
+use crate::plan::{self, Cell, CopyChoice, Recovered};
 
 /// Options of a rebuild run.
 #[derive(Clone, Debug)]
@@ -658,91 +658,32 @@ fn fill_batch(
                         outs[ti][k * c..(k + 1) * c].fill(0); // a cell no chunk uses
                         continue;
                     };
-                    // A copy whose blocks fail their checksums is passed over for the next;
-                    // when every copy has bad blocks, the last one read is used and its bad
-                    // blocks are poisoned on the target.
-                    let mut done = false;
-                    let mut bad_in_last: Vec<usize> = Vec::new();
-                    for other in (0..copies).filter(|&o| o != copy) {
-                        let (s2, row2) = layout.mirror_cell(chunk, other);
-                        if lost[s2] {
-                            continue;
-                        }
-                        let out = &mut outs[ti][k * c..(k + 1) * c];
-                        if array.member_read(s2, out, row2, 0).is_ok() {
-                            done = true;
-                            bad_in_last = array
-                                .source(s2, row2)
-                                .map(|d| {
-                                    let bad = array.csum_mismatches(
-                                        &d,
-                                        row2,
-                                        array.cell_offset(row2, 0),
-                                        out,
-                                    );
-                                    if let Some(&i) = bad.first() {
-                                        d.csum_error(
-                                            bad.len() as u64,
-                                            array.cell_offset(row2, 0) + i as u64 * 4096,
-                                        );
-                                    }
-                                    bad
-                                })
-                                .unwrap_or_default();
-                            if bad_in_last.is_empty() {
-                                break;
-                            }
-                        }
-                    }
-                    for blk in &bad_in_last {
-                        damage
-                            .poisoned
-                            .push((ti, k * c + blk * crate::array::csum::BLOCK as usize));
-                    }
-                    if !done && array.checksum_algo().is_none() {
-                        // Without checksums a lost block cannot be marked on a mirror (the
-                        // bad-block list covers parity levels): stop rather than leave zeros
-                        // that would read as data.
+                    let others: Vec<(usize, u64)> = (0..copies)
+                        .filter(|&o| o != copy)
+                        .map(|o| layout.mirror_cell(chunk, o))
+                        .filter(|&(s2, _)| !lost[s2])
+                        .collect();
+                    if others.is_empty() {
                         array.check_alive()?;
                         crate::bail!(
                             ArrayFailed,
-                            "logical chunk {chunk}: no readable copy to rebuild slot {slot} from"
+                            "logical chunk {chunk}: no copy left to rebuild slot {slot} from"
                         );
                     }
-                    if !done {
-                        // No copy reads whole: block by block, each from any copy that reads
-                        // it. A block no copy can read is lost: poisoned on the target (its
-                        // checksum entry can match nothing), so it reads as an error, never as
-                        // zeros, until it is written again.
-                        let out = &mut outs[ti][k * c..(k + 1) * c];
-                        let mut any_copy = false;
-                        for b in 0..c / BLK {
-                            let mut got = false;
-                            for other in (0..copies).filter(|&o| o != copy) {
-                                let (s2, row2) = layout.mirror_cell(chunk, other);
-                                if lost[s2] {
-                                    continue;
-                                }
-                                any_copy = true;
-                                let blk = &mut out[b * BLK..(b + 1) * BLK];
-                                if array.member_read(s2, blk, row2, (b * BLK) as u64).is_ok() {
-                                    got = true;
-                                    break;
-                                }
-                            }
-                            if !got {
-                                out[b * BLK..(b + 1) * BLK].fill(0);
-                                damage.poisoned.push((ti, k * c + b * BLK));
-                            }
-                        }
-                        if !any_copy {
-                            array.check_alive()?;
-                            crate::bail!(
-                                ArrayFailed,
-                                "logical chunk {chunk}: no copy left to rebuild slot {slot} from"
-                            );
-                        }
+                    // The common case: the first other copy reads whole and vouches for every
+                    // block.
+                    let out = &mut outs[ti][k * c..(k + 1) * c];
+                    let (s2, row2) = others[0];
+                    if array.member_read(s2, out, row2, 0).is_ok()
+                        && array.source(s2, row2).is_some_and(|d| {
+                            let (bad, unknown) =
+                                array.csum_blocks(&d, row2, array.cell_offset(row2, 0), out);
+                            bad.is_empty() && unknown.is_empty()
+                        })
+                    {
+                        continue;
                     }
+                    mirror_blocks(array, chunk, &others, out, (ti, k * c), &mut damage)?;
                 }
             }
         }
@@ -842,6 +783,103 @@ fn recover_block(
                     .filter(|(_, cell)| matches!(cell, Cell::Bad | Cell::Unreadable))
                     .map(|(&s, _)| (s, at)),
             );
+        }
+    }
+    Ok(())
+}
+
+/// Rebuilds one mirror chunk into `out` block by block, when its first other copy did not read
+/// whole or does not vouch for every block: every other copy (`others`: slot, row) is read,
+/// and plan::choose_copy picks each block's source, as reads do. Copies found bad or
+/// unreadable are rewritten from the chosen one; a block no copy settles is poisoned on the
+/// target (`at`: target index, byte offset in the batch), so it reads as an error. Without
+/// checksums a lost block cannot be marked on a mirror: the rebuild stops instead.
+fn mirror_blocks(
+    array: &Array,
+    chunk: u64,
+    others: &[(usize, u64)],
+    out: &mut [u8],
+    (ti, at): (usize, usize),
+    damage: &mut Damage,
+) -> Result<()> {
+    let c = out.len();
+    // Per other copy: its bytes, and the state of each of its blocks.
+    let mut bytes: Vec<AlignedBuf> = others.iter().map(|_| AlignedBuf::zeroed(c)).collect();
+    let mut states: Vec<Vec<Cell>> = Vec::with_capacity(others.len());
+    for (o, &(s2, row2)) in others.iter().enumerate() {
+        let buf = &mut bytes[o];
+        let mut st = vec![Cell::Good; c / BLK];
+        if array.member_read(s2, buf, row2, 0).is_err() {
+            for (b, cell) in st.iter_mut().enumerate() {
+                let blk = &mut buf[b * BLK..(b + 1) * BLK];
+                if array.source(s2, row2).is_none() {
+                    *cell = Cell::Absent;
+                } else if array.member_read(s2, blk, row2, (b * BLK) as u64).is_err() {
+                    *cell = Cell::Unreadable;
+                }
+            }
+        }
+        if let Some(d) = array.source(s2, row2) {
+            let (bad, unknown) = array.csum_blocks(&d, row2, array.cell_offset(row2, 0), buf);
+            if let Some(&i) = bad.first() {
+                d.csum_error(
+                    bad.len() as u64,
+                    array.cell_offset(row2, 0) + (i * BLK) as u64,
+                );
+            }
+            for i in bad {
+                if st[i] == Cell::Good {
+                    st[i] = Cell::Bad;
+                }
+            }
+            for i in unknown {
+                if st[i] == Cell::Good {
+                    st[i] = Cell::Unchecked;
+                }
+            }
+        } else {
+            st.iter_mut().for_each(|x| *x = Cell::Absent);
+        }
+        states.push(st);
+    }
+    for b in 0..c / BLK {
+        let blk = b * BLK..(b + 1) * BLK;
+        let cells: Vec<Cell> = states.iter().map(|st| st[b]).collect();
+        let choice = plan::choose_copy(&cells, |i, j| {
+            bytes[i][blk.clone()] == bytes[j][blk.clone()]
+        });
+        let from = match choice {
+            CopyChoice::Use { copy, rewrite } => {
+                for o in rewrite {
+                    let (s2, row2) = others[o];
+                    let good = bytes[copy][blk.clone()].to_vec();
+                    array.member_write(s2, &good, row2, blk.start as u64, WriteKind::Data)?;
+                    if cells[o] != Cell::Unchecked {
+                        damage.repaired += 1;
+                    }
+                }
+                Some(copy)
+            }
+            CopyChoice::Unverified { copy } => Some(copy),
+            CopyChoice::Disagree { .. } | CopyChoice::Corrupt { .. } | CopyChoice::Unavailable => {
+                None
+            }
+        };
+        match from {
+            Some(o) => out[blk.clone()].copy_from_slice(&bytes[o][blk]),
+            None if array.checksum_algo().is_none() => {
+                array.check_alive()?;
+                crate::bail!(
+                    ArrayFailed,
+                    "logical chunk {chunk}: no readable copy of block {b} to rebuild from"
+                );
+            }
+            None => {
+                // Lost: poisoned on the target (its checksum entry can match nothing), so it
+                // reads as an error, never as zeros, until it is written again.
+                out[blk].fill(0);
+                damage.poisoned.push((ti, at + b * BLK));
+            }
         }
     }
     Ok(())
