@@ -189,13 +189,7 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     );
     // A rebuild onto a new member cannot bring the lost data back: the blocks stay listed.
     let new = dir.path().join("new");
-    std::fs::write(&new, b"").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&new)
-        .unwrap()
-        .set_len(std::fs::metadata(&m[0]).unwrap().len())
-        .unwrap();
+    sized_like(&new, &m[0]);
     raidctl(["add", &ms[0], &new.display().to_string()]).ok();
     let st = status_run(["status", "--json", &ms[0]]).json();
     assert_eq!(st["state"], "clean", "{st}");

@@ -439,15 +439,7 @@ fn raid6_rebuild_over_an_unchecked_corrupt_block_never_spreads_it() {
     }
     corrupt(&m[1], table_off + 100, 8);
     let ms = strs(&m);
-    raidctl(["fail", "--no-rebuild", &ms[0], &ms[2]]).ok();
-    let spare = dir.path().join("spare");
-    std::fs::File::create(&spare)
-        .unwrap()
-        .set_len(std::fs::metadata(&m[2]).unwrap().len())
-        .unwrap();
-    raidctl(["add", &ms[0], &spare.display().to_string()]).ok();
-    let st = raidctl(["status", "--json", &ms[0]]).json();
-    assert_eq!(st["state"], "clean", "{st}");
+    fail_and_rebuild_onto_a_spare(dir.path(), &ms[0], &ms[2]);
     let r = read_at(&m[0], 0, data.len());
     assert!(
         r.code == 0 && r.stdout == data,
@@ -496,15 +488,7 @@ fn mirror_rebuild_never_copies_an_unchecked_corrupt_copy_over_a_vouching_one() {
     }
     corrupt(&m[0], table_off + 100, 8);
     let ms = strs(&m);
-    raidctl(["fail", "--no-rebuild", &ms[1], &ms[2]]).ok();
-    let spare = dir.path().join("spare");
-    std::fs::File::create(&spare)
-        .unwrap()
-        .set_len(std::fs::metadata(&m[2]).unwrap().len())
-        .unwrap();
-    raidctl(["add", &ms[1], &spare.display().to_string()]).ok();
-    let st = raidctl(["status", "--json", &ms[1]]).json();
-    assert_eq!(st["state"], "clean", "{st}");
+    fail_and_rebuild_onto_a_spare(dir.path(), &ms[1], &ms[2]);
     // Reads start at a different copy per chunk, so some reach the rebuilt copy first.
     for _ in 0..2 {
         let r = read_at(&m[1], 0, data.len());
@@ -518,4 +502,15 @@ fn mirror_rebuild_never_copies_an_unchecked_corrupt_copy_over_a_vouching_one() {
     assert_eq!(code, 0, "scrub --repair: {rep}");
     let (code, rep) = scrub(&m[1], false);
     assert_eq!(code, 0, "a second scrub finds problems: {rep}");
+}
+
+/// Fails `failed` in the array `via` names, adds a new member file of the same size (which
+/// rebuilds onto it), and checks the array is clean again.
+fn fail_and_rebuild_onto_a_spare(dir: &Path, via: &str, failed: &str) {
+    raidctl(["fail", "--no-rebuild", via, failed]).ok();
+    let spare = dir.join("spare");
+    sized_like(&spare, Path::new(failed));
+    raidctl(["add", via, &spare.display().to_string()]).ok();
+    let st = raidctl(["status", "--json", via]).json();
+    assert_eq!(st["state"], "clean", "{st}");
 }

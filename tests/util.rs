@@ -136,6 +136,14 @@ pub fn members(dir: &Path, n: usize) -> Vec<PathBuf> {
     (0..n).map(|i| dir.join(format!("m{i}"))).collect()
 }
 
+/// Creates (or truncates) `path` as an empty file as large as `like`: a new member.
+pub fn sized_like(path: &Path, like: &Path) {
+    std::fs::File::create(path)
+        .unwrap()
+        .set_len(std::fs::metadata(like).unwrap().len())
+        .unwrap();
+}
+
 pub fn strs(paths: &[PathBuf]) -> Vec<String> {
     paths.iter().map(|p| p.display().to_string()).collect()
 }

@@ -665,12 +665,7 @@ impl Array {
                 if self.writable {
                     let d_count = slots.len() - parity;
                     for i in rewrite {
-                        let kind = if i < d_count {
-                            WriteKind::Data
-                        } else {
-                            WriteKind::Parity
-                        };
-                        self.member_write(slots[i], &bufs[i], row, within.start, kind)?;
+                        self.member_write(slots[i], &bufs[i], row, within.start, WriteKind::of_cell(i, d_count))?;
                     }
                 }
                 Ok(bufs)

@@ -43,6 +43,17 @@ pub enum WriteKind {
     Rebuild = 3,
 }
 
+impl WriteKind {
+    /// The kind of a parity row's cell at row position `pos` (data 0..`data`, then P, Q).
+    pub(crate) fn of_cell(pos: usize, data: usize) -> WriteKind {
+        if pos < data {
+            WriteKind::Data
+        } else {
+            WriteKind::Parity
+        }
+    }
+}
+
 /// Run-time view of one member state, as `status` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberState {

@@ -760,12 +760,13 @@ fn recover_block(
                 if let Some(ti) = target_of[s] {
                     outs[ti][at..at + BLK].copy_from_slice(&blocks[pos]);
                 } else if rewrite.contains(&pos) {
-                    let kind = if pos < d_count {
-                        WriteKind::Data
-                    } else {
-                        WriteKind::Parity
-                    };
-                    array.member_write(s, &blocks[pos], r, (j * BLK) as u64, kind)?;
+                    array.member_write(
+                        s,
+                        &blocks[pos],
+                        r,
+                        (j * BLK) as u64,
+                        WriteKind::of_cell(pos, d_count),
+                    )?;
                     if cells[pos] != Cell::Unchecked {
                         damage.repaired += 1;
                     }

@@ -1147,12 +1147,13 @@ fn check_parity_row(
                         continue;
                     }
                     if repair {
-                        let kind = if i < d {
-                            WriteKind::Data
-                        } else {
-                            WriteKind::Parity
-                        };
-                        array.member_write(slots[i], fresh, row, (b * B) as u64, kind)?;
+                        array.member_write(
+                            slots[i],
+                            fresh,
+                            row,
+                            (b * B) as u64,
+                            WriteKind::of_cell(i, d),
+                        )?;
                         rep.bytes_written += BLOCK;
                     }
                     let note = if states[i] == Cell::Bad {
