@@ -1070,3 +1070,6 @@ impl Drop for Array {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod review_tests;

@@ -1,0 +1,247 @@
+//! Outside review of the plan.rs change (cf5c5ec..c2c2280): failing tests for what it found.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::csum::{CsumAlgo, UNKNOWN_ENTRY};
+use super::*;
+use crate::device::{FaultMember, MemMember};
+use crate::layout::{LayoutParams, Level};
+use crate::rng::SplitMix64 as Rng;
+
+fn make(level: Level, n: usize, chunk: u64, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
+    let p = LayoutParams::with_defaults(level, n, chunk);
+    let faults: Vec<Arc<FaultMember>> = (0..n)
+        .map(|i| {
+            Arc::new(FaultMember::new(Box::new(MemMember::named(
+                member_bytes,
+                &format!("m{i}"),
+            ))))
+        })
+        .collect();
+    let members = faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>))
+        .collect();
+    let spec = CreateSpec {
+        name: "t".into(),
+        layout: p,
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: Some(CsumAlgo::default()),
+    };
+    (
+        Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
+        faults,
+    )
+}
+
+fn flip(a: &Array, slot: usize, member_off: u64) {
+    let d = a.slots[slot].usable().unwrap();
+    let mut b = vec![0u8; 16];
+    d.member.read_at(&mut b, member_off).unwrap();
+    for x in b.iter_mut() {
+        *x ^= 0xa5;
+    }
+    d.member.write_at(&b, member_off).unwrap();
+}
+
+#[allow(dead_code)]
+/// Makes the checksum entry of the 4 KiB block at `member_off` of `slot` unknown (as a fold
+/// does for a page it could not read).
+fn unknown_entry(a: &Array, slot: usize, member_off: u64) {
+    let d = a.slots[slot].usable().unwrap();
+    let s = a.csum_of(&d).unwrap();
+    s.record_digests(s.block_of(member_off), &[UNKNOWN_ENTRY]);
+}
+
+fn counters(a: &Array, slot: usize) -> (u64, u64) {
+    let d = a.slots[slot].usable().expect("member still in service");
+    (
+        d.read_errors.load(Ordering::Relaxed),
+        d.csum_errors.load(Ordering::Relaxed),
+    )
+}
+
+/// R1: a mirror rebuild over one unreadable sector on its only source copy. Before the change
+/// the source counted 2 read errors (the chunk's whole read and the block's) and no checksum
+/// error. After it, the whole chunk is read twice (fill_batch's first try, then
+/// mirror_blocks) and the zero-filled unreadable block is also judged against its entry in
+/// mirror_blocks and counted as a checksum error.
+#[test]
+fn review_mirror_rebuild_counts_an_unreadable_sector_once() {
+    let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(5).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(1)).unwrap();
+    let row = 3;
+    faults[0].bad_block(a.cell_offset(row, 8192));
+    let m = a.take_failed(&PathBuf::from("m1")).unwrap();
+    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    let before = counters(&a, 0);
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    let after = counters(&a, 0);
+    let (read, csum) = (after.0 - before.0, after.1 - before.1);
+    assert_eq!(csum, 0, "an unreadable sector counted as a checksum error too (read errors {read})");
+    assert!(read <= 2, "one unreadable sector counted {read} read errors (2 before the change)");
+}
+
+/// R2: the same, over 8 chunks with one unreadable sector each on the only source copy. Before
+/// the change: 16 read errors, under READ_ERROR_LIMIT (20), and the rebuild completes with 8
+/// blocks lost. After it, 3 per chunk: past the limit the last source is failed mid-rebuild
+/// and the array fails.
+#[test]
+fn review_mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
+    let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(6).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(1)).unwrap();
+    for row in 0..8 {
+        faults[0].bad_block(a.cell_offset(row, 4096));
+    }
+    let m = a.take_failed(&PathBuf::from("m1")).unwrap();
+    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    let r = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {});
+    assert!(
+        a.slots[0].usable().is_some(),
+        "the only source copy was failed for 8 bad sectors: {:?}, state {:?}",
+        r.as_ref().err(),
+        a.state()
+    );
+    assert!(r.is_ok(), "{:?}", r.err());
+}
+
+/// R3: reads recover a parity row per span, rebuild and scrub per 4 KiB block. RAID5, 8 KiB
+/// chunks: data chunk 0 of a row fails its checksum in block 0, data chunk 1 in block 1.
+/// Block by block the row is fully recoverable (each column has one bad block; scrub
+/// --repair repairs both), and 4 KiB reads return the right data; a read of the whole of
+/// chunk 0 calls reconstruct_span over 0..8192, where both chunks are "Bad" cells, and
+/// plan::recover says Lost: the read fails.
+#[test]
+fn review_a_whole_chunk_read_recovers_what_block_reads_recover() {
+    let chunk = 8192;
+    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(7).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    let row = 2u64;
+    let d = a.layout().data_per_row() as u64;
+    let s0 = a.layout().data_slot(row, 0);
+    let s1 = a.layout().data_slot(row, 1);
+    flip(&a, s0, a.cell_offset(row, 100));
+    flip(&a, s1, a.cell_offset(row, 4096 + 100));
+    let at = row * d * chunk;
+    // Block by block: fine (read-only open would be the same; here each read heals).
+    // Whole chunk first, so nothing is healed yet.
+    let mut whole = vec![0u8; chunk as usize];
+    let r = a.read(&mut whole, at);
+    assert!(r.is_ok(), "a read of the whole chunk fails: {}", r.unwrap_err());
+    assert!(whole == model[at as usize..(at + chunk) as usize], "wrong data");
+}
+
+/// R3b: the same row, read block by block, reads right (the contrast for R3).
+#[test]
+fn review_block_reads_of_the_same_row_succeed() {
+    let chunk = 8192;
+    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(7).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    let row = 2u64;
+    let d = a.layout().data_per_row() as u64;
+    let s0 = a.layout().data_slot(row, 0);
+    let s1 = a.layout().data_slot(row, 1);
+    flip(&a, s0, a.cell_offset(row, 100));
+    flip(&a, s1, a.cell_offset(row, 4096 + 100));
+    let at = row * d * chunk;
+    for b in 0..(2 * chunk / 4096) {
+        let mut got = vec![0u8; 4096];
+        a.read(&mut got, at + b * 4096).unwrap();
+        assert!(got == model[(at + b * 4096) as usize..(at + (b + 1) * 4096) as usize]);
+    }
+}
+
+/// R3c: the same row, a write of chunk 0's 8 KiB: the read-modify-write finds block 0
+/// failing, the reconstruct attempt over 0..8192 says Lost, and the write fails (Checksum)
+/// though scrub would repair the row.
+#[test]
+fn review_a_write_over_two_bad_blocks_in_different_columns_succeeds() {
+    let chunk = 8192;
+    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(7).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    let row = 2u64;
+    let d = a.layout().data_per_row() as u64;
+    let s0 = a.layout().data_slot(row, 0);
+    let s1 = a.layout().data_slot(row, 1);
+    flip(&a, s0, a.cell_offset(row, 100));
+    flip(&a, s1, a.cell_offset(row, 4096 + 100));
+    let at = row * d * chunk;
+    let r = a.write(&[9u8; 8192], at).and_then(|_| a.flush());
+    assert!(r.is_ok(), "the write fails: {}", r.unwrap_err());
+    model[at as usize..(at + 8192) as usize].fill(9);
+    for b in 0..(d * chunk / 4096) {
+        let o = (at + b * 4096) as usize;
+        let mut got = vec![0u8; 4096];
+        let r = a.read(&mut got, o as u64);
+        assert!(r.is_ok(), "block {b} of the row: {}", r.unwrap_err());
+        assert!(got == model[o..o + 4096], "block {b} of the row reads wrong data");
+    }
+}
+
+/// R4 (left, not introduced): a write over a block failing its checksum counts the one bad
+/// block twice: read_for_update counts it, then the reconstruct attempt reads it again and
+/// counts it again.
+#[test]
+fn review_a_write_over_a_bad_block_counts_it_once() {
+    let chunk = 65536;
+    // Six members: read-modify-write (reads D0 and P) beats reconstruct-write.
+    let (a, _) = make(Level::Raid5, 6, chunk, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(8).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    let row = 1u64;
+    let d = a.layout().data_per_row() as u64;
+    let s0 = a.layout().data_slot(row, 0);
+    flip(&a, s0, a.cell_offset(row, 100));
+    let before = counters(&a, s0).1;
+    a.write(&[7u8; 4096], row * d * chunk).unwrap();
+    a.flush().unwrap();
+    let n = counters(&a, s0).1 - before;
+    assert_eq!(n, 1, "one bad block counted {n} checksum errors");
+}
+
+/// R5 (left, not introduced): a read of an unreadable sector on a healthy RAID5 counts two
+/// read errors: read_parity_row's read fails, and reconstruct_span reads the same range again
+/// (read_parity_row passes only checksum failures as `bad`, not read errors).
+#[test]
+fn review_a_read_of_an_unreadable_sector_counts_it_once() {
+    let chunk = 65536;
+    let (a, faults) = make(Level::Raid5, 4, chunk, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(9).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    let row = 1u64;
+    let d = a.layout().data_per_row() as u64;
+    let s0 = a.layout().data_slot(row, 0);
+    faults[s0].bad_block(a.cell_offset(row, 0));
+    let before = counters(&a, s0).0;
+    let mut got = vec![0u8; 4096];
+    a.read(&mut got, row * d * chunk).unwrap();
+    assert!(got == model[(row * d * chunk) as usize..(row * d * chunk + 4096) as usize]);
+    let n = counters(&a, s0).0 - before;
+    assert_eq!(n, 1, "one unreadable sector counted {n} read errors");
+}
