@@ -124,6 +124,10 @@ pub enum Recovered {
     Rebuilt {
         rebuilt: Vec<usize>,
         rewrite: Vec<usize>,
+        /// Every cell the reconstruction used vouched for itself. When not, the rebuilt
+        /// bytes are the best there is but nothing confirms them: a copy written elsewhere
+        /// must not get checksum entries that vouch for it.
+        vouched: bool,
     },
     /// More cells lost than parity covers; the lost cells' buffers are undefined.
     Lost { lost: Vec<usize>, damaged: bool },
@@ -190,6 +194,7 @@ pub fn recover(
             Recovered::Rebuilt {
                 rebuilt: rebuild,
                 rewrite,
+                vouched,
             }
         }
     }
@@ -498,17 +503,21 @@ mod tests {
                         prop_assert_eq!(&bufs, &truth);
                     }
                 }
-                Recovered::Rebuilt { rebuilt, rewrite } => {
+                Recovered::Rebuilt { rebuilt, rewrite, .. } => {
                     prop_assert!(rebuilt.len() <= parity);
-                    for &i in rewrite {
-                        prop_assert!(cells[i].present());
+                    // Every rebuilt cell a member holds is rewritten, and nothing else.
+                    let want: Vec<usize> = rebuilt.iter().copied().filter(|&i| cells[i].present()).collect();
+                    prop_assert_eq!(rewrite, &want);
+                    // Every lost cell is rebuilt.
+                    for (i, cell) in cells.iter().enumerate() {
+                        if cell.lost() { prop_assert!(rebuilt.contains(&i), "{} lost, not rebuilt", i); }
                     }
                     if !excused {
                         prop_assert_eq!(&bufs, &truth, "cells {:?} fates {:?}", cells, fates);
                     }
                     // Even then, a rebuilt cell whose entries (or whose bytes as read) can
                     // check it is never wrong.
-                    for &i in rewrite {
+                    for &i in rebuilt {
                         let checkable = checksums
                             && matches!(fates[i], Fate::Corrupt | Fate::Unreadable | Fate::WrongEntries);
                         if checkable {
@@ -517,9 +526,11 @@ mod tests {
                     }
                 }
                 Recovered::Lost { lost: l, .. } => prop_assert!(l.len() > parity && lost > parity),
-                Recovered::Contradicted { cell, .. } => {
-                    // Only when something unchecked fed the reconstruction.
+                Recovered::Contradicted { cell, block } => {
+                    // Only when something unchecked fed the reconstruction, and only at a
+                    // damaged cell's block.
                     prop_assert!(unchecked > 0, "contradicted at {} with nothing unchecked: {:?}", cell, fates);
+                    prop_assert!(*block < blocks && cells[*cell].present() && cells[*cell] != Cell::Good);
                 }
             }
             // Liveness: damage parity covers, with every unchecked cell sound, is recovered.

@@ -554,6 +554,9 @@ impl CsumStore {
             let mut from_table = false;
             for x in run.clone() {
                 match st.overlay.get(&x) {
+                    // Recorded unknown (a rebuild from unchecked data, a repaired page's
+                    // unconfirmed blocks): as when the table page says so.
+                    Some(d) if *d == UNKNOWN_ENTRY => out.push(Expect::Unknown),
                     Some(d) => out.push(Expect::Known(*d)),
                     None => {
                         from_table = true;

@@ -31,6 +31,16 @@ pub(crate) enum Verdict {
     Unknown,
 }
 
+/// What a caller of `reconstruct_span` already found reading a row cell over the span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Known {
+    /// The read failed (and was counted): not read again.
+    Unreadable,
+    /// Read, and judged (and counted) against its checksums: read again for its blocks'
+    /// states, not counted again.
+    Judged,
+}
+
 /// Read errors a slot's member may have since the array was opened before it is failed (each
 /// is repaired from redundancy and rewritten; md allows 20 corrected read errors).
 pub const READ_ERROR_LIMIT: u64 = 20;
@@ -253,14 +263,36 @@ impl Array {
         row: u64,
         within: u64,
     ) -> Result<Verdict> {
+        let (bad, unknown) = self.member_read_blocks(slot, buf, row, within, true)?;
+        Ok(if !bad.is_empty() {
+            Verdict::Bad
+        } else if !unknown.is_empty() {
+            Verdict::Unknown
+        } else {
+            Verdict::Good
+        })
+    }
+
+    /// As [`Array::member_read`], then the 4 KiB blocks of `buf` that fail their checksums and
+    /// those whose entries are unknown (indices, ascending; both empty without checksums).
+    /// `count`: count the failing blocks on the device (false when the caller counted them
+    /// at an earlier read of the same range).
+    fn member_read_blocks(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        row: u64,
+        within: u64,
+        count: bool,
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
         self.member_read(slot, buf, row, within)?;
         if self.csum_geo.is_none() {
-            return Ok(Verdict::Good);
+            return Ok((Vec::new(), Vec::new()));
         }
         let Some(d) = self.source(slot, row) else {
-            return Ok(Verdict::Good);
+            return Ok((Vec::new(), Vec::new()));
         };
-        let (mut bad, unknown) = self.csum_check(&d, row, self.cell_offset(row, within), buf);
+        let (mut bad, unknown) = self.csum_blocks(&d, row, self.cell_offset(row, within), buf);
         if !bad.is_empty() {
             // Blocks on the bad-block list are known lost: their contents are a placeholder
             // consistent with the row's parity (what the rebuild or resync computed), which
@@ -275,19 +307,15 @@ impl Array {
                 });
             }
         }
-        if let Some(&i) = bad.first() {
-            d.csum_error(
-                bad.len() as u64,
-                self.cell_offset(row, within) + i as u64 * BLOCK,
-            );
+        if count {
+            if let Some(&i) = bad.first() {
+                d.csum_error(
+                    bad.len() as u64,
+                    self.cell_offset(row, within) + i as u64 * BLOCK,
+                );
+            }
         }
-        Ok(if !bad.is_empty() {
-            Verdict::Bad
-        } else if unknown {
-            Verdict::Unknown
-        } else {
-            Verdict::Good
-        })
+        Ok((bad, unknown))
     }
 
     /// Whether every slot of a parity row has a member to read.
@@ -541,27 +569,30 @@ impl Array {
             rest = tail;
             reads.push((d, dst, cr.start));
         }
-        // (d, read and matched its checksum; false also when it was unavailable or failed)
+        // (d, what its read said; None when it was unavailable)
         let outcome = Mutex::new(Vec::new());
         self.on_members(reads, |(d, dst, within)| {
             let slot = self.layout.data_slot(row, d);
-            let r = match self.source(slot, row) {
-                None => None,
-                Some(_) => self.member_read_verified(slot, dst, row, within).ok(),
-            };
+            let r = self
+                .source(slot, row)
+                .map(|_| self.member_read_verified(slot, dst, row, within));
             outcome.lock().expect("outcome lock").push((d, r));
             Ok(())
         })?;
         let mut need: Vec<usize> = Vec::new();
-        let mut bad: Vec<usize> = Vec::new();
+        let mut known: Vec<(usize, Known)> = Vec::new();
         let mut unknown: Vec<usize> = Vec::new();
         for (d, r) in outcome.into_inner().expect("outcome lock") {
             match r {
-                Some(Verdict::Good) => {}
-                Some(Verdict::Unknown) => unknown.push(d),
-                Some(Verdict::Bad) => {
+                Some(Ok(Verdict::Good)) => {}
+                Some(Ok(Verdict::Unknown)) => unknown.push(d),
+                Some(Ok(Verdict::Bad)) => {
                     need.push(d);
-                    bad.push(d);
+                    known.push((d, Known::Judged));
+                }
+                Some(Err(_)) => {
+                    need.push(d);
+                    known.push((d, Known::Unreadable));
                 }
                 None => need.push(d),
             }
@@ -573,7 +604,6 @@ impl Array {
             need.extend(&unknown);
         }
         need.sort_unstable();
-        bad.sort_unstable();
         if need.is_empty() {
             return Ok(());
         }
@@ -588,7 +618,9 @@ impl Array {
             .map(|&d| chunk_range(range, d, chunk).expect("touched").end)
             .max()
             .expect("non-empty");
-        let bufs = self.reconstruct_span(row, parity, lo..hi, &bad)?;
+        // A failed read is not repeated; a judged chunk is read again over the span (which
+        // may be wider than its part of the read), and its failing blocks were counted.
+        let bufs = self.reconstruct_span(row, parity, lo..hi, &known)?;
         for &d in &need {
             let cr = chunk_range(range, d, chunk).expect("touched");
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
@@ -612,91 +644,134 @@ impl Array {
 
     /// Reads span `within` of every available chunk of a row (data, P, Q) and recovers the
     /// rest with [`plan::recover`]: chunks that are unavailable, unreadable or fail their
-    /// checksums (`bad`: row indices the caller already found failing) are rebuilt from the
-    /// others, checked, and on a writable array rewritten. Returns buffers in row order.
+    /// checksums are rebuilt from the others, checked, and on a writable array rewritten.
+    /// With checksums the states are per 4 KiB block, and each run of block columns whose
+    /// cells are in the same states is recovered on its own (two blocks failing in different
+    /// chunks of a RAID5 row are both recovered). `known`: row positions the caller already
+    /// read over this span, and what it found (a failed read is not repeated; a range read
+    /// before is not counted again). Returns buffers in row order.
     fn reconstruct_span(
         &self,
         row: u64,
         parity: usize,
         within: Range<u64>,
-        bad: &[usize],
+        known: &[(usize, Known)],
     ) -> Result<Vec<AlignedBuf>> {
         let slots = self.row_slots(row, parity);
         let len = (within.end - within.start) as usize;
         let mut bufs: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(len)).collect();
-        let mut cells = vec![Cell::Absent; slots.len()];
+        // Block columns: 4 KiB each with checksums (reads are whole blocks then), else one.
+        let per_block = self.csum_geo.is_some()
+            && within.start.is_multiple_of(BLOCK)
+            && (len as u64).is_multiple_of(BLOCK);
+        let cols = if per_block { len / BLOCK as usize } else { 1 };
+        let mut states: Vec<Vec<Cell>> = Vec::with_capacity(slots.len());
         for (i, &slot) in slots.iter().enumerate() {
-            if self.source(slot, row).is_none() {
-                continue;
-            }
-            if bad.contains(&i) {
+            let seen = known.iter().find(|(k, _)| *k == i).map(|(_, s)| *s);
+            let whole = |c: Cell| vec![c; cols];
+            let st = if self.source(slot, row).is_none() {
+                whole(Cell::Absent)
+            } else if seen == Some(Known::Unreadable) {
                 // Not read again (an unreadable sector would count a second error): no bytes
                 // to go by, as for a read that failed.
-                cells[i] = Cell::Unreadable;
-                continue;
-            }
-            cells[i] = match self.member_read_verified(slot, &mut bufs[i], row, within.start) {
-                Ok(Verdict::Good) => Cell::Good,
-                Ok(Verdict::Unknown) => Cell::Unchecked,
-                Ok(Verdict::Bad) => Cell::Bad,
-                Err(_) => Cell::Unreadable,
-            };
-        }
-        let off = self.cell_offset(row, within.start);
-        let outcome = {
-            let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
-            plan::recover(
-                self.kernel,
-                &mut refs,
-                &cells,
-                parity,
-                self.csum_geo.is_some(),
-                |i, bytes| {
-                    self.source(slots[i], row)
-                        .map(|d| self.csum_mismatches(&d, row, off, bytes))
-                        .unwrap_or_default()
-                },
-            )
-        };
-        let name = |i: usize| format!("{} at member offset {off}", self.slot_name(slots[i]));
-        match outcome {
-            Recovered::Intact => Ok(bufs),
-            Recovered::Rebuilt { rewrite, .. } => {
-                if self.writable {
-                    let d_count = slots.len() - parity;
-                    for i in rewrite {
-                        self.member_write(slots[i], &bufs[i], row, within.start, WriteKind::of_cell(i, d_count))?;
+                whole(Cell::Unreadable)
+            } else {
+                let count = seen.is_none();
+                match self.member_read_blocks(slot, &mut bufs[i], row, within.start, count) {
+                    Err(_) => whole(Cell::Unreadable),
+                    Ok((bad, unknown)) => {
+                        // (Both empty without per-block checksums.)
+                        let mut st = whole(Cell::Good);
+                        for u in unknown {
+                            st[u.min(cols - 1)] = Cell::Unchecked;
+                        }
+                        for b in bad {
+                            st[b.min(cols - 1)] = Cell::Bad;
+                        }
+                        st
                     }
                 }
-                Ok(bufs)
-            }
-            Recovered::Lost { lost, damaged } => {
-                self.check_alive()?;
-                if damaged {
-                    bail!(
-                        Checksum,
-                        "row {row}: {} chunks fail their checksums, are unreadable or unavailable, parity covers {parity} ({})",
-                        lost.len(),
-                        lost.iter()
-                            .filter(|&&i| cells[i] != Cell::Absent)
-                            .map(|&i| name(i))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-                bail!(
-                    ArrayFailed,
-                    "row {row}: {} chunks unavailable, parity covers {parity}",
-                    lost.len()
-                )
-            }
-            Recovered::Contradicted { cell, block } => bail!(
-                Checksum,
-                "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
-                self.slot_name(slots[cell]),
-                off + (block as u64) * BLOCK
-            ),
+            };
+            states.push(st);
         }
+        let off = self.cell_offset(row, within.start);
+        let col_bytes = len / cols;
+        let name = |i: usize| format!("{} at member offset {off}", self.slot_name(slots[i]));
+        // Runs of columns whose cells are in the same states: one recovery each.
+        let mut c0 = 0;
+        let mut rewrites: Vec<(usize, Range<usize>)> = Vec::new();
+        while c0 < cols {
+            let column = |c: usize| states.iter().map(|st| st[c]).collect::<Vec<Cell>>();
+            let cells = column(c0);
+            let mut c1 = c0 + 1;
+            while c1 < cols && column(c1) == cells {
+                c1 += 1;
+            }
+            let run = c0 * col_bytes..c1 * col_bytes;
+            let outcome = {
+                let mut refs: Vec<&mut [u8]> =
+                    bufs.iter_mut().map(|b| &mut b[run.clone()]).collect();
+                plan::recover(
+                    self.kernel,
+                    &mut refs,
+                    &cells,
+                    parity,
+                    self.csum_geo.is_some(),
+                    |i, bytes| {
+                        self.source(slots[i], row)
+                            .map(|d| self.csum_mismatches(&d, row, off + run.start as u64, bytes))
+                            .unwrap_or_default()
+                    },
+                )
+            };
+            match outcome {
+                Recovered::Intact => {}
+                Recovered::Rebuilt { rewrite, .. } => {
+                    rewrites.extend(rewrite.into_iter().map(|i| (i, run.clone())));
+                }
+                Recovered::Lost { lost, damaged } => {
+                    self.check_alive()?;
+                    if damaged {
+                        bail!(
+                            Checksum,
+                            "row {row}: {} chunks fail their checksums, are unreadable or unavailable at member offset {}, parity covers {parity} ({})",
+                            lost.len(),
+                            off + run.start as u64,
+                            lost.iter()
+                                .filter(|&&i| cells[i] != Cell::Absent)
+                                .map(|&i| name(i))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    bail!(
+                        ArrayFailed,
+                        "row {row}: {} chunks unavailable, parity covers {parity}",
+                        lost.len()
+                    )
+                }
+                Recovered::Contradicted { cell, block } => bail!(
+                    Checksum,
+                    "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
+                    self.slot_name(slots[cell]),
+                    off + run.start as u64 + (block as u64) * BLOCK
+                ),
+            }
+            c0 = c1;
+        }
+        if self.writable {
+            let d_count = slots.len() - parity;
+            for (i, run) in rewrites {
+                self.member_write(
+                    slots[i],
+                    &bufs[i][run.clone()],
+                    row,
+                    within.start + run.start as u64,
+                    WriteKind::of_cell(i, d_count),
+                )?;
+            }
+        }
+        Ok(bufs)
     }
 
     /// Reads rows `rows` of `slot`'s member into `buf` (whole chunks), where the member
@@ -725,7 +800,8 @@ impl Array {
                         .iter()
                         .position(|&s| s == slot)
                         .expect("every slot is in every row");
-                    let bufs = self.reconstruct_span(row, parity, 0..c, &[i])?;
+                    let bufs =
+                        self.reconstruct_span(row, parity, 0..c, &[(i, Known::Unreadable)])?;
                     cell.copy_from_slice(&bufs[i]);
                 }
                 Redundancy::Mirror { copies } => {
@@ -1045,6 +1121,9 @@ impl Array {
         // Set when a read-modify-write or reconstruct-write read a block failing its checksum:
         // the next attempt reconstructs (and repairs) the span first.
         let mut verify_all = false;
+        // Cells a read-modify-write or reconstruct-write read found failing (for the
+        // reconstruction that follows: not read or counted again).
+        let mut found: Vec<(usize, Known)> = Vec::new();
         for _attempt in 0..=parity + 1 {
             let mut journaled = false;
             let mut journal_guard = None;
@@ -1067,7 +1146,10 @@ impl Array {
                 }
             } else if plan.method == Method::Reconstruct {
                 // Reconstruct whatever is missing over the span, merge, and regenerate parity.
-                let mut bufs = match self.reconstruct_span(row, parity, span.clone(), &[]) {
+                // A cell the failed attempt could not read is taken as unreadable over the
+                // span; one it judged is read again over the span, its failures not counted
+                // again.
+                let mut bufs = match self.reconstruct_span(row, parity, span.clone(), &found) {
                     Ok(b) => b,
                     Err(e) if e.kind() == ErrorKind::Checksum => return Err(e),
                     Err(_) => {
@@ -1100,9 +1182,9 @@ impl Array {
                 // Partial row: read-modify-write or reconstruct-write, as planned (whichever
                 // reads fewer bytes).
                 let res = if plan.method == Method::ReadModifyWrite {
-                    self.rmw_parity(row, parity, &slots, &plan, &new)
+                    self.rmw_parity(row, parity, &slots, &plan, &new, &mut found)
                 } else {
-                    self.rcw_parity(row, parity, &slots, &plan, &new)
+                    self.rcw_parity(row, parity, &slots, &plan, &new, &mut found)
                 };
                 match res {
                     Ok(p) => p,
@@ -1148,20 +1230,35 @@ impl Array {
         bail!(Io, "row {row}: members kept failing during the write")
     }
 
-    /// A read whose bytes feed new parity: a checksum mismatch is an error of kind Checksum,
-    /// so the caller reconstructs and repairs the span instead of spreading the damage.
-    /// A block whose entry is unknown counts as failing when the row has the redundancy to
-    /// check it.
-    fn read_for_update(&self, slot: usize, buf: &mut [u8], row: u64, within: u64) -> Result<()> {
+    /// A read whose bytes feed new parity (row position `pos`): a checksum mismatch is an
+    /// error of kind Checksum, so the caller reconstructs and repairs the span instead of
+    /// spreading the damage. A block whose entry is unknown counts as failing when the row has
+    /// the redundancy to check it. What failed is noted in `found`.
+    #[allow(clippy::too_many_arguments)]
+    fn read_for_update(
+        &self,
+        slots: &[usize],
+        pos: usize,
+        buf: &mut [u8],
+        row: u64,
+        within: u64,
+        found: &mut Vec<(usize, Known)>,
+    ) -> Result<()> {
         let parity = self.layout.parity_count();
-        let ok = match self.member_read_verified(slot, buf, row, within)? {
-            Verdict::Good => true,
-            Verdict::Unknown => !self.row_complete(row, parity),
-            Verdict::Bad => false,
+        let slot = slots[pos];
+        let ok = match self.member_read_verified(slot, buf, row, within) {
+            Ok(Verdict::Good) => true,
+            Ok(Verdict::Unknown) => !self.row_complete(row, parity),
+            Ok(Verdict::Bad) => false,
+            Err(e) => {
+                found.push((pos, Known::Unreadable));
+                return Err(e);
+            }
         };
         if ok {
             Ok(())
         } else {
+            found.push((pos, Known::Judged));
             bail!(
                 Checksum,
                 "row {row}: {} fails its checksum",
@@ -1179,6 +1276,7 @@ impl Array {
         slots: &[usize],
         plan: &WritePlan,
         new: &NewData<'_>,
+        found: &mut Vec<(usize, Known)>,
     ) -> Result<Vec<AlignedBuf>> {
         let d_count = slots.len() - parity;
         let span = &plan.span;
@@ -1187,10 +1285,10 @@ impl Array {
         let mut deltas: Vec<(usize, u64, AlignedBuf)> = Vec::new();
         for (pos, r) in &plan.reads {
             if *pos >= d_count {
-                self.read_for_update(slots[*pos], &mut par[*pos - d_count], row, r.start)?;
+                self.read_for_update(slots, *pos, &mut par[*pos - d_count], row, r.start, found)?;
             } else {
                 let mut delta = AlignedBuf::zeroed((r.end - r.start) as usize);
-                self.read_for_update(slots[*pos], &mut delta, row, r.start)?;
+                self.read_for_update(slots, *pos, &mut delta, row, r.start, found)?;
                 (self.kernel.xor_into)(&mut delta, new.get(*pos, r));
                 deltas.push((*pos, r.start, delta));
             }
@@ -1214,6 +1312,7 @@ impl Array {
         slots: &[usize],
         plan: &WritePlan,
         new: &NewData<'_>,
+        found: &mut Vec<(usize, Known)>,
     ) -> Result<Vec<AlignedBuf>> {
         let d_count = slots.len() - parity;
         let span = &plan.span;
@@ -1221,7 +1320,7 @@ impl Array {
         let mut bufs: Vec<AlignedBuf> =
             (0..d_count).map(|_| AlignedBuf::zeroed(span_len)).collect();
         for (pos, r) in &plan.reads {
-            self.read_for_update(slots[*pos], &mut bufs[*pos], row, r.start)?;
+            self.read_for_update(slots, *pos, &mut bufs[*pos], row, r.start, found)?;
         }
         for (d, r) in &plan.touched {
             let o = (r.start - span.start) as usize;

@@ -1072,4 +1072,4 @@ impl Drop for Array {
 mod tests;
 
 #[cfg(test)]
-mod review_tests;
+mod recovery_tests;

@@ -467,6 +467,10 @@ const BLK: usize = crate::array::csum::BLOCK as usize;
 struct Damage {
     /// Survivor blocks repaired.
     repaired: u64,
+    /// (target index, byte offset in the batch) of target blocks rebuilt from data nothing
+    /// vouched for (unchecked survivor blocks where no redundancy was left to check them):
+    /// their entries are set unknown, so they never vouch for what they hold.
+    unverified: Vec<(usize, usize)>,
     /// (target index, byte offset in the batch) of target blocks that could not be rebuilt.
     poisoned: Vec<(usize, usize)>,
     /// (slot, byte offset in the batch) of survivor blocks lost with them (unreadable or
@@ -674,7 +678,8 @@ fn fill_batch(
                     // block.
                     let out = &mut outs[ti][k * c..(k + 1) * c];
                     let (s2, row2) = others[0];
-                    if array.member_read(s2, out, row2, 0).is_ok()
+                    let whole = array.member_read(s2, out, row2, 0).is_ok();
+                    if whole
                         && array.source(s2, row2).is_some_and(|d| {
                             let (bad, unknown) =
                                 array.csum_blocks(&d, row2, array.cell_offset(row2, 0), out);
@@ -683,7 +688,7 @@ fn fill_batch(
                     {
                         continue;
                     }
-                    mirror_blocks(array, chunk, &others, out, (ti, k * c), &mut damage)?;
+                    mirror_blocks(array, chunk, &others, whole, out, (ti, k * c), &mut damage)?;
                 }
             }
         }
@@ -754,7 +759,14 @@ fn recover_block(
     };
     match outcome {
         Recovered::Intact => {}
-        Recovered::Rebuilt { rewrite, .. } => {
+        Recovered::Rebuilt {
+            rewrite, vouched, ..
+        } => {
+            if !vouched && array.checksum_algo().is_some() {
+                damage
+                    .unverified
+                    .extend(target_of.iter().flatten().map(|&ti| (ti, at)));
+            }
             let d_count = order.len() - parity;
             for (pos, &s) in order.iter().enumerate() {
                 if let Some(ti) = target_of[s] {
@@ -791,14 +803,19 @@ fn recover_block(
 
 /// Rebuilds one mirror chunk into `out` block by block, when its first other copy did not read
 /// whole or does not vouch for every block: every other copy (`others`: slot, row) is read,
-/// and plan::choose_copy picks each block's source, as reads do. Copies found bad or
+/// and plan::choose_copy picks each block's source, as reads do. The first copy's whole read
+/// is not repeated: `first_whole` says whether it succeeded (its bytes are then in `out`);
+/// after a failed one its blocks are read one by one, so a bad sector counts one error per
+/// read that hit it, as before. Copies found bad or
 /// unreadable are rewritten from the chosen one; a block no copy settles is poisoned on the
 /// target (`at`: target index, byte offset in the batch), so it reads as an error. Without
 /// checksums a lost block cannot be marked on a mirror: the rebuild stops instead.
+#[allow(clippy::too_many_arguments)]
 fn mirror_blocks(
     array: &Array,
     chunk: u64,
     others: &[(usize, u64)],
+    first_whole: bool,
     out: &mut [u8],
     (ti, at): (usize, usize),
     damage: &mut Damage,
@@ -810,7 +827,15 @@ fn mirror_blocks(
     for (o, &(s2, row2)) in others.iter().enumerate() {
         let buf = &mut bytes[o];
         let mut st = vec![Cell::Good; c / BLK];
-        if array.member_read(s2, buf, row2, 0).is_err() {
+        let whole = if o == 0 {
+            if first_whole {
+                buf.copy_from_slice(out);
+            }
+            first_whole
+        } else {
+            array.member_read(s2, buf, row2, 0).is_ok()
+        };
+        if !whole {
             for (b, cell) in st.iter_mut().enumerate() {
                 let blk = &mut buf[b * BLK..(b + 1) * BLK];
                 if array.source(s2, row2).is_none() {
@@ -821,7 +846,11 @@ fn mirror_blocks(
             }
         }
         if let Some(d) = array.source(s2, row2) {
-            let (bad, unknown) = array.csum_blocks(&d, row2, array.cell_offset(row2, 0), buf);
+            let (mut bad, mut unknown) =
+                array.csum_blocks(&d, row2, array.cell_offset(row2, 0), buf);
+            // Unreadable blocks (zeros here) are read errors already, not checksum errors.
+            bad.retain(|&i| st[i] == Cell::Good);
+            unknown.retain(|&i| st[i] == Cell::Good);
             if let Some(&i) = bad.first() {
                 d.csum_error(
                     bad.len() as u64,
@@ -829,14 +858,10 @@ fn mirror_blocks(
                 );
             }
             for i in bad {
-                if st[i] == Cell::Good {
-                    st[i] = Cell::Bad;
-                }
+                st[i] = Cell::Bad;
             }
             for i in unknown {
-                if st[i] == Cell::Good {
-                    st[i] = Cell::Unchecked;
-                }
+                st[i] = Cell::Unchecked;
             }
         } else {
             st.iter_mut().for_each(|x| *x = Cell::Absent);
@@ -861,7 +886,10 @@ fn mirror_blocks(
                 }
                 Some(copy)
             }
-            CopyChoice::Unverified { copy } => Some(copy),
+            CopyChoice::Unverified { copy } => {
+                damage.unverified.push((ti, at + b * BLK));
+                Some(copy)
+            }
             CopyChoice::Disagree { .. } | CopyChoice::Corrupt { .. } | CopyChoice::Unavailable => {
                 None
             }
@@ -892,6 +920,12 @@ fn mirror_blocks(
 /// (their entries can never match any content), after the target's own entries were recorded.
 fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) {
     let c = array.layout().chunk();
+    for &(ti, at) in &damage.unverified {
+        if let Some(s) = array.csum_of(&targets[ti].1.dev) {
+            let block = s.block_of(array.cell_offset(r0, at as u64));
+            s.record_digests(block, &[crate::array::csum::UNKNOWN_ENTRY]);
+        }
+    }
     for &(ti, at) in &damage.poisoned {
         let (slot, t) = &targets[ti];
         if let Some(s) = array.csum_of(&t.dev) {

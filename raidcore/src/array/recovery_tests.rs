@@ -1,4 +1,5 @@
-//! Outside review of the plan.rs change (cf5c5ec..c2c2280): failing tests for what it found.
+//! Tests of the one recovery routine's use by reads, writes and rebuilds: what an outside review
+//! of its introduction found (each failed before its fix), and the rules it relies on.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -49,7 +50,6 @@ fn flip(a: &Array, slot: usize, member_off: u64) {
     d.member.write_at(&b, member_off).unwrap();
 }
 
-#[allow(dead_code)]
 /// Makes the checksum entry of the 4 KiB block at `member_off` of `slot` unknown (as a fold
 /// does for a page it could not read).
 fn unknown_entry(a: &Array, slot: usize, member_off: u64) {
@@ -72,7 +72,7 @@ fn counters(a: &Array, slot: usize) -> (u64, u64) {
 /// mirror_blocks) and the zero-filled unreadable block is also judged against its entry in
 /// mirror_blocks and counted as a checksum error.
 #[test]
-fn review_mirror_rebuild_counts_an_unreadable_sector_once() {
+fn mirror_rebuild_counts_an_unreadable_sector_once() {
     let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
     Rng(5).fill(&mut model);
@@ -87,8 +87,14 @@ fn review_mirror_rebuild_counts_an_unreadable_sector_once() {
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     let after = counters(&a, 0);
     let (read, csum) = (after.0 - before.0, after.1 - before.1);
-    assert_eq!(csum, 0, "an unreadable sector counted as a checksum error too (read errors {read})");
-    assert!(read <= 2, "one unreadable sector counted {read} read errors (2 before the change)");
+    assert_eq!(
+        csum, 0,
+        "an unreadable sector counted as a checksum error too (read errors {read})"
+    );
+    assert!(
+        read <= 2,
+        "one unreadable sector counted {read} read errors (2 before the change)"
+    );
 }
 
 /// R2: the same, over 8 chunks with one unreadable sector each on the only source copy. Before
@@ -96,7 +102,7 @@ fn review_mirror_rebuild_counts_an_unreadable_sector_once() {
 /// blocks lost. After it, 3 per chunk: past the limit the last source is failed mid-rebuild
 /// and the array fails.
 #[test]
-fn review_mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
+fn mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
     let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
     Rng(6).fill(&mut model);
@@ -125,7 +131,7 @@ fn review_mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
 /// chunk 0 calls reconstruct_span over 0..8192, where both chunks are "Bad" cells, and
 /// plan::recover says Lost: the read fails.
 #[test]
-fn review_a_whole_chunk_read_recovers_what_block_reads_recover() {
+fn a_whole_chunk_read_recovers_what_block_reads_recover() {
     let chunk = 8192;
     let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -143,13 +149,20 @@ fn review_a_whole_chunk_read_recovers_what_block_reads_recover() {
     // Whole chunk first, so nothing is healed yet.
     let mut whole = vec![0u8; chunk as usize];
     let r = a.read(&mut whole, at);
-    assert!(r.is_ok(), "a read of the whole chunk fails: {}", r.unwrap_err());
-    assert!(whole == model[at as usize..(at + chunk) as usize], "wrong data");
+    assert!(
+        r.is_ok(),
+        "a read of the whole chunk fails: {}",
+        r.unwrap_err()
+    );
+    assert!(
+        whole == model[at as usize..(at + chunk) as usize],
+        "wrong data"
+    );
 }
 
 /// R3b: the same row, read block by block, reads right (the contrast for R3).
 #[test]
-fn review_block_reads_of_the_same_row_succeed() {
+fn block_reads_of_the_same_row_succeed() {
     let chunk = 8192;
     let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -174,7 +187,7 @@ fn review_block_reads_of_the_same_row_succeed() {
 /// failing, the reconstruct attempt over 0..8192 says Lost, and the write fails (Checksum)
 /// though scrub would repair the row.
 #[test]
-fn review_a_write_over_two_bad_blocks_in_different_columns_succeeds() {
+fn a_write_over_two_bad_blocks_in_different_columns_succeeds() {
     let chunk = 8192;
     let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -196,7 +209,10 @@ fn review_a_write_over_two_bad_blocks_in_different_columns_succeeds() {
         let mut got = vec![0u8; 4096];
         let r = a.read(&mut got, o as u64);
         assert!(r.is_ok(), "block {b} of the row: {}", r.unwrap_err());
-        assert!(got == model[o..o + 4096], "block {b} of the row reads wrong data");
+        assert!(
+            got == model[o..o + 4096],
+            "block {b} of the row reads wrong data"
+        );
     }
 }
 
@@ -204,7 +220,7 @@ fn review_a_write_over_two_bad_blocks_in_different_columns_succeeds() {
 /// block twice: read_for_update counts it, then the reconstruct attempt reads it again and
 /// counts it again.
 #[test]
-fn review_a_write_over_a_bad_block_counts_it_once() {
+fn a_write_over_a_bad_block_counts_it_once() {
     let chunk = 65536;
     // Six members: read-modify-write (reads D0 and P) beats reconstruct-write.
     let (a, _) = make(Level::Raid5, 6, chunk, 4 << 20);
@@ -227,7 +243,7 @@ fn review_a_write_over_a_bad_block_counts_it_once() {
 /// read errors: read_parity_row's read fails, and reconstruct_span reads the same range again
 /// (read_parity_row passes only checksum failures as `bad`, not read errors).
 #[test]
-fn review_a_read_of_an_unreadable_sector_counts_it_once() {
+fn a_read_of_an_unreadable_sector_counts_it_once() {
     let chunk = 65536;
     let (a, faults) = make(Level::Raid5, 4, chunk, 4 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -244,4 +260,39 @@ fn review_a_read_of_an_unreadable_sector_counts_it_once() {
     assert!(got == model[(row * d * chunk) as usize..(row * d * chunk + 4096) as usize]);
     let n = counters(&a, s0).0 - before;
     assert_eq!(n, 1, "one unreadable sector counted {n} read errors");
+}
+
+/// A mirror rebuild whose only source copy has unknown entries (a damaged table page) copied
+/// it with fresh entries: the new copy then vouched for bytes nothing had checked, and reads
+/// rewrote the source from it, so a corruption there would have been blessed on both copies.
+/// The rebuilt blocks now get unknown entries too.
+#[test]
+fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
+    let (a, _faults) = make(Level::Raid1, 2, 65536, 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(7).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(1)).unwrap();
+    let row = 2;
+    unknown_entry(&a, 0, a.cell_offset(row, 4096));
+    let m = a.take_failed(&PathBuf::from("m1")).unwrap();
+    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    let d = a.slots[1].usable().expect("rebuilt");
+    let mut b = vec![0u8; 4096];
+    d.member.read_at(&mut b, a.cell_offset(row, 4096)).unwrap();
+    let (bad, unknown) = a.csum_blocks(&d, row, a.cell_offset(row, 4096), &b);
+    assert!(bad.is_empty());
+    assert_eq!(
+        unknown,
+        vec![0],
+        "the rebuilt block vouches for bytes nothing checked"
+    );
+    // Its neighbours came from checked blocks and vouch for themselves.
+    d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
+    assert_eq!(
+        a.csum_blocks(&d, row, a.cell_offset(row, 0), &b),
+        (vec![], vec![])
+    );
 }
