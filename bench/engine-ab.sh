@@ -7,6 +7,8 @@
 #   bench/engine-ab.sh OLD_RAIDCTL [NEW_RAIDCTL] [DIR] [MEMBER_SIZE] [SECONDS] [ROUNDS]
 #   (defaults: target/release/raidctl, /dev/shm/raidctl-ab, 256M, 2, 3)
 # Build the old one with: git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release)
+# AB_CONFIGS picks the arrays, "LEVEL|FLAGS" words (default "5| 5|--no-checksums 10|
+# 10|--no-checksums"); RAID0 arrays ("0|") skip the rebuild.
 set -euo pipefail
 old=${1:?usage: bench/engine-ab.sh OLD_RAIDCTL [NEW_RAIDCTL] [DIR] [MEMBER_SIZE] [SECONDS] [ROUNDS]}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +31,7 @@ import json,sys
 for r in json.load(sys.stdin)['results']:
     v = r['iops'] if r['block_bytes'] == 4096 else r['mb_per_s']
     print('$who\t$level${flags:+ }$flags\t'+r['name']+'\t'+str(v))" >> "$out"
+    [ "$level" = 0 ] && return
     # Offline rebuild of slot 1 onto a fresh file.
     "$bin" fail "$dir/m0" 1 >/dev/null 2>&1
     truncate -s "$size" "$dir/spare"
@@ -38,7 +41,7 @@ for r in json.load(sys.stdin)['results']:
     echo -e "$who\t$level${flags:+ }$flags\trebuild MB/s\t$(python3 -c "import sys; print(${size%M}/($(date +%s.%N)-$t0))")" >> "$out"
 }
 for r in $(seq "$rounds"); do
-    for cfg in "5|" "5|--no-checksums" "10|" "10|--no-checksums"; do
+    for cfg in ${AB_CONFIGS:-"5|" "5|--no-checksums" "10|" "10|--no-checksums"}; do
         level=${cfg%%|*}; flags=${cfg#*|}
         run old "$old" "$level" "$flags"
         run new "$new" "$level" "$flags"
