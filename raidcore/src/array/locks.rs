@@ -13,9 +13,10 @@
 //!    So a waiter for rows never blocks a holder of rows: no cycle, no deadlock.
 //! 4. A job never sleeps (rate limit) while holding a range.
 //!
-//! Order of the engine's locks, outermost first: job slot, config (role changes exclusive,
-//! requests shared), row ranges, journal, bitmap, meta, a slot's dev/target, sb_state,
-//! spares, checksum store, stripe cache map, a stripe.
+//! Order of the engine's locks, outermost first (docs/locking.md, "Order"): job slot, config
+//! (role changes exclusive, requests shared), row ranges, stripe cache map then a stripe,
+//! journal, bitmap state and the dirtying lock, meta, a slot's dev/target and a device's
+//! sb_state, spares/notes/reason, a member's checksum store, the bad-block list.
 
 use std::ops::Range;
 
