@@ -262,10 +262,10 @@ fn write_hole_stays_closed_when_a_crash_keeps_the_cleared_entry_but_not_the_pari
 /// RAID0.
 ///
 /// Run 1 writes every block over and over without a flush until 16 log pages are written,
-/// then once more (those records stay in memory); the power cut keeps everything but log page
-/// 1. Run 2 replays page 0, resyncs (recording every block's entry: one log page per member),
-/// flushes until the write-intent bits are cleared and durable, and dies. Run 3 must read
-/// every block back as written, with no checksum error on any member.
+/// then once more (those records stay in memory); the power cut keeps everything but log
+/// page 1. Run 2 replays page 0, resyncs (recording every block's entry: one log page per
+/// member), flushes until the write-intent bits are cleared and durable, and dies. Run 3 must
+/// read every block back as written, with no checksum error on any member.
 #[test]
 fn a_stale_checksum_log_page_past_a_lost_one_never_overrides_newer_entries() {
     for (level, n) in [(Level::Raid0, 2), (Level::Raid5, 4)] {
