@@ -321,6 +321,12 @@ struct State {
     indexed: usize,
     /// Next free log page.
     log_next: u64,
+    /// The log may hold a valid page of this generation past `log_next`: one a power cut kept
+    /// when it lost an earlier one (pages are written without a flush between them), or one
+    /// that could not be read at open. Appending would make it replayable again behind newer
+    /// records, so the next sync that would write a log page folds instead (a new generation
+    /// leaves every page of this one behind).
+    stale_tail: bool,
     /// A fold is writing table pages without the lock: syncs wait for it (or, for whole
     /// pages only, leave the records for later), the table check and page repair wait, and
     /// cached pages are not evicted (the fold's new pages are cached before they are written,
@@ -414,13 +420,62 @@ fn encode_log(gen: u64, index: u64, recs: &[(u64, Digest)]) -> AlignedBuf {
     p
 }
 
+/// Log pages read at once at open.
+const REPLAY_BATCH: u64 = 64;
+
+/// Replays the log pages of generation `gen` in order up to the first invalid one, then reads
+/// on to the end of the log for a valid page of `gen` left past it (a power cut can keep a
+/// page and lose an earlier one). Returns the records (of blocks below `blocks`), the first
+/// page not replayed, and whether the rest of the log may hold such a page (one was found, or
+/// a page could not be read). A batch that fails to read is read again page by page.
+fn replay_log(
+    m: &dyn Member,
+    geo: &CsumGeometry,
+    gen: u64,
+    blocks: u64,
+) -> (Vec<(u64, Digest)>, u64, bool) {
+    let mut records = Vec::new();
+    let mut end: Option<u64> = None;
+    let mut buf = AlignedBuf::zeroed(REPLAY_BATCH as usize * PAGE);
+    let mut first = 0;
+    while first < geo.log_pages {
+        let n = REPLAY_BATCH.min(geo.log_pages - first);
+        let batch = &mut buf[..n as usize * PAGE];
+        let whole = m
+            .read_at(batch, geo.log_offset() + first * PAGE as u64)
+            .is_ok();
+        for i in 0..n {
+            let index = first + i;
+            let page = &mut batch[i as usize * PAGE..(i as usize + 1) * PAGE];
+            if !whole
+                && m.read_at(page, geo.log_offset() + index * PAGE as u64)
+                    .is_err()
+            {
+                // Neither replayable nor ruled out.
+                return (records, end.unwrap_or(index), true);
+            }
+            match (end, decode_log(page, gen, index)) {
+                (None, Some(recs)) => {
+                    records.extend(recs.into_iter().filter(|&(b, _)| b < blocks));
+                }
+                (None, None) => end = Some(index),
+                (Some(e), Some(_)) => return (records, e, true),
+                (Some(_), None) => {}
+            }
+        }
+        first += n;
+    }
+    (records, end.unwrap_or(geo.log_pages), false)
+}
+
 fn decode_header(page: &[u8]) -> Option<u64> {
     (&page[..8] == HDR_MAGIC && short_hash(&[&page[..16]]) == page[16..32])
         .then(|| u64::from_le_bytes(page[8..16].try_into().expect("8")))
 }
 
 impl CsumStore {
-    /// Opens a member's checksums: reads the header and replays the current log generation.
+    /// Opens a member's checksums: reads the header and replays the current log generation
+    /// (noting a valid page of it left past the first invalid one: see `State::stale_tail`).
     /// Read errors leave an empty state (the blocks concerned then read as mismatches, which
     /// scrub sorts out from redundancy).
     pub(crate) fn open(
@@ -444,20 +499,7 @@ impl CsumStore {
             }
         }
         let (gen, header_copy) = best.unwrap_or((0, 1));
-        let mut records = Vec::new();
-        let mut log_next = 0;
-        while log_next < geo.log_pages {
-            if m.read_at(&mut page, geo.log_offset() + log_next * PAGE as u64)
-                .is_err()
-            {
-                break;
-            }
-            let Some(recs) = decode_log(&page, gen, log_next) else {
-                break;
-            };
-            records.extend(recs.into_iter().filter(|&(b, _)| b < blocks));
-            log_next += 1;
-        }
+        let (records, log_next, stale_tail) = replay_log(m, &geo, gen, blocks);
         CsumStore {
             geo,
             blocks,
@@ -470,6 +512,7 @@ impl CsumStore {
                 overlay: IndexMap::default(),
                 indexed: 0,
                 log_next,
+                stale_tail,
                 folding: false,
                 cache: IndexMap::default(),
                 bad: IndexSet::default(),
@@ -607,7 +650,7 @@ impl CsumStore {
             return Ok(0);
         }
         let pages = n.div_ceil(LOG_RECORDS) as u64;
-        if st.log_next + pages > self.geo.log_pages {
+        if st.stale_tail || st.log_next + pages > self.geo.log_pages {
             return self.fold_from(st, m);
         }
         let mut written = 0;
@@ -631,7 +674,7 @@ impl CsumStore {
     /// Folds the log into the table (if anything was recorded since the last fold).
     pub(crate) fn fold(&self, m: &dyn Member) -> Result<u64> {
         let st = self.wait_fold(self.st.lock().expect("csum lock"));
-        if st.records.is_empty() && st.log_next == 0 {
+        if st.records.is_empty() && st.log_next == 0 && !st.stale_tail {
             return Ok(0);
         }
         self.fold_from(st, m)
@@ -668,6 +711,7 @@ impl CsumStore {
         st.overlay.clear();
         st.indexed = 0;
         st.log_next = 0;
+        st.stale_tail = false;
         Ok(written)
     }
 
@@ -1062,6 +1106,35 @@ mod tests {
         let s3 = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert!(s3.st.lock().unwrap().records.is_empty());
         assert_eq!(s3.expected(&m, 4, 1), vec![want]);
+    }
+
+    /// Regression (see raidcore/tests/crash.rs,
+    /// `a_stale_checksum_log_page_past_a_lost_one_never_overrides_newer_entries`): a power cut
+    /// kept log page 2 and lost page 1; the next run appended at page 1, and the replay after
+    /// it went on into the stale page 2, whose older entry overrode the newer one.
+    #[test]
+    fn a_log_page_left_past_a_lost_one_is_never_replayed_after_newer_records() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let (old, new) = ([1u8; 4096], [2u8; 4096]);
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        for _ in 0..3 * LOG_RECORDS {
+            s.record(data_offset, &old);
+        }
+        s.sync(&m, true).unwrap();
+        // Page 1 lost, pages 0 and 2 kept.
+        m.write_at(&AlignedBuf::zeroed(PAGE), geo.log_offset() + PAGE as u64)
+            .unwrap();
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert!(s.st.lock().unwrap().stale_tail);
+        s.record(data_offset, &new);
+        s.sync(&m, true).unwrap();
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert_eq!(
+            s.expected(&m, 0, 1),
+            vec![Expect::Known(geo.algo.digest(&new))]
+        );
+        assert!(!s.st.lock().unwrap().stale_tail);
     }
 
     #[test]
