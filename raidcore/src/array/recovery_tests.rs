@@ -5,50 +5,29 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::csum::{CsumAlgo, UNKNOWN_ENTRY};
+use super::csum::UNKNOWN_ENTRY;
 use super::*;
-use crate::device::{FaultMember, MemMember};
+use crate::device::FaultMember;
 use crate::layout::{LayoutParams, Level};
 use crate::rng::SplitMix64 as Rng;
 
-fn make(level: Level, n: usize, chunk: u64, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
-    let p = LayoutParams::with_defaults(level, n, chunk);
-    let faults: Vec<Arc<FaultMember>> = (0..n)
-        .map(|i| {
-            Arc::new(FaultMember::new(Box::new(MemMember::named(
-                member_bytes,
-                &format!("m{i}"),
-            ))))
-        })
-        .collect();
-    let members = faults
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>))
-        .collect();
-    let spec = CreateSpec {
-        name: "t".into(),
-        layout: p,
-        overprovision_pct: 0.0,
-        endurance_bytes: vec![],
-        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: Some(CsumAlgo::default()),
-    };
-    (
-        Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
-        faults,
-    )
+/// An array of `level` over `n` members in memory (4 MiB each, checksums on), filled with
+/// the random bytes of `seed` and flushed: (array, members, the bytes written).
+fn filled(
+    level: Level,
+    n: usize,
+    chunk: u64,
+    seed: u64,
+) -> (Array, Vec<Arc<FaultMember>>, Vec<u8>) {
+    let (a, faults) = super::tests::make(&LayoutParams::with_defaults(level, n, chunk), 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(seed).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    (a, faults, model)
 }
 
-fn flip(a: &Array, slot: usize, member_off: u64) {
-    let d = a.slots[slot].usable().unwrap();
-    let mut b = vec![0u8; 16];
-    d.member.read_at(&mut b, member_off).unwrap();
-    for x in b.iter_mut() {
-        *x ^= 0xa5;
-    }
-    d.member.write_at(&b, member_off).unwrap();
-}
+use super::tests::flip;
 
 /// Makes the checksum entry of the 4 KiB block at `member_off` of `slot` unknown (as a fold
 /// does for a page it could not read).
@@ -56,6 +35,21 @@ fn unknown_entry(a: &Array, slot: usize, member_off: u64) {
     let d = a.slots[slot].usable().unwrap();
     let s = a.csum_of(&d).unwrap();
     s.record_digests(s.block_of(member_off), &[UNKNOWN_ENTRY]);
+}
+
+/// Row 2 of a RAID5 with 8 KiB chunks: block 0 of data chunk 0 and block 1 of data chunk 1
+/// corrupted (each column keeps one bad block, so each is recoverable). Returns the row's
+/// logical offset and its data chunks per row.
+fn two_bad_blocks_in_different_columns(a: &Array, chunk: u64) -> (u64, u64) {
+    let row = 2u64;
+    let d = a.layout().data_per_row() as u64;
+    flip(a, a.layout().data_slot(row, 0), a.cell_offset(row, 100));
+    flip(
+        a,
+        a.layout().data_slot(row, 1),
+        a.cell_offset(row, 4096 + 100),
+    );
+    (row * d * chunk, d)
 }
 
 fn counters(a: &Array, slot: usize) -> (u64, u64) {
@@ -73,11 +67,7 @@ fn counters(a: &Array, slot: usize) -> (u64, u64) {
 /// mirror_blocks and counted as a checksum error.
 #[test]
 fn mirror_rebuild_counts_an_unreadable_sector_once() {
-    let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(5).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (a, faults, _) = filled(Level::Raid1, 2, 65536, 5);
     a.fail(&MemberRef::Slot(1)).unwrap();
     let row = 3;
     faults[0].bad_block(a.cell_offset(row, 8192));
@@ -103,11 +93,7 @@ fn mirror_rebuild_counts_an_unreadable_sector_once() {
 /// and the array fails.
 #[test]
 fn mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
-    let (a, faults) = make(Level::Raid1, 2, 65536, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(6).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (a, faults, _) = filled(Level::Raid1, 2, 65536, 6);
     a.fail(&MemberRef::Slot(1)).unwrap();
     for row in 0..8 {
         faults[0].bad_block(a.cell_offset(row, 4096));
@@ -133,18 +119,8 @@ fn mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
 #[test]
 fn a_whole_chunk_read_recovers_what_block_reads_recover() {
     let chunk = 8192;
-    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(7).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
-    let row = 2u64;
-    let d = a.layout().data_per_row() as u64;
-    let s0 = a.layout().data_slot(row, 0);
-    let s1 = a.layout().data_slot(row, 1);
-    flip(&a, s0, a.cell_offset(row, 100));
-    flip(&a, s1, a.cell_offset(row, 4096 + 100));
-    let at = row * d * chunk;
+    let (a, _, model) = filled(Level::Raid5, 4, chunk, 7);
+    let (at, _) = two_bad_blocks_in_different_columns(&a, chunk);
     // Block by block: fine (read-only open would be the same; here each read heals).
     // Whole chunk first, so nothing is healed yet.
     let mut whole = vec![0u8; chunk as usize];
@@ -164,18 +140,8 @@ fn a_whole_chunk_read_recovers_what_block_reads_recover() {
 #[test]
 fn block_reads_of_the_same_row_succeed() {
     let chunk = 8192;
-    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(7).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
-    let row = 2u64;
-    let d = a.layout().data_per_row() as u64;
-    let s0 = a.layout().data_slot(row, 0);
-    let s1 = a.layout().data_slot(row, 1);
-    flip(&a, s0, a.cell_offset(row, 100));
-    flip(&a, s1, a.cell_offset(row, 4096 + 100));
-    let at = row * d * chunk;
+    let (a, _, model) = filled(Level::Raid5, 4, chunk, 7);
+    let (at, _) = two_bad_blocks_in_different_columns(&a, chunk);
     for b in 0..(2 * chunk / 4096) {
         let mut got = vec![0u8; 4096];
         a.read(&mut got, at + b * 4096).unwrap();
@@ -189,18 +155,8 @@ fn block_reads_of_the_same_row_succeed() {
 #[test]
 fn a_write_over_two_bad_blocks_in_different_columns_succeeds() {
     let chunk = 8192;
-    let (a, _) = make(Level::Raid5, 4, chunk, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(7).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
-    let row = 2u64;
-    let d = a.layout().data_per_row() as u64;
-    let s0 = a.layout().data_slot(row, 0);
-    let s1 = a.layout().data_slot(row, 1);
-    flip(&a, s0, a.cell_offset(row, 100));
-    flip(&a, s1, a.cell_offset(row, 4096 + 100));
-    let at = row * d * chunk;
+    let (a, _, mut model) = filled(Level::Raid5, 4, chunk, 7);
+    let (at, d) = two_bad_blocks_in_different_columns(&a, chunk);
     let r = a.write(&[9u8; 8192], at).and_then(|_| a.flush());
     assert!(r.is_ok(), "the write fails: {}", r.unwrap_err());
     model[at as usize..(at + 8192) as usize].fill(9);
@@ -223,11 +179,7 @@ fn a_write_over_two_bad_blocks_in_different_columns_succeeds() {
 fn a_write_over_a_bad_block_counts_it_once() {
     let chunk = 65536;
     // Six members: read-modify-write (reads D0 and P) beats reconstruct-write.
-    let (a, _) = make(Level::Raid5, 6, chunk, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(8).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (a, _, _) = filled(Level::Raid5, 6, chunk, 8);
     let row = 1u64;
     let d = a.layout().data_per_row() as u64;
     let s0 = a.layout().data_slot(row, 0);
@@ -245,11 +197,7 @@ fn a_write_over_a_bad_block_counts_it_once() {
 #[test]
 fn a_read_of_an_unreadable_sector_counts_it_once() {
     let chunk = 65536;
-    let (a, faults) = make(Level::Raid5, 4, chunk, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(9).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (a, faults, model) = filled(Level::Raid5, 4, chunk, 9);
     let row = 1u64;
     let d = a.layout().data_per_row() as u64;
     let s0 = a.layout().data_slot(row, 0);
@@ -268,11 +216,7 @@ fn a_read_of_an_unreadable_sector_counts_it_once() {
 /// The rebuilt blocks now get unknown entries too.
 #[test]
 fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
-    let (a, _faults) = make(Level::Raid1, 2, 65536, 4 << 20);
-    let mut model = vec![0u8; a.size() as usize];
-    Rng(7).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (a, _faults, _) = filled(Level::Raid1, 2, 65536, 7);
     a.fail(&MemberRef::Slot(1)).unwrap();
     let row = 2;
     unknown_entry(&a, 0, a.cell_offset(row, 4096));

@@ -20,7 +20,7 @@ fn params(level: Level, n: usize, chunk: u64) -> LayoutParams {
     p
 }
 
-fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
+pub(super) fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<FaultMember>>) {
     make_with(p, member_bytes, true)
 }
 
@@ -927,7 +927,8 @@ fn locate_logical(a: &Array, off: u64) -> (usize, u64) {
     }
 }
 
-fn flip(a: &Array, slot: usize, member_off: u64) {
+/// Flips 16 bytes of `slot`'s member at `member_off` behind the array's back.
+pub(super) fn flip(a: &Array, slot: usize, member_off: u64) {
     let d = a.slots[slot].usable().unwrap();
     let mut b = vec![0u8; 16];
     d.member.read_at(&mut b, member_off).unwrap();
