@@ -242,3 +242,13 @@ fn a_member_replaced_behind_its_back_never_assembles_alone() {
 fn no_member_write_precedes_the_durable_not_clean_mark() {
     pass(906906);
 }
+
+/// Seed 1305553 (F1, a replace in progress): the member being replaced died across a power
+/// cut; at the restart the resync refreshed the replace target's dirty rows by reading the
+/// slot's member, which was gone, and the open failed ("resync after restart: slot 3
+/// unavailable"). The target's rows are now refreshed from redundancy where the member cannot
+/// be read (the resync has settled those rows first).
+#[test]
+fn a_replace_target_is_refreshed_from_redundancy_when_its_member_died_at_a_crash() {
+    pass(1305553);
+}

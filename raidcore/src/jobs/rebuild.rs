@@ -1051,7 +1051,10 @@ pub(crate) fn refresh_replace_targets(
                 let r1 = r1.min(t.checkpoint.load(Ordering::Acquire)).max(r0);
                 let len = ((r1 - r0) * c) as usize;
                 if len > 0 {
-                    array.member_read(slot, &mut buf[..len], r0, 0)?;
+                    // From the slot's member, or from redundancy where it cannot be read: the
+                    // member being replaced may have died since (the resync before this
+                    // settled the rows, so they can be rebuilt).
+                    array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)?;
                     write_target(array, slot, &t.dev, &buf[..len], r0)?;
                 }
                 r0 = r1.max(r0 + 1);
