@@ -274,7 +274,8 @@ pub struct WritePlan {
     /// The chunk-relative span parity is updated over (the union of the touched ranges; the
     /// whole chunk for a full row).
     pub span: Range<u64>,
-    /// Member reads the method needs: (row position, chunk-relative range). Empty for
+    /// Member reads the method needs: (row position, chunk-relative range); for
+    /// [`Method::ReadModifyWrite`] the parity cells come first. Empty for
     /// [`Method::Reconstruct`], whose reads [`recover`] decides.
     pub reads: Vec<(usize, Range<u64>)>,
 }
@@ -344,22 +345,27 @@ pub fn plan_write(shape: RowShape, range: &Range<u64>, reconstruct: bool) -> Wri
             reads: Vec::new(),
         };
     }
-    let rmw: Vec<(usize, Range<u64>)> = touched
-        .iter()
-        .cloned()
-        .chain((0..shape.parity).map(|i| (shape.data + i, span.clone())))
-        .collect();
-    // Reconstruct-write reads every data cell over the span except those the write covers
-    // over all of it.
-    let rcw: Vec<(usize, Range<u64>)> = (0..shape.data)
-        .filter(|&d| !touched.iter().any(|(td, r)| *td == d && *r == span))
-        .map(|d| (d, span.clone()))
-        .collect();
-    let bytes = |v: &[(usize, Range<u64>)]| v.iter().map(|(_, r)| r.end - r.start).sum::<u64>();
-    let (method, reads) = if bytes(&rmw) < bytes(&rcw) {
-        (Method::ReadModifyWrite, rmw)
+    // Read-modify-write reads the parity over the span and each touched range;
+    // reconstruct-write every data cell over the span except those the write covers over all
+    // of it.
+    let span_len = span.end - span.start;
+    let rmw_bytes =
+        touched.iter().map(|(_, r)| r.end - r.start).sum::<u64>() + shape.parity as u64 * span_len;
+    let whole = |d: usize| touched.iter().any(|(td, r)| *td == d && *r == span);
+    let rcw_bytes = (0..shape.data).filter(|&d| !whole(d)).count() as u64 * span_len;
+    let (method, reads) = if rmw_bytes < rcw_bytes {
+        // Parity first, so the old data's change can be added in as each cell is read.
+        let reads = (0..shape.parity)
+            .map(|i| (shape.data + i, span.clone()))
+            .chain(touched.iter().cloned())
+            .collect();
+        (Method::ReadModifyWrite, reads)
     } else {
-        (Method::ReconstructWrite, rcw)
+        let reads = (0..shape.data)
+            .filter(|&d| !whole(d))
+            .map(|d| (d, span.clone()))
+            .collect();
+        (Method::ReconstructWrite, reads)
     };
     WritePlan {
         method,

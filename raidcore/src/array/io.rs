@@ -456,14 +456,15 @@ impl Array {
         // until one vouches for itself, then let plan::choose_copy decide among those tried
         // (the first vouching copy, if any, is the one read last and is in `out`).
         let first = (c % copies as u64) as usize;
-        let order: Vec<usize> = (0..copies).map(|i| (first + i) % copies).collect();
-        let mut cells: Vec<Cell> = Vec::with_capacity(copies);
-        // The bytes of unchecked copies (entries unknown: a damaged table page), to tell
-        // whether they agree.
-        let mut held: Vec<Option<Vec<u8>>> = Vec::with_capacity(copies);
+        let copy = |i: usize| (first + i) % copies;
+        // States and, for unchecked copies (entries unknown: a damaged table page), bytes of
+        // the copies tried, in the order tried; filled only once the first copy tried does
+        // not vouch for itself, so the common read allocates nothing here.
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut held: Vec<Option<Vec<u8>>> = Vec::new();
         let mut last_err = None;
-        for &k in &order {
-            let (slot, row) = self.layout.mirror_cell(c, k);
+        for i in 0..copies {
+            let (slot, row) = self.layout.mirror_cell(c, copy(i));
             if self.source(slot, row).is_none() {
                 cells.push(Cell::Absent);
                 held.push(None);
@@ -478,6 +479,9 @@ impl Array {
                     (Cell::Unreadable, None)
                 }
             };
+            if cell == Cell::Good && cells.is_empty() {
+                return Ok(());
+            }
             cells.push(cell);
             held.push(bytes);
             if cell == Cell::Good {
@@ -485,7 +489,7 @@ impl Array {
             }
         }
         let at = |i: usize| {
-            let (slot, row) = self.layout.mirror_cell(c, order[i]);
+            let (slot, row) = self.layout.mirror_cell(c, copy(i));
             (slot, row, self.cell_offset(row, within))
         };
         match plan::choose_copy(&cells, |i, j| held[i] == held[j]) {
@@ -1104,7 +1108,7 @@ impl Array {
             chunk,
         };
         let first = plan::plan_write(shape, range, false);
-        let touched = first.touched.clone();
+        let touched = &first.touched;
         let span = first.span.clone();
         let new = NewData {
             src,
@@ -1128,10 +1132,12 @@ impl Array {
             let mut journaled = false;
             let mut journal_guard = None;
             let degraded = self.row_needs_journal(row, parity);
+            let reconstruct;
             let plan = if degraded || verify_all {
-                plan::plan_write(shape, range, true)
+                reconstruct = plan::plan_write(shape, range, true);
+                &reconstruct
             } else {
-                first.clone()
+                &first
             };
             let par: Vec<AlignedBuf> = if plan.method == Method::FullRow {
                 // Full row: parity straight from the new data, no reads.
@@ -1157,7 +1163,7 @@ impl Array {
                         continue;
                     }
                 };
-                for (d, r) in &touched {
+                for (d, r) in touched {
                     let o = (r.start - span.start) as usize;
                     bufs[*d][o..o + (r.end - r.start) as usize].copy_from_slice(new_of(*d, r));
                 }
@@ -1182,9 +1188,9 @@ impl Array {
                 // Partial row: read-modify-write or reconstruct-write, as planned (whichever
                 // reads fewer bytes).
                 let res = if plan.method == Method::ReadModifyWrite {
-                    self.rmw_parity(row, parity, &slots, &plan, &new, &mut found)
+                    self.rmw_parity(row, parity, &slots, plan, &new, &mut found)
                 } else {
-                    self.rcw_parity(row, parity, &slots, &plan, &new, &mut found)
+                    self.rcw_parity(row, parity, &slots, plan, &new, &mut found)
                 };
                 match res {
                     Ok(p) => p,
@@ -1282,22 +1288,19 @@ impl Array {
         let span = &plan.span;
         let span_len = (span.end - span.start) as usize;
         let mut par: Vec<AlignedBuf> = (0..parity).map(|_| AlignedBuf::zeroed(span_len)).collect();
-        let mut deltas: Vec<(usize, u64, AlignedBuf)> = Vec::new();
+        // The plan reads the old parity first, then each touched cell's old data.
         for (pos, r) in &plan.reads {
             if *pos >= d_count {
                 self.read_for_update(slots, *pos, &mut par[*pos - d_count], row, r.start, found)?;
-            } else {
-                let mut delta = AlignedBuf::zeroed((r.end - r.start) as usize);
-                self.read_for_update(slots, *pos, &mut delta, row, r.start, found)?;
-                (self.kernel.xor_into)(&mut delta, new.get(*pos, r));
-                deltas.push((*pos, r.start, delta));
+                continue;
             }
-        }
-        for (d, start, delta) in &deltas {
-            let o = (start - span.start) as usize;
-            (self.kernel.xor_into)(&mut par[0][o..o + delta.len()], delta);
+            let mut delta = AlignedBuf::zeroed((r.end - r.start) as usize);
+            self.read_for_update(slots, *pos, &mut delta, row, r.start, found)?;
+            (self.kernel.xor_into)(&mut delta, new.get(*pos, r));
+            let o = (r.start - span.start) as usize;
+            (self.kernel.xor_into)(&mut par[0][o..o + delta.len()], &delta);
             if parity == 2 {
-                (self.kernel.mul_xor)(&mut par[1][o..o + delta.len()], delta, gf::pow2(*d));
+                (self.kernel.mul_xor)(&mut par[1][o..o + delta.len()], &delta, gf::pow2(*pos));
             }
         }
         Ok(par)
