@@ -642,6 +642,15 @@ mod tests {
     use super::*;
     use crate::device::MemMember;
 
+    /// Reads 4 KiB at `off` of `m` on another thread (which may hang there).
+    fn spawn_read(m: &Arc<Injected>, off: u64) -> std::thread::JoinHandle<crate::Result<()>> {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let mut b = vec![0u8; 4096];
+            m.read_at(&mut b, off)
+        })
+    }
+
     fn member() -> (Arc<FaultState>, Injected) {
         let s = Arc::new(FaultState::new(Path::new("/dev/test")));
         let m = Injected::new(Arc::new(MemMember::new(1 << 20)), s.clone());
@@ -732,11 +741,7 @@ mod tests {
         });
         let mut b = vec![0u8; 4096];
         m.read_at(&mut b, 0).unwrap();
-        let m2 = m.clone();
-        let t = std::thread::spawn(move || {
-            let mut b = vec![0u8; 4096];
-            m2.read_at(&mut b, 4096)
-        });
+        let t = spawn_read(&m, 4096);
         let started = Instant::now();
         while s.oldest().is_none() {
             assert!(started.elapsed() < Duration::from_secs(10));
@@ -766,11 +771,7 @@ mod tests {
             hang_after: Some(0),
             ..Default::default()
         });
-        let m2 = m.clone();
-        let t = std::thread::spawn(move || {
-            let mut b = vec![0u8; 4096];
-            m2.read_at(&mut b, 0)
-        });
+        let t = spawn_read(&m, 0);
         std::thread::sleep(Duration::from_millis(100));
         s.clear();
         let started = Instant::now();
@@ -822,11 +823,7 @@ mod tests {
             hang_after: Some(0),
             ..Default::default()
         });
-        let m2 = m.clone();
-        let t = std::thread::spawn(move || {
-            let mut b = vec![0u8; 4096];
-            m2.read_at(&mut b, 0)
-        });
+        let t = spawn_read(&m, 0);
         std::thread::sleep(Duration::from_millis(100));
         assert!(s.oldest().is_none());
         s.clear();
