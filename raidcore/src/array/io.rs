@@ -705,10 +705,9 @@ impl Array {
         let mut c0 = 0;
         let mut rewrites: Vec<(usize, Range<usize>)> = Vec::new();
         while c0 < cols {
-            let column = |c: usize| states.iter().map(|st| st[c]).collect::<Vec<Cell>>();
-            let cells = column(c0);
+            let cells: Vec<Cell> = states.iter().map(|st| st[c0]).collect();
             let mut c1 = c0 + 1;
-            while c1 < cols && column(c1) == cells {
+            while c1 < cols && states.iter().all(|st| st[c1] == st[c0]) {
                 c1 += 1;
             }
             let run = c0 * col_bytes..c1 * col_bytes;
