@@ -166,7 +166,7 @@ fn a_read_of_a_corrupted_block_returns_good_data_counts_and_heals() {
 }
 
 /// Raw NBD client pieces for malformed-input tests.
-fn hello(sock: &Path) -> UnixStream {
+pub(crate) fn hello(sock: &Path) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut greet = [0u8; 18];
@@ -176,7 +176,7 @@ fn hello(sock: &Path) -> UnixStream {
     s
 }
 
-fn option(s: &mut UnixStream, opt: u32, data: &[u8]) {
+pub(crate) fn option(s: &mut UnixStream, opt: u32, data: &[u8]) {
     s.write_all(&0x4948_4156_454f_5054u64.to_be_bytes())
         .unwrap();
     s.write_all(&opt.to_be_bytes()).unwrap();
@@ -185,7 +185,7 @@ fn option(s: &mut UnixStream, opt: u32, data: &[u8]) {
 }
 
 /// Reads option replies until ACK or an error reply; returns the last reply type.
-fn option_replies(s: &mut UnixStream) -> u32 {
+pub(crate) fn option_replies(s: &mut UnixStream) -> u32 {
     loop {
         let mut h = [0u8; 20];
         s.read_exact(&mut h).unwrap();
@@ -199,7 +199,7 @@ fn option_replies(s: &mut UnixStream) -> u32 {
     }
 }
 
-fn go(sock: &Path) -> UnixStream {
+pub(crate) fn go(sock: &Path) -> UnixStream {
     let mut s = hello(sock);
     let mut d = 0u32.to_be_bytes().to_vec();
     d.extend_from_slice(&0u16.to_be_bytes());
@@ -547,7 +547,12 @@ fn raid10_rebuild_under_nbd_writes_then_the_other_copies_fail() {
 
 /// Sends an NBD WRITE with FUA; Ok when the server acknowledged it, Err when the connection
 /// broke first (the write may or may not have reached the array).
-fn write_fua(s: &mut UnixStream, cookie: u64, offset: u64, data: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_fua(
+    s: &mut UnixStream,
+    cookie: u64,
+    offset: u64,
+    data: &[u8],
+) -> std::io::Result<()> {
     let mut h = Vec::with_capacity(28 + data.len());
     h.extend_from_slice(&0x2560_9513u32.to_be_bytes());
     h.extend_from_slice(&1u16.to_be_bytes()); // FUA
