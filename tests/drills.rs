@@ -650,3 +650,66 @@ fn a_raid10_rebuild_over_an_unreadable_copy_loses_only_those_blocks_as_errors() 
     let v = raidctl(["scrub", "--json", &ms[0]]).ok().json();
     assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
 }
+
+/// Issue 31 bug 4: `drill vanish-and-return` killed with -9 a few seconds in, then
+/// `drill --restore` as documented, left 10 of 42 MiB of user data the drill never wrote
+/// unreadable for good: the member the drill took away was failed with the drill's writes in
+/// flight, and every row of the bitmap's dirty regions went on the bad-block list at the next
+/// open (the mechanism of bug 3). The region is put back and nothing outside it is lost.
+#[test]
+fn a_killed_vanish_and_return_drill_loses_no_user_data_outside_its_region() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let env = [("RAIDCTL_STATE_DIR", state.as_path())];
+    let ms = members_created(dir.path(), "5", 4, "32M");
+    let size = 42 << 20;
+    let data = pattern("users-data-42", size);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let mut killed = 0;
+    for wait in [300u64, 500, 800, 1200] {
+        let child = std::process::Command::new(BIN)
+            .args(["drill", &ms[0], "vanish-and-return"])
+            .env("RAIDCTL_STATE_DIR", &state)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        // SAFETY: signalling our own child by its PID.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let o = child.wait_with_output().unwrap();
+        if o.status.code() == Some(0) {
+            continue; // finished before the kill: nothing to restore
+        }
+        killed += 1;
+        let r = raidctl_env(&env, &["drill", &ms[0], "--restore"]);
+        assert!(
+            r.code == 0 || r.stderr.contains("no interrupted drill"),
+            "{}",
+            r.stderr
+        );
+        let st = status_run(["status", "--json", &ms[0]]).json();
+        let listed: u64 = st["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["bad_blocks"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(
+            listed, 0,
+            "after a kill at {wait} ms: blocks listed as lost: {st}"
+        );
+        let r = raidctl(["read", &ms[0], "--length", &size.to_string()]);
+        assert_eq!(r.code, 0, "after a kill at {wait} ms: {}", r.stderr);
+        assert!(
+            r.stdout == data,
+            "after a kill at {wait} ms: user data changed"
+        );
+        // Let any rebuild the drill left to do finish before the next trial.
+        if status_run(["status", "--json", &ms[0]]).json()["state"] != "clean" {
+            let r = raidctl(["rebuild", &ms[0]]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        }
+    }
+    assert!(killed > 0, "every drill finished before its kill");
+}

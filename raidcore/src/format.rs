@@ -920,6 +920,7 @@ pub(crate) mod tests {
                 bad.add_suspect(
                     slot,
                     (1 << 28) - 50_000 + k * 1000..(1 << 28) - 50_000 + k * 1000 + 1,
+                    0,
                 );
             }
         }

@@ -7,7 +7,7 @@
 //! extension record [`BITMAP_TAG`] (offset, bytes, rows per region).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Instant;
@@ -125,9 +125,6 @@ pub(crate) struct Bitmap {
     pub(crate) geo: BitmapGeometry,
     state: Mutex<State>,
     activity: Vec<Activity>,
-    /// Start of the last completed flush (clock nanoseconds + 1; 0: none since open): a
-    /// region's writes that completed before it are durable.
-    flushed: AtomicU64,
 }
 
 struct State {
@@ -143,10 +140,14 @@ struct Activity {
     last_write: AtomicU64,
     /// Writes in flight into the region.
     inflight: AtomicU32,
+    /// The region's bit was set at open and no write touched it since, nor was it cleared: a
+    /// resync may still be settling it (read without the bitmap lock by a member failure).
+    stale: AtomicBool,
 }
 
 impl Activity {
     fn touch(&self, now: Instant) {
+        self.stale.store(false, Ordering::Release);
         self.last_write.store(now.nanos() + 1, Ordering::Release);
     }
 
@@ -179,11 +180,20 @@ impl Drop for BitmapHold<'_> {
 
 impl Bitmap {
     pub(crate) fn new(geo: BitmapGeometry, regions: u64, bits: Vec<u8>) -> Bitmap {
+        let set = |r: u64| {
+            bits.get((r / 8) as usize)
+                .is_some_and(|b| b & (1 << (r % 8)) != 0)
+        };
+        let activity = (0..regions)
+            .map(|r| Activity {
+                stale: AtomicBool::new(set(r)),
+                ..Activity::default()
+            })
+            .collect();
         Bitmap {
             geo,
             state: Mutex::new(State { bits }),
-            activity: (0..regions).map(|_| Activity::default()).collect(),
-            flushed: AtomicU64::new(0),
+            activity,
         }
     }
 
@@ -274,6 +284,18 @@ impl Array {
         Ok(Some(hold))
     }
 
+    /// The door of every request write to member rows (a write, a trim, a stripe-cache
+    /// destage): the regions' bits are durable before it returns, and the rows count as not
+    /// yet durable (`unflushed`) from now until a flush that begins after the hold is dropped.
+    pub(crate) fn begin_write(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
+        let ticket = self.unflushed.begin(rows.clone());
+        let bitmap = self.bitmap_mark(rows)?;
+        Ok(super::WriteHold {
+            _bitmap: bitmap,
+            _rows: ticket,
+        })
+    }
+
     /// Writes the bits as they are to every live device (flushed): called when a device joins
     /// (a rebuild or replace target, a spare). A mark writes the bitmap only when a bit changes,
     /// so a device joining while a bit is set would otherwise never receive it, and once the
@@ -298,8 +320,6 @@ impl Array {
         let Some(bm) = &self.bitmap else {
             return Ok(());
         };
-        bm.flushed
-            .fetch_max(flush_start.nanos() + 1, Ordering::AcqRel);
         let mut st = bm.state.lock().expect("bitmap lock");
         let mut changed = false;
         for r in 0..bm.activity.len() {
@@ -311,6 +331,7 @@ impl Array {
             let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
             let (byte, bit) = (r / 8, 1u8 << (r % 8));
             if durable && idle && st.bits[byte] & bit != 0 {
+                a.stale.store(false, Ordering::Release);
                 st.bits[byte] &= !bit;
                 changed = true;
             }
@@ -323,40 +344,17 @@ impl Array {
         Ok(())
     }
 
-    /// As [`Array::dirty_rows`], for a caller that may already hold the bitmap lock (a member
-    /// failed while the bitmap itself was being written): every row when the lock is taken.
-    pub(crate) fn dirty_rows_or_all(&self) -> Vec<Range<u64>> {
+    /// Rows of the regions marked at open that no write touched since and that were not
+    /// cleared (a resync may still be settling them), without taking the bitmap lock (a
+    /// member may fail while the bitmap itself is being written). Every row without a bitmap.
+    pub(crate) fn stale_dirty_rows(&self) -> Vec<Range<u64>> {
         let Some(bm) = &self.bitmap else {
             return std::iter::once(0..self.data_rows).collect();
         };
-        let Some(st) = bm.state.try_lock() else {
-            return std::iter::once(0..self.data_rows).collect();
-        };
-        // Of the marked regions, those with a write in flight or one completed after the last
-        // flush began, and those marked before this open and not written since (a resync may
-        // still be settling them): everything else there is durable.
-        let flushed = bm.flushed.load(Ordering::Acquire);
         (0..bm.activity.len() as u64)
-            .filter(|&r| st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0)
-            .filter(|&r| {
-                let a = &bm.activity[r as usize];
-                let last = a.last_write.load(Ordering::Acquire);
-                a.inflight.load(Ordering::Acquire) > 0 || last == 0 || last >= flushed
-            })
+            .filter(|&r| bm.activity[r as usize].stale.load(Ordering::Acquire))
             .map(|r| self.region_rows(bm, r))
             .collect()
-    }
-
-    /// Whether no write is in flight into any region touching `rows`.
-    pub(crate) fn rows_idle(&self, rows: &[Range<u64>]) -> bool {
-        match &self.bitmap {
-            None => self.requests.load(Ordering::Acquire) == 0,
-            Some(bm) => rows.iter().filter(|r| !r.is_empty()).all(|r| {
-                let last = ((r.end - 1) / bm.geo.region_rows).min(bm.activity.len() as u64 - 1);
-                (r.start / bm.geo.region_rows..=last)
-                    .all(|g| bm.activity[g as usize].inflight.load(Ordering::Acquire) == 0)
-            }),
-        }
     }
 
     /// Rows of the regions whose bit is set (what an unclean stop may have left inconsistent).

@@ -841,7 +841,7 @@ impl Array {
             return Ok(());
         }
         self.mark_dirty()?;
-        let _inflight = self.bitmap_mark(self.rows_of(offset, data.len() as u64))?;
+        let _inflight = self.begin_write(self.rows_of(offset, data.len() as u64))?;
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -998,7 +998,7 @@ impl Array {
         }
         self.mark_dirty()?;
         let _inflight =
-            self.bitmap_mark(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
+            self.begin_write(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
         let mut done = 0;
         for unit in first..end {
             let _g = self.locks.write(self.unit_rows(unit));

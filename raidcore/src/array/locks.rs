@@ -16,7 +16,8 @@
 //! Order of the engine's locks, outermost first (docs/locking.md, "Order"): job slot, config
 //! (role changes exclusive, requests shared), row ranges, stripe cache map then a stripe,
 //! journal, bitmap state and the dirtying lock, meta, a slot's dev/target and a device's
-//! sb_state, spares/notes/reason, a member's checksum store, the bad-block list.
+//! sb_state, spares/notes/reason, a member's checksum store, the bad-block list and the
+//! unflushed-rows tracker (leaves).
 
 use std::ops::Range;
 
@@ -107,29 +108,6 @@ impl RowLocks {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             next: std::sync::atomic::AtomicU64::new(1),
         }
-    }
-
-    /// Rows requests hold exclusively now (the rows writes are cutting), merged.
-    pub(crate) fn written_now(&self) -> Vec<Range<u64>> {
-        let mut v: Vec<Range<u64>> = Vec::new();
-        for sh in &self.shards {
-            let st = sh.st.lock().unwrap_or_else(|e| e.into_inner());
-            v.extend(
-                st.held
-                    .iter()
-                    .filter(|h| h.exclusive && h.owner.is_none())
-                    .map(|h| h.rows.clone()),
-            );
-        }
-        v.sort_by_key(|r| r.start);
-        let mut out: Vec<Range<u64>> = Vec::new();
-        for r in v {
-            match out.last_mut() {
-                Some(l) if r.start <= l.end => l.end = l.end.max(r.end),
-                _ => out.push(r),
-            }
-        }
-        out
     }
 
     fn release(&self, shard: usize, id: u64) {

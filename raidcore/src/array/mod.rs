@@ -14,6 +14,7 @@ pub mod journal;
 mod lifecycle;
 mod locks;
 mod stripe;
+mod unflushed;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -315,6 +316,16 @@ pub struct Array {
     stripes: stripe::StripeCache,
     /// Blocks whose contents were lost (persisted with every superblock write). A leaf lock.
     pub(crate) bad: Mutex<badblocks::BadBlocks>,
+    /// Rows written and not yet durable (writes in flight, and completed since the last flush
+    /// began): what a member failure records as suspect. A leaf lock.
+    pub(crate) unflushed: unflushed::Unflushed,
+}
+
+/// A request's write in progress: its write-intent bits held (the regions stay marked) and its
+/// rows registered as not yet durable, until dropped when the write completed.
+pub(crate) struct WriteHold<'a> {
+    _bitmap: Option<bitmap::BitmapHold<'a>>,
+    _rows: unflushed::WriteTicket<'a>,
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.
@@ -403,6 +414,7 @@ impl Array {
             requests: Default::default(),
             stripes: stripe::StripeCache::new(),
             bad: Mutex::new(bad),
+            unflushed: Default::default(),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
@@ -654,14 +666,15 @@ impl Array {
         s.set_reason(Some(reason.to_string()));
         if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
             // Writes made healthy are not journaled: until they are durable, a crash may leave
-            // their rows torn, with this member's data no longer computable from them.
-            // Every row not yet durable may be cut by a crash: the regions the write-intent
-            // bitmap marks (writes completed but not flushed, and writes in flight).
-            let mut rows = self.dirty_rows_or_all();
-            rows.extend(self.locks.written_now());
+            // their rows torn, with this member's data no longer computable from them. Those
+            // rows, exactly: writes in flight, writes completed since the last flush began, and
+            // regions marked before this open that no write touched since (a resync may still
+            // be settling them). Nothing flushed before is among them.
+            let (mut rows, fence) = self.unflushed.at_risk();
+            rows.extend(self.stale_dirty_rows());
             let mut bad = self.bad.lock().expect("bad-block lock");
             for r in rows {
-                bad.add_suspect(slot, r);
+                bad.add_suspect(slot, r, fence);
             }
         }
         {
@@ -982,19 +995,17 @@ impl Array {
         self.write_back(None)?;
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
-        let (rewritten, suspect) = {
-            let bad = self.bad.lock().expect("bad-block lock");
-            (bad.rewritten_now(), bad.suspect())
-        };
-        // The writes a member failure caught in flight are done once none is in flight there.
-        let suspect_done =
-            suspect.iter().any(|l| !l.is_empty()) && suspect.iter().all(|l| self.rows_idle(l));
+        let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
+        // Writes completed before this are durable once the members are flushed; the suspect
+        // rows of a member failure once none of the writes it caught is still in flight.
+        let mark = self.unflushed.flush_begin();
         self.csum_sync_all(false)?;
         self.flush_members()?;
+        let passed = self.unflushed.flush_done(&mark);
         let changed = {
             let mut bad = self.bad.lock().expect("bad-block lock");
             let a = bad.settle(&rewritten);
-            a | (suspect_done && bad.clear_suspect())
+            a | bad.clear_suspect_below(passed)
         };
         if changed {
             self.persist()?;
@@ -1037,8 +1048,10 @@ impl Array {
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
         let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
+        let mark = self.unflushed.flush_begin();
         self.csum_sync_all(true)?;
         self.flush_members()?;
+        self.unflushed.flush_done(&mark);
         {
             // No write is in flight (exclusive): everything is durable now.
             let mut bad = self.bad.lock().expect("bad-block lock");

@@ -287,7 +287,7 @@ impl Array {
         if !st.dirty.any() {
             return Ok(());
         }
-        let _inflight = self.bitmap_mark(row..row + 1)?;
+        let _inflight = self.begin_write(row..row + 1)?;
         let chunk = self.layout.chunk() as usize;
         let per_chunk = chunk / BLOCK as usize;
         let d_count = self.layout.data_per_row();
