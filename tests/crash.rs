@@ -199,8 +199,34 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     write_at(a, 0, &keep, dir.path());
     assert_eq!(check_keep("rewritten"), 0);
     let st = status_run(["status", "--json", &ms[0]]).json();
-    assert!(st["members"][3]["bad_blocks"].as_u64().unwrap() < bad_before);
-    assert_eq!(raidctl(["scrub", "--json", &ms[0]]).code, 0);
+    let left = st["members"][3]["bad_blocks"].as_u64().unwrap();
+    assert!(left < bad_before);
+    // Scrub reports what is still listed as lost and unrepairable (it used to report 0
+    // problems while those blocks were unreadable: issue 31), and status says so first.
+    let r = raidctl(["scrub", "--json", &ms[0]]);
+    let rep = r.json();
+    let lost: u64 = rep["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "lost" && p["repaired"] == false && p["slot"] == 3)
+        .map(|p| p["bytes"].as_u64().unwrap())
+        .sum();
+    let listed: u64 = st["bad_block_ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(lost, listed, "{rep}");
+    assert_eq!(r.code, 1, "unrepaired problems remain: {rep}");
+    assert_eq!(st["lost_bytes"].as_u64().unwrap(), left * 4096);
+    let human = status_run(["status", &ms[0]]);
+    assert!(
+        human.stdout_str().contains("LOST"),
+        "{}",
+        human.stdout_str()
+    );
 }
 
 /// Issue 31 bug 3: a member failed under a busy load, then kill -9 of `raidctl serve` seconds

@@ -53,7 +53,7 @@ pub struct Problem {
     /// Logical byte offset in the array, for data blocks and mirror copies.
     pub logical_offset: Option<u64>,
     /// "data checksum", "data", "parity", "q-parity", "mirror", "checksum" (the checksum
-    /// area itself) or "unreadable".
+    /// area itself), "unreadable" or "lost" (a range on the bad-block list).
     pub kind: &'static str,
     pub repaired: bool,
     pub note: String,
@@ -209,6 +209,7 @@ pub fn scrub_array(
         return Ok(rep);
     }
     repair_tables(array, mode, &bad_pages, first, &mut rep)?;
+    report_listed_losses(array, &mut rep);
     progress(rows, rows);
     rec.finished = Some(now_secs());
     save(&rep, rows, &mut rec)?;
@@ -233,6 +234,30 @@ pub fn scrub_array(
         ),
     );
     Ok(rep)
+}
+
+/// Blocks on the bad-block list are data the array lost (a member gone with writes in flight
+/// at a crash): no scrub can repair them and a read of them fails, so every full scrub reports
+/// them as unrepaired problems, a range each (before, scrub said 0 problems while they were
+/// unreadable: issue 31).
+fn report_listed_losses(array: &Array, rep: &mut ScrubReport) {
+    let c = array.layout().chunk();
+    let off = array.data_offset_of();
+    for r in array.bad_blocks() {
+        let slot = r.slot as usize;
+        let row = r.start * BLOCK / c;
+        rep.problems.push(Problem {
+            row,
+            slot,
+            member: member_path(array, slot, row),
+            member_offset: off + r.start * BLOCK,
+            bytes: r.blocks * BLOCK,
+            logical_offset: None,
+            kind: "lost",
+            repaired: false,
+            note: "not repairable: data lost at a crash (on the bad-block list); reads of it fail until it is written again".into(),
+        });
+    }
 }
 
 /// Reads every member's checksum table from the device; pages failing their own hash are

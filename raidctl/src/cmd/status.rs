@@ -83,6 +83,8 @@ pub fn report(a: &Array) -> Value {
         "checksums": a.has_checksums(),
         "checksum_hash": a.checksum_algo().map(|h| h.name()),
         "scrub": scrub_json(&a.scrub_record(), a.rows()),
+        // Data blocks lost (the listed ranges may also cover parity cells, which are rebuilt).
+        "lost_bytes": bad.iter().sum::<u64>() * 4096,
         "bad_block_ranges": a
             .bad_blocks()
             .iter()
@@ -237,6 +239,12 @@ fn print_human(r: &Value) {
         (false, None) => "; not stopped cleanly (the next writable command resyncs it)".to_string(),
     };
     println!("state    {}{dirty}, events {}", s(&r["state"]), r["events"]);
+    if n(&r["lost_bytes"]) > 0 {
+        println!(
+            "LOST     {} of data on the bad-block list: reads of it fail until it is written again (see below)",
+            human(n(&r["lost_bytes"]))
+        );
+    }
     if let Some(pid) = r["served_by"]["pid"].as_u64() {
         println!(
             "served   by pid {pid} (`raidctl serve`), control socket {}{}",
