@@ -191,6 +191,8 @@ struct State {
     faults: Faults,
     /// Persistent rot not yet overwritten: byte ranges whose medium holds flipped bytes.
     rot: Vec<Range<u64>>,
+    /// Reads that returned flipped bytes (transient rot): (offset, length).
+    flipped: Vec<(u64, u64)>,
 }
 
 /// A simulated member.
@@ -212,6 +214,7 @@ impl SimMember {
                 pending: Vec::new(),
                 faults: Faults::default(),
                 rot: Vec::new(),
+                flipped: Vec::new(),
             }),
             power,
         }
@@ -319,6 +322,11 @@ impl SimMember {
     /// it).
     pub fn rotten(&self) -> Vec<Range<u64>> {
         self.state().rot.clone()
+    }
+
+    /// Reads that returned flipped bytes so far: (member offset, length).
+    pub fn flipped(&self) -> Vec<(u64, u64)> {
+        self.state().flipped.clone()
     }
 
     /// Carries outstanding rot over from the member this one replaces after a power cut.
@@ -453,6 +461,7 @@ impl Member for SimMember {
                 let n = buf.len().min(8);
                 buf[..n].iter_mut().for_each(|x| *x ^= 0x5a);
                 st.faults.flip_reads = (left > 1).then_some((from, left - 1));
+                st.flipped.push((offset, buf.len() as u64));
             }
         }
         Ok(())
