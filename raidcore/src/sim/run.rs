@@ -444,9 +444,8 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
 fn read_image(w: &World, a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
     let size = a.size() as usize;
     let mut got = vec![0u8; size];
-    match a.read(&mut got, 0) {
-        Ok(()) => return Ok((got, Vec::new())),
-        Err(_) => {}
+    if a.read(&mut got, 0).is_ok() {
+        return Ok((got, Vec::new()));
     }
     let mut bad = Vec::new();
     for off in (0..size as u64).step_by(4096) {
