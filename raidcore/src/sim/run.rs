@@ -2,6 +2,27 @@
 //! a lifecycle actor that fails, breaks, adds, replaces and rebuilds members, a scrub actor),
 //! power cuts and clean restarts between epochs, and the final checks: every byte reads back as
 //! the model says, healthy and degraded, and scrub --repair settles to a clean second scrub.
+//!
+//! Silent rot (runs with checksums, drawn from a stream of its own): a `rot` actor flips bytes
+//! of data or parity cells at random moments (under client I/O, rebuild, replace and scrub),
+//! one more rot may land just before a power cut (in a row written lately, so the resync after
+//! the restart meets it), and some members return flipped bytes on their next few reads. Every
+//! injection keeps each row correctable: members out of service or carrying a fault, plus the
+//! rotten cells of the row, stay within the level's tolerance, and member faults are injected
+//! only while that sum stays below it.
+//!
+//! Errors the array may return (the oracle's bound, computed from what was injected and what
+//! was in flight; never "whatever the array says"):
+//! - a read may fail only where [`unrecoverable`] holds (a row with more cells out of service
+//!   or rotten than tolerated; per row, not per 4 KiB column: conservative) or where the model
+//!   says a crash lost the block and no write has covered it whole since;
+//! - after a power cut, each block on the bad-block list must be within [`crash_bound`]: torn
+//!   (an unsure block in its column of the row: a write in flight or completed but unflushed)
+//!   with its own cell on a slot lost with the crash. Slots count as lost when out of service
+//!   at any moment of the epoch or at the restart, or faulty (conservative);
+//! - scrub findings after a restart and in the final scrub --repair must lie in a row with an
+//!   injected fault (rot, unreadable block, transient flip seen), a crash-lost block, or be
+//!   checksum table damage that was injected; the second scrub must find nothing.
 
 #![allow(clippy::single_range_in_vec_init)] // one range of rows is a meaningful list here
 
