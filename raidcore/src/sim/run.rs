@@ -13,10 +13,10 @@
 //!
 //! Errors the array may return (the oracle's bound, computed from what was injected and what
 //! was in flight; never "whatever the array says"):
-//! - a read may fail only where [`unrecoverable`] holds (a row with more cells out of service
+//! - a read may fail only where `unrecoverable` holds (a row with more cells out of service
 //!   or rotten than tolerated; per row, not per 4 KiB column: conservative) or where the model
 //!   says a crash lost the block and no write has covered it whole since;
-//! - after a power cut, each block on the bad-block list must be within [`crash_bound`]: torn
+//! - after a power cut, each block on the bad-block list must be within `crash_bound`: torn
 //!   (an unsure block in its column of the row: a write in flight or completed but unflushed)
 //!   with its own cell on a slot lost with the crash. Slots count as lost when out of service
 //!   at any moment of the epoch or at the restart, or faulty (conservative);
