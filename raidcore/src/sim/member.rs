@@ -48,7 +48,8 @@ pub struct Faults {
     /// Every operation takes this long (virtual time): a slow or dying drive.
     pub latency: Option<std::time::Duration>,
     /// Transient rot: the next `.1` reads that start at or past member offset `.0` return their
-    /// first bytes flipped (the medium is fine; a bus or controller glitch).
+    /// first bytes flipped (the medium is fine; a bus or controller glitch). Stays `Some` with
+    /// zero reads left once they are used.
     pub flip_reads: Option<(u64, u32)>,
 }
 
@@ -460,7 +461,9 @@ impl Member for SimMember {
             if offset >= from && left > 0 && !buf.is_empty() {
                 let n = buf.len().min(8);
                 buf[..n].iter_mut().for_each(|x| *x ^= 0x5a);
-                st.faults.flip_reads = (left > 1).then_some((from, left - 1));
+                // Kept at zero reads left: the run counts the member's tolerance as used until
+                // its faults are reset (an operation that met one flip may still be going).
+                st.faults.flip_reads = Some((from, left - 1));
                 st.flipped.push((offset, buf.len() as u64));
             }
         }
