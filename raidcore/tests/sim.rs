@@ -326,3 +326,15 @@ fn a_crash_after_a_member_failure_loses_only_torn_rows() {
         pass(seed);
     }
 }
+
+/// Found by the simulator's silent rot, not yet diagnosed (no crash, no resync, no replace:
+/// clean stops only): RAID10 N=4 K=2, slot 3 rots in row 12 and the final read returns the rot
+/// (0x5a where nothing was written) (802); RAID5 N=3, the same after a clean stop (1219).
+/// Something else vouches for rotten cells: a sub-block write's read-modify-write, or the
+/// checksum fold at a clean stop, are the suspects.
+#[test]
+#[ignore = "fails until the rot found by seeds 802 and 1219 is diagnosed and fixed (issue 31)"]
+fn rot_is_never_laundered_without_a_resync_or_replace() {
+    pass_with_rot(802);
+    pass_with_rot(1219);
+}
