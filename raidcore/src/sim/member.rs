@@ -1,8 +1,15 @@
-//! The simulator's member device: memory with a live and a durable image (a flush makes
+//! The simulator's member device: sparse memory (4 KiB pages, allocated when first written, so
+//! a 1 TiB member costs what was written to it) with a live and a durable image (a flush makes
 //! writes durable; a power cut keeps the durable image plus a seeded subset of the unflushed
 //! 4 KiB pieces), faults switched at run time (dead, unreadable ranges that a write heals as
-//! an SSD remaps them, EIO or ENOSPC on writes), and a scheduler yield point before every
-//! operation. A [`Store`] names members by path for assembly.
+//! an SSD remaps them, EIO or ENOSPC on writes, silent rot), and a scheduler yield point before
+//! every operation. A [`Store`] names members by path for assembly.
+//!
+//! Silent rot comes in two kinds. Persistent rot ([`SimMember::rot`]) flips bytes on the medium
+//! (live, durable and unflushed images alike) and is remembered as outstanding until a write
+//! covers it, so the run knows which cells of which rows are rotten. Transient rot
+//! ([`Faults::flip_reads`]) flips bytes of the next few reads at or past an offset (the data
+//! area) while the medium stays good: a re-read, or redundancy, gives the right bytes.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -40,14 +47,153 @@ pub struct Faults {
     pub write_errno: Option<i32>,
     /// Every operation takes this long (virtual time): a slow or dying drive.
     pub latency: Option<std::time::Duration>,
+    /// Transient rot: the next `.1` reads that start at or past member offset `.0` return their
+    /// first bytes flipped (the medium is fine; a bus or controller glitch). Stays `Some` with
+    /// zero reads left once they are used.
+    pub flip_reads: Option<(u64, u32)>,
+}
+
+const PAGE: u64 = 4096;
+
+/// A sparse image: 4 KiB pages, absent pages read as zeros. Memory follows the data written.
+#[derive(Clone, Default)]
+pub struct Image {
+    len: u64,
+    pages: BTreeMap<u64, Box<[u8]>>,
+}
+
+impl Image {
+    /// `len` bytes of zeros, nothing allocated.
+    pub fn zeroed(len: u64) -> Image {
+        Image {
+            len,
+            pages: BTreeMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Pages allocated (memory use, in 4 KiB pages).
+    pub fn pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Visits the page pieces of `off..off + len`: (page index, offset in page, offset in
+    /// range, length).
+    fn pieces(off: u64, len: u64, mut f: impl FnMut(u64, usize, usize, usize)) {
+        let mut pos = 0u64;
+        while pos < len {
+            let abs = off + pos;
+            let (pg, within) = (abs / PAGE, (abs % PAGE) as usize);
+            let n = ((PAGE as usize - within) as u64).min(len - pos) as usize;
+            f(pg, within, pos as usize, n);
+            pos += n as u64;
+        }
+    }
+
+    pub fn read(&self, off: u64, buf: &mut [u8]) {
+        Image::pieces(off, buf.len() as u64, |pg, w, p, n| {
+            match self.pages.get(&pg) {
+                Some(page) => buf[p..p + n].copy_from_slice(&page[w..w + n]),
+                None => buf[p..p + n].fill(0),
+            }
+        });
+    }
+
+    pub fn write(&mut self, off: u64, data: &[u8]) {
+        Image::pieces(off, data.len() as u64, |pg, w, p, n| {
+            if n == PAGE as usize && data[p..p + n].iter().all(|&b| b == 0) {
+                self.pages.remove(&pg);
+                return;
+            }
+            let page = self
+                .pages
+                .entry(pg)
+                .or_insert_with(|| vec![0u8; PAGE as usize].into_boxed_slice());
+            page[w..w + n].copy_from_slice(&data[p..p + n]);
+        });
+    }
+
+    /// Zeros `off..off + len` (whole pages are dropped).
+    pub fn zero(&mut self, off: u64, len: u64) {
+        let end = off + len;
+        let (first_full, last_full) = (off.div_ceil(PAGE), end / PAGE);
+        if first_full < last_full {
+            let gone: Vec<u64> = self
+                .pages
+                .range(first_full..last_full)
+                .map(|(&k, _)| k)
+                .collect();
+            gone.iter().for_each(|k| {
+                self.pages.remove(k);
+            });
+            let head = (first_full * PAGE).min(end) - off;
+            self.write(off, &vec![0u8; head as usize]);
+            let tail = last_full * PAGE;
+            self.write(tail, &vec![0u8; (end - tail) as usize]);
+        } else {
+            self.write(off, &vec![0u8; len as usize]);
+        }
+    }
+
+    /// Flips the bytes of `off..off + len` (XOR 0x5a).
+    pub fn flip(&mut self, off: u64, len: u64) {
+        let mut buf = vec![0u8; len as usize];
+        self.read(off, &mut buf);
+        buf.iter_mut().for_each(|x| *x ^= 0x5a);
+        self.write(off, &buf);
+    }
+}
+
+impl From<Vec<u8>> for Image {
+    fn from(v: Vec<u8>) -> Image {
+        let mut img = Image::zeroed(v.len() as u64);
+        img.write(0, &v);
+        img
+    }
+}
+
+/// An unflushed write: bytes, or zeros (a discard or write-zeroes, kept without its size).
+enum Pending {
+    Data(Vec<u8>),
+    Zeros(u64),
+}
+
+impl Pending {
+    fn len(&self) -> u64 {
+        match self {
+            Pending::Data(d) => d.len() as u64,
+            Pending::Zeros(n) => *n,
+        }
+    }
+
+    fn apply(&self, img: &mut Image, at: u64, range: std::ops::Range<u64>) {
+        match self {
+            Pending::Data(d) => img.write(
+                at + range.start,
+                &d[range.start as usize..range.end as usize],
+            ),
+            Pending::Zeros(_) => img.zero(at + range.start, range.end - range.start),
+        }
+    }
 }
 
 struct State {
-    live: Vec<u8>,
-    durable: Vec<u8>,
+    live: Image,
+    durable: Image,
     /// Writes since the last flush, in order.
-    pending: Vec<(u64, Vec<u8>)>,
+    pending: Vec<(u64, Pending)>,
     faults: Faults,
+    /// Persistent rot not yet overwritten: byte ranges whose medium holds flipped bytes.
+    rot: Vec<Range<u64>>,
+    /// Reads that returned flipped bytes (transient rot): (offset, length).
+    flipped: Vec<(u64, u64)>,
 }
 
 /// A simulated member.
@@ -59,7 +205,8 @@ pub struct SimMember {
 }
 
 impl SimMember {
-    pub fn new(name: &str, image: Vec<u8>, power: Arc<AtomicBool>) -> SimMember {
+    pub fn new(name: &str, image: impl Into<Image>, power: Arc<AtomicBool>) -> SimMember {
+        let image = image.into();
         SimMember {
             name: name.to_string(),
             st: Mutex::new(State {
@@ -67,6 +214,8 @@ impl SimMember {
                 live: image,
                 pending: Vec::new(),
                 faults: Faults::default(),
+                rot: Vec::new(),
+                flipped: Vec::new(),
             }),
             power,
         }
@@ -97,17 +246,25 @@ impl SimMember {
 
     /// The image left after a power cut now: the durable image plus, per 4 KiB piece of every
     /// unflushed write (in order), the new bytes or not, as `rng` decides (`keep` 0: none).
-    pub fn crash_image(&self, rng: &mut SplitMix64, keep_pct: u64) -> Vec<u8> {
+    pub fn crash_image(&self, rng: &mut SplitMix64, keep_pct: u64) -> Image {
         let st = self.state();
         let mut img = st.durable.clone();
         for (off, data) in &st.pending {
-            let mut pos = 0usize;
-            while pos < data.len() {
-                let abs = *off as usize + pos;
-                let end = ((abs / 4096 + 1) * 4096 - *off as usize).min(data.len());
+            let (off, len) = (*off, data.len());
+            if len > 1 << 20 {
+                // A large discard (create's zeroing): kept or not as a whole.
+                if rng.below(100) < keep_pct {
+                    data.apply(&mut img, off, 0..len);
+                }
+                continue;
+            }
+            let mut pos = 0u64;
+            while pos < len {
+                let abs = off + pos;
+                let end = ((abs / 4096 + 1) * 4096 - off).min(len);
                 let kept = rng.below(100) < keep_pct;
                 if let Some(d) = debug_offset() {
-                    if d >= abs as u64 && d < (*off as usize + end) as u64 {
+                    if d >= abs && d < off + end {
                         eprintln!(
                             "{} crash: unflushed write at {off} {}",
                             self.name,
@@ -116,7 +273,7 @@ impl SimMember {
                     }
                 }
                 if kept {
-                    img[abs..*off as usize + end].copy_from_slice(&data[pos..end]);
+                    data.apply(&mut img, off, pos..end);
                 }
                 pos = end;
             }
@@ -125,69 +282,80 @@ impl SimMember {
     }
 
     /// Damage on the medium (what a firmware bug or a stray write does): flips `len` bytes at
-    /// `offset` in the live and durable images at once. No scheduling point: runs that never
-    /// damage replay as before.
+    /// `offset` in the live and durable images at once, and in unflushed writes over them (so
+    /// a power cut cannot undo it). No scheduling point: runs that never damage replay as
+    /// before.
     pub fn damage(&self, offset: u64, len: usize) {
         let mut st = self.state();
-        let (a, b) = (offset as usize, offset as usize + len);
         let st = &mut *st;
-        for img in [&mut st.live, &mut st.durable] {
-            if b <= img.len() {
-                img[a..b].iter_mut().for_each(|x| *x ^= 0x5a);
+        if offset + len as u64 > st.live.len() {
+            return;
+        }
+        st.live.flip(offset, len as u64);
+        st.durable.flip(offset, len as u64);
+        for (o, p) in &mut st.pending {
+            let (a, b) = (offset.max(*o), (offset + len as u64).min(*o + p.len()));
+            if a >= b {
+                continue;
+            }
+            if let Pending::Zeros(n) = p {
+                let mut d = vec![0u8; *n as usize];
+                d.iter_mut().for_each(|x| *x = 0);
+                *p = Pending::Data(d);
+            }
+            if let Pending::Data(data) = p {
+                data[(a - *o) as usize..(b - *o) as usize]
+                    .iter_mut()
+                    .for_each(|x| *x ^= 0x5a);
             }
         }
     }
 
-    /// The live image (what reads return).
-    pub fn live_image(&self) -> Vec<u8> {
-        self.state().live.clone()
+    /// Persistent silent rot of data or parity: [`SimMember::damage`], remembered as outstanding
+    /// until a write covers the bytes (see [`SimMember::rotten`]).
+    pub fn rot(&self, offset: u64, len: usize) {
+        self.damage(offset, len);
+        self.state().rot.push(offset..offset + len as u64);
     }
 
-    fn err(&self, op: &str, offset: u64, errno: i32) -> Error {
-        Error::io(io::Error::from_raw_os_error(errno), op, &self.name, offset)
+    /// Outstanding persistent rot: ranges flipped by [`SimMember::rot`] that no write has
+    /// covered since (a crash image keeps the list: conservative, the medium may still hold
+    /// it).
+    pub fn rotten(&self) -> Vec<Range<u64>> {
+        self.state().rot.clone()
     }
 
-    fn check(&self, st: &State, op: &str, off: u64, len: usize) -> Result<()> {
-        if off
-            .checked_add(len as u64)
-            .is_none_or(|e| e > st.live.len() as u64)
-        {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("{op} {} at offset {off}: past the end", self.name),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Member for SimMember {
-    fn len(&self) -> u64 {
-        self.state().live.len() as u64
+    /// Reads that returned flipped bytes so far: (member offset, length).
+    pub fn flipped(&self) -> Vec<(u64, u64)> {
+        self.state().flipped.clone()
     }
 
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.arrive();
-        let st = self.state();
-        self.check(&st, "read", offset, buf.len())?;
-        let end = offset + buf.len() as u64;
-        if st.faults.dead
-            || st
-                .faults
-                .bad_reads
-                .iter()
-                .any(|r| r.start < end && offset < r.end)
-        {
-            return Err(self.err("read", offset, libc::EIO));
-        }
-        buf.copy_from_slice(&st.live[offset as usize..end as usize]);
-        Ok(())
+    /// Carries outstanding rot over from the member this one replaces after a power cut.
+    pub fn set_rotten(&self, rot: Vec<Range<u64>>) {
+        self.state().rot = rot;
     }
 
-    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+    /// Bytes held in memory by the live image (sparse pages).
+    pub fn resident_bytes(&self) -> u64 {
+        self.state().live.pages() as u64 * PAGE
+    }
+
+    /// Reads `buf.len()` bytes of the live image at `offset` (no fault, no scheduling).
+    pub fn peek_live(&self, offset: u64, buf: &mut [u8]) {
+        self.state().live.read(offset, buf);
+    }
+
+    /// A write (bytes or zeros) through the faults, the power and the remapping of bad sectors.
+    fn write_pending(&self, p: Pending, offset: u64) -> Result<()> {
         self.arrive();
         let mut st = self.state();
-        self.check(&st, "write", offset, buf.len())?;
+        let len = p.len();
+        if offset.checked_add(len).is_none_or(|e| e > st.live.len()) {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("write {} at offset {offset}: past the end", self.name),
+            ));
+        }
         if st.faults.dead {
             return Err(self.err("write", offset, libc::EIO));
         }
@@ -197,7 +365,7 @@ impl Member for SimMember {
         if !self.power.load(Ordering::SeqCst) {
             return Ok(()); // the power is gone: nothing reaches the media
         }
-        let end = offset + buf.len() as u64;
+        let end = offset + len;
         // Written 4 KiB blocks read again (the drive remapped the sectors).
         let mut left = Vec::new();
         for r in std::mem::take(&mut st.faults.bad_reads) {
@@ -211,14 +379,28 @@ impl Member for SimMember {
             }
         }
         st.faults.bad_reads = left;
+        // Rot under the write is gone (the bytes are new).
+        let mut rot = Vec::new();
+        for r in std::mem::take(&mut st.rot) {
+            if r.start < offset {
+                rot.push(r.start..r.end.min(offset));
+            }
+            if r.end > end {
+                rot.push(r.start.max(end)..r.end);
+            }
+        }
+        st.rot = rot;
         if let Some(d) = debug_offset() {
             if d >= offset && d < end {
                 eprintln!(
                     "{} {} write {} at {offset}: byte {d} = {:#04x}",
                     sched::debug_where(),
                     self.name,
-                    buf.len(),
-                    buf[(d - offset) as usize]
+                    len,
+                    match &p {
+                        Pending::Data(b) => b[(d - offset) as usize],
+                        Pending::Zeros(_) => 0,
+                    }
                 );
                 if std::env::var_os("SIM_DEBUG_BT").is_some() {
                     let bt = std::backtrace::Backtrace::force_capture().to_string();
@@ -232,9 +414,64 @@ impl Member for SimMember {
                 }
             }
         }
-        st.live[offset as usize..end as usize].copy_from_slice(buf);
-        st.pending.push((offset, buf.to_vec()));
+        p.apply(&mut st.live, offset, 0..len);
+        st.pending.push((offset, p));
         Ok(())
+    }
+
+    fn err(&self, op: &str, offset: u64, errno: i32) -> Error {
+        Error::io(io::Error::from_raw_os_error(errno), op, &self.name, offset)
+    }
+
+    fn check(&self, st: &State, op: &str, off: u64, len: usize) -> Result<()> {
+        if off
+            .checked_add(len as u64)
+            .is_none_or(|e| e > st.live.len())
+        {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("{op} {} at offset {off}: past the end", self.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Member for SimMember {
+    fn len(&self) -> u64 {
+        self.state().live.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.arrive();
+        let mut st = self.state();
+        self.check(&st, "read", offset, buf.len())?;
+        let end = offset + buf.len() as u64;
+        if st.faults.dead
+            || st
+                .faults
+                .bad_reads
+                .iter()
+                .any(|r| r.start < end && offset < r.end)
+        {
+            return Err(self.err("read", offset, libc::EIO));
+        }
+        st.live.read(offset, buf);
+        if let Some((from, left)) = st.faults.flip_reads {
+            if offset >= from && left > 0 && !buf.is_empty() {
+                let n = buf.len().min(8);
+                buf[..n].iter_mut().for_each(|x| *x ^= 0x5a);
+                // Kept at zero reads left: the run counts the member's tolerance as used until
+                // its faults are reset (an operation that met one flip may still be going).
+                st.faults.flip_reads = Some((from, left - 1));
+                st.flipped.push((offset, buf.len() as u64));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.write_pending(Pending::Data(buf.to_vec()), offset)
     }
 
     fn flush(&self) -> Result<()> {
@@ -247,11 +484,7 @@ impl Member for SimMember {
             return Ok(());
         }
         if let Some(d) = debug_offset() {
-            if st
-                .pending
-                .iter()
-                .any(|(o, b)| d >= *o && d < *o + b.len() as u64)
-            {
+            if st.pending.iter().any(|(o, b)| d >= *o && d < *o + b.len()) {
                 eprintln!(
                     "{} {} flush (byte {d} now durable)",
                     sched::debug_where(),
@@ -262,12 +495,31 @@ impl Member for SimMember {
         let State {
             durable, pending, ..
         } = &mut *st;
-        crate::device::crash::make_durable(durable, pending);
+        for (off, p) in pending.drain(..) {
+            let len = p.len();
+            p.apply(durable, off, 0..len);
+        }
         Ok(())
     }
 
     fn discard(&self, offset: u64, len: u64) -> Result<()> {
-        self.write_at(&vec![0u8; len as usize], offset)
+        self.write_pending(Pending::Zeros(len), offset)
+    }
+
+    fn write_zeroes(&self, offset: u64, len: u64) -> Result<()> {
+        if len > 64 << 20 {
+            // Create's zeroing of a large member: one step, nothing allocated.
+            return self.write_pending(Pending::Zeros(len), offset);
+        }
+        // As the default does (1 MiB writes, one scheduling point each), so that runs on small
+        // members replay as they did before the member was sparse.
+        let mut pos = 0;
+        while pos < len {
+            let n = (len - pos).min(1 << 20);
+            self.write_pending(Pending::Zeros(n), offset + pos)?;
+            pos += n;
+        }
+        Ok(())
     }
 
     fn unmap_zeroes(&self, offset: u64, len: u64) -> Result<()> {

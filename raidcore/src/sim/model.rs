@@ -4,6 +4,14 @@
 //! the last value of a write completed before a completed flush (or with FUA), unless it was
 //! written since: then any value is allowed (the write was not durable), as it is for bytes
 //! whose write failed.
+//!
+//! Errors are not "any error the array returns". The model keeps which bytes were *unsure* at
+//! a power cut (written since they were last durable, or in flight): [`Model::unsure_blocks`]
+//! gives the run the torn 4 KiB blocks, from which it bounds what a crash may put on the
+//! bad-block list (see `run::crash_bound`). A block the array lost at a crash must fail to read
+//! until a write covers it ([`Model::is_lost`]); a block written whole since is no longer
+//! excused ([`Model::was_lost`] only keeps blocks a write covered in part: the array cannot
+//! merge a partial write with bytes it lost).
 
 /// Expected contents of the array.
 pub struct Model {
@@ -72,6 +80,16 @@ impl Model {
                 .for_each(|x| *x = self.seq);
             self.unknown[r.clone()].iter_mut().for_each(|x| *x = false);
             self.lost[r].iter_mut().for_each(|x| *x = false);
+            // Whole 4 KiB blocks written since a crash lost them are data again.
+            let (a, b) = (
+                off.div_ceil(4096) * 4096,
+                (off + data.len() as u64) / 4096 * 4096,
+            );
+            if a < b {
+                self.was_lost[a as usize..b as usize]
+                    .iter_mut()
+                    .for_each(|x| *x = false);
+            }
         } else {
             // Whatever it left (a trim may have zeroed rows, clearing their bad blocks) is
             // unknown, not lost: the next read tells.
@@ -159,6 +177,30 @@ impl Model {
         self.was_lost[off as usize..off as usize + len]
             .iter()
             .any(|&x| x)
+    }
+
+    /// Whether some byte of the range is on the bad-block list since a crash and not written
+    /// since.
+    pub fn is_lost(&self, off: u64, len: usize) -> bool {
+        self.lost[off as usize..off as usize + len]
+            .iter()
+            .any(|&x| x)
+    }
+
+    /// Array offsets of the 4 KiB blocks holding a byte that is unsure now (written since it
+    /// was last durable, in flight, or of unknown value): what a power cut now may tear.
+    pub fn unsure_blocks(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (i, c) in self.unsure.chunks(4096).enumerate() {
+            let base = i * 4096;
+            if c.iter().any(|&x| x)
+                || self.inflight[base..base + c.len()].iter().any(|&x| x > 0)
+                || self.unknown[base..base + c.len()].iter().any(|&x| x)
+            {
+                out.push(base as u64);
+            }
+        }
+        out
     }
 
     /// After a power cut and restart: `got` is the whole array as read back, except the 4 KiB

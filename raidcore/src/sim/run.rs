@@ -2,10 +2,31 @@
 //! a lifecycle actor that fails, breaks, adds, replaces and rebuilds members, a scrub actor),
 //! power cuts and clean restarts between epochs, and the final checks: every byte reads back as
 //! the model says, healthy and degraded, and scrub --repair settles to a clean second scrub.
+//!
+//! Silent rot (runs with checksums, drawn from a stream of its own): a `rot` actor flips bytes
+//! of data or parity cells at random moments (under client I/O, rebuild, replace and scrub),
+//! one more rot may land just before a power cut (in a row written lately, so the resync after
+//! the restart meets it), and some members return flipped bytes on their next few reads. Every
+//! injection keeps each row correctable: members out of service or carrying a fault, plus the
+//! rotten cells of the row, stay within the level's tolerance, and member faults are injected
+//! only while that sum stays below it.
+//!
+//! Errors the array may return (the oracle's bound, computed from what was injected and what
+//! was in flight; never "whatever the array says"):
+//! - a read may fail only where `unrecoverable` holds (a row with more cells out of service
+//!   or rotten than tolerated; per row, not per 4 KiB column: conservative) or where the model
+//!   says a crash lost the block and no write has covered it whole since;
+//! - after a power cut, each block on the bad-block list must be within `crash_bound`: torn
+//!   (an unsure block in its column of the row: a write in flight or completed but unflushed)
+//!   with its own cell on a slot lost with the crash. Slots count as lost when out of service
+//!   at any moment of the epoch or at the restart, or faulty (conservative);
+//! - scrub findings after a restart and in the final scrub --repair must lie in a row with an
+//!   injected fault (rot, unreadable block, transient flip seen), a crash-lost block, or be
+//!   checksum table damage that was injected; the second scrub must find nothing.
 
 #![allow(clippy::single_range_in_vec_init)] // one range of rows is a meaningful list here
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,12 +41,15 @@ use crate::device::Member;
 use crate::error::ErrorKind;
 use crate::jobs::rebuild::{self, RebuildOptions};
 use crate::jobs::scrub::{self, Mode};
-use crate::layout::{f1_weights, LayoutParams, Level};
+use crate::layout::{f1_weights, Layout, LayoutParams, Level, Redundancy};
 use crate::rng::SplitMix64;
 use crate::Array;
 
 /// Seeds the random stream of checksum table damage (apart from every other draw).
 const TABLE_DAMAGE_STREAM: u64 = 0x7ab1_e0da_3a6e_0001;
+/// Seeds the random stream of silent rot (apart from every other draw, so runs without rot
+/// replay as before).
+const ROT_STREAM: u64 = 0x0b17_0b17_5117_0031;
 
 /// What a run is made of, drawn from the seed.
 #[derive(Clone, Debug)]
@@ -43,6 +67,12 @@ pub struct Spec {
     /// scrub must go on by redundancy, never return wrong data nor fail good data. Drawn from
     /// a stream of its own, so every other choice of a seed is what it was before.
     pub table_damage: bool,
+    /// Silent rot: data and parity cells of members rot on the medium (persistent, at any
+    /// moment: under client I/O, during jobs, just before a power cut) and single reads return
+    /// flipped bytes (transient), never more cells of a row than the level corrects next to
+    /// the members out of service. Only with checksums (without them rot is not detectable on
+    /// RAID5 or a two-way mirror). Drawn from a stream of its own.
+    pub rot: bool,
 }
 
 impl Spec {
@@ -78,13 +108,20 @@ impl Spec {
             busy_lifecycle: r.below(2) == 0,
             scrubber: r.below(2) == 0,
             table_damage: SplitMix64(seed ^ TABLE_DAMAGE_STREAM).below(3) == 0,
+            rot: false,
         }
+        .with_rot(seed)
+    }
+
+    fn with_rot(mut self, seed: u64) -> Spec {
+        self.rot = self.checksums.is_some() && SplitMix64(seed ^ ROT_STREAM).below(2) == 0;
+        self
     }
 
     pub fn describe(&self) -> String {
         let p = &self.params;
         format!(
-            "{} N={}{} chunk={}K rows={} checksums={} stripe-cache={} clients={} epochs={}{}{}{}",
+            "{} N={}{} chunk={}K rows={} checksums={} stripe-cache={} clients={} epochs={}{}{}{}{}",
             p.level.name(),
             p.members,
             if p.level == Level::Raid10 {
@@ -111,6 +148,7 @@ impl Spec {
             } else {
                 ""
             },
+            if self.rot { " rot" } else { "" },
         )
     }
 }
@@ -162,6 +200,14 @@ struct World {
     member_bytes: u64,
     /// A slow member was injected: request latency says nothing about the engine then.
     slow: AtomicBool,
+    /// Member rows where a fault was injected (rot, unreadable blocks, a transient flip seen):
+    /// what explains a scrub's findings.
+    injected_rows: Mutex<BTreeSet<u64>>,
+    /// Slots out of service at some moment of this epoch (bit per slot): the slots a crash now
+    /// may have lost.
+    epoch_lost: AtomicU64,
+    /// Member rows written lately (where rot is drawn to hit dirty regions).
+    recent_rows: Mutex<VecDeque<u64>>,
 }
 
 impl World {
@@ -212,6 +258,7 @@ pub fn run(seed: u64) -> Result<Report, Failure> {
 pub fn run_as_named(seed: u64) -> Result<Report, Failure> {
     let mut spec = Spec::draw(seed);
     spec.table_damage = false;
+    spec.rot = false;
     run_spec(seed, spec)
 }
 
@@ -287,6 +334,9 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         next_member: AtomicU64::new(0),
         member_bytes,
         slow: AtomicBool::new(false),
+        injected_rows: Mutex::new(BTreeSet::new()),
+        epoch_lost: AtomicU64::new(0),
+        recent_rows: Mutex::new(VecDeque::new()),
     });
     let r = (|| -> Result<usize, String> {
         let mut rng = SplitMix64(seed);
@@ -311,7 +361,10 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
             .map_err(|e| e.to_string())?;
         *world.model.lock().expect("model lock") = Model::new(array.size());
         let mut cuts = 0;
+        let mut rot_rng = SplitMix64(seed ^ ROT_STREAM ^ 0xc0ffee);
         for epoch in 0..spec.epochs {
+            world.epoch_lost.store(0, Ordering::SeqCst);
+            observe_slots(&world, &array);
             let cut = rng.below(100) < 45;
             let base = sched.steps();
             world.cut_at.store(
@@ -331,6 +384,25 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
             if was_cut {
                 cuts += 1;
                 world.note(sched, format!("epoch {epoch}: power cut; restart"));
+                if spec.rot && rot_rng.below(2) == 0 {
+                    // Rot just before the power goes: the resync after the restart meets it.
+                    inject_rot(
+                        &world,
+                        &array,
+                        &mut rot_rng,
+                        sched,
+                        true,
+                        "before the power cut",
+                    );
+                }
+                observe_slots(&world, &array);
+                let torn = world.model.lock().expect("model lock").unsure_blocks();
+                let mut lost_mask = world.epoch_lost.load(Ordering::SeqCst);
+                for s in 0..array.layout().members() {
+                    if slot_faulty(&world, &array, s) {
+                        lost_mask |= 1 << s;
+                    }
+                }
                 drop(array);
                 // Every member keeps its durable image and some of what was unflushed.
                 let keep = [0u64, 50, 100][rng.below(3) as usize];
@@ -344,10 +416,17 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         dead: old.faults().dead,
                         ..Faults::default()
                     });
+                    m.set_rotten(old.rotten());
                     world.store.insert(&p, m);
                 }
                 array = reopen(&world, sched)?;
-                let (got, bad) = read_image(&array, "read after restart")?;
+                for s in 0..array.layout().members() {
+                    if !array.slot_usable(s) {
+                        lost_mask |= 1 << s;
+                    }
+                }
+                let (got, bad) = read_image(&world, &array, "read after restart")?;
+                crash_bound(&world, &array, &torn, lost_mask, &bad)?;
                 world
                     .model
                     .lock()
@@ -361,11 +440,10 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     &mut |_, _| {},
                 )
                 .map_err(|e| format!("scrub after restart: {e}"))?;
-                if !rep.problems.is_empty() {
+                if let Some(p) = unexplained(&world, &array, spec, &rep.problems) {
                     return Err(format!(
-                        "after the power cut and resync, scrub finds {} problems, first: {:?}",
+                        "after the power cut and resync, scrub finds {} problems, one that no injected fault explains: {p:?}",
                         rep.problems.len(),
-                        rep.problems[0]
                     ));
                 }
             } else if rng.below(2) == 0 {
@@ -384,13 +462,11 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
 /// Reads the whole array. Blocks on its bad-block list fail to read (that is their point):
 /// they are left zero and returned apart, after checking that each follows a crash that lost
 /// a member (the model knows which blocks a crash may have lost).
-fn read_image(a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
+fn read_image(w: &World, a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
     let size = a.size() as usize;
     let mut got = vec![0u8; size];
-    match a.read(&mut got, 0) {
-        Ok(()) => return Ok((got, Vec::new())),
-        Err(e) if e.kind() == ErrorKind::BadBlock => {}
-        Err(e) => return Err(format!("{what}: {e}")),
+    if a.read(&mut got, 0).is_ok() {
+        return Ok((got, Vec::new()));
     }
     let mut bad = Vec::new();
     for off in (0..size as u64).step_by(4096) {
@@ -402,7 +478,12 @@ fn read_image(a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
                 out.fill(0);
                 bad.push(off);
             }
-            Err(e) => return Err(format!("{what}: {e}")),
+            // Beyond what the level corrects (the bound checks it): an error, not a guess.
+            Err(_) if unrecoverable(w, a, off, len as u64) => {
+                out.fill(0);
+                bad.push(off);
+            }
+            Err(e) => return Err(format!("{what}: 4 KiB block {}: {e}", off / 4096)),
         }
     }
     Ok((got, bad))
@@ -410,15 +491,19 @@ fn read_image(a: &Array, what: &str) -> Result<(Vec<u8>, Vec<u64>), String> {
 
 /// Checks a whole-array image from [`read_image`] against the model: bad blocks must be ones
 /// a crash lost.
-fn check_image(w: &World, got: &[u8], bad: &[u64], what: &str) -> Result<(), String> {
+fn check_image(w: &World, a: &Array, got: &[u8], bad: &[u64], what: &str) -> Result<(), String> {
+    let unrec: Vec<bool> = bad
+        .iter()
+        .map(|&o| unrecoverable(w, a, o, 4096.min(got.len() as u64 - o)))
+        .collect();
     let mut m = w.model.lock().expect("model lock");
     let mut from = 0usize;
-    for &o in bad {
+    for (&o, unrec) in bad.iter().zip(unrec) {
         let o = o as usize;
         let len = 4096.min(got.len() - o);
-        if !m.was_lost(o as u64, len) {
+        if !m.was_lost(o as u64, len) && !unrec {
             return Err(format!(
-                "{what}: 4 KiB block {} is on the bad-block list, but no crash lost it",
+                "{what}: 4 KiB block {} fails to read (needless loss): no crash lost it and its row keeps the redundancy to rebuild it",
                 o / 4096
             ));
         }
@@ -527,6 +612,12 @@ fn epoch_run(
         let (w, s) = (world.clone(), sched.clone());
         actors.push((id, Box::new(move || scrubber(&w, array, &s, sseed))));
     }
+    if spec.rot {
+        let id = sched.add_actor("rot");
+        let rseed = SplitMix64(seed ^ ROT_STREAM).next_u64();
+        let (w, s) = (world.clone(), sched.clone());
+        actors.push((id, Box::new(move || rotter(&w, array, &s, rseed))));
+    }
     let abort = std::thread::scope(|sc| {
         for (id, f) in actors {
             let s = sched.clone();
@@ -634,6 +725,15 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                         m.flush_end_with(s, off, data.len());
                     }
                 }
+                {
+                    let rows = rows_of(a.layout(), off, len);
+                    let mut rr = w.recent_rows.lock().expect("recent lock");
+                    rr.push_back(rows.start);
+                    rr.push_back(rows.end - 1);
+                    while rr.len() > 16 {
+                        rr.pop_front();
+                    }
+                }
                 w.note(
                     sched,
                     format!(
@@ -683,6 +783,8 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                     {
                         Ok(())
                     }
+                    // More cells of a row lost or rotten than the level corrects.
+                    Err(_) if unrecoverable(w, a, off, len) => Ok(()),
                     Err(e) => Err(format!(
                         "read of {len} at {off} failed while the array is {}: {e}",
                         a.state().name()
@@ -724,6 +826,7 @@ fn client(w: &World, a: &Array, sched: &Sched, k: usize, range: std::ops::Range<
                 }
             }
         };
+        observe_slots(w, a);
         if let Err(e) = outcome {
             w.fail(format!("client{k}: {e}"));
             return;
@@ -747,15 +850,308 @@ fn burden(w: &World, a: &Array) -> usize {
                     .and_then(|p| w.store.get(&p))
                     .is_some_and(|m| {
                         let f = m.faults();
-                        f.dead || f.write_errno.is_some() || !f.bad_reads.is_empty()
+                        f.dead
+                            || f.write_errno.is_some()
+                            || !f.bad_reads.is_empty()
+                            || f.flip_reads.is_some()
                     })
         })
         .count()
 }
 
-/// True when one more member may fail (or one more fault be injected) without losing data.
+/// True when one more member may fail (or one more fault be injected) without losing data:
+/// the members [`burden`] counts plus the most rotten cells of any row stay below what the
+/// level tolerates.
 fn spare_tolerance(w: &World, a: &Array) -> bool {
-    burden(w, a) < a.layout().tolerance() && a.state() != ArrayState::Failed
+    let rot = rot_by_row(w, a)
+        .values()
+        .map(|m| m.count_ones() as usize)
+        .max()
+        .unwrap_or(0);
+    burden(w, a) + rot < a.layout().tolerance() && a.state() != ArrayState::Failed
+}
+
+/// Whether a slot is out of service or carries an injected fault that makes it one (dead,
+/// failing writes, unreadable blocks, a pending transient flip).
+fn slot_faulty(w: &World, a: &Array, s: usize) -> bool {
+    !a.slot_usable(s)
+        || a.slot_path_of(s)
+            .and_then(|p| w.store.get(&p))
+            .is_some_and(|m| {
+                let f = m.faults();
+                f.dead
+                    || f.write_errno.is_some()
+                    || !f.bad_reads.is_empty()
+                    || f.flip_reads.is_some()
+            })
+}
+
+/// Records the slots out of service now in the epoch's mask.
+fn observe_slots(w: &World, a: &Array) {
+    let mut mask = 0;
+    for s in 0..a.layout().members() {
+        if !a.slot_usable(s) {
+            mask |= 1u64 << s;
+        }
+    }
+    w.epoch_lost.fetch_or(mask, Ordering::SeqCst);
+}
+
+/// Member rows that the array byte range `off..off + len` occupies.
+fn rows_of(l: &Layout, off: u64, len: u64) -> std::ops::Range<u64> {
+    let c = l.chunk();
+    let (c0, c1) = (off / c, (off + len.max(1) - 1) / c);
+    match l.redundancy() {
+        Redundancy::Parity { .. } => l.parity_locate(c0).0..l.parity_locate(c1).0 + 1,
+        Redundancy::Mirror { .. } => {
+            l.mirror_cell(c0, 0).1..l.mirror_cell(c1, l.copies() - 1).1 + 1
+        }
+    }
+}
+
+/// Outstanding persistent rot of the members in service: per member row, a bit per slot whose
+/// member holds rotten bytes there (members already counted by [`burden`] left out).
+fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
+    let (c, d0) = (a.layout().chunk(), a.data_offset_of());
+    let mut out = BTreeMap::new();
+    for s in 0..a.layout().members() {
+        if slot_faulty(w, a, s) {
+            continue;
+        }
+        let Some(m) = a.slot_path_of(s).and_then(|p| w.store.get(&p)) else {
+            continue;
+        };
+        for r in m.rotten() {
+            if r.end <= d0 {
+                continue;
+            }
+            let (r0, r1) = ((r.start.max(d0) - d0) / c, (r.end - 1 - d0) / c);
+            for row in r0..=r1 {
+                *out.entry(row).or_insert(0u64) |= 1 << s;
+            }
+        }
+    }
+    out
+}
+
+/// True when some member row under the array range `off..off + len` has more cells out of
+/// service or rotten than the level corrects: slots out of service or faulty count for every
+/// row, rotten cells for their row. Conservative: per row, not per 4 KiB column, and a member
+/// with an unreadable block counts as lost for every row.
+fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
+    let l = a.layout();
+    let mut faulty = 0u64;
+    for s in 0..l.members() {
+        if slot_faulty(w, a, s) {
+            faulty |= 1 << s;
+        }
+    }
+    let rot = rot_by_row(w, a);
+    rows_of(l, off, len).any(|row| {
+        let m = faulty | rot.get(&row).copied().unwrap_or(0);
+        m.count_ones() as usize > l.tolerance()
+    })
+}
+
+/// Injects silent rot on a member in service whose row stays correctable: persistent (8 bytes
+/// flipped in one 4 KiB block of a data or parity cell, in a row written lately or anywhere)
+/// or transient (the member's next 1 to 3 data-area reads return flipped bytes).
+fn inject_rot(
+    w: &World,
+    a: &Array,
+    r: &mut SplitMix64,
+    sched: &Sched,
+    persistent: bool,
+    when: &str,
+) {
+    let l = a.layout();
+    let n = l.members();
+    let slot = r.below(n as u64) as usize;
+    let recent = {
+        let rr = w.recent_rows.lock().expect("recent lock");
+        (!rr.is_empty()).then(|| rr[r.below(rr.len() as u64) as usize])
+    };
+    let row = match recent {
+        Some(x) if r.below(3) != 0 => x,
+        _ => r.below(a.rows()),
+    };
+    let within = r.below(l.chunk() / 4096) * 4096 + r.below(4096 - 8);
+    if a.state() == ArrayState::Failed || slot_faulty(w, a, slot) {
+        return;
+    }
+    let Some(m) = a.slot_path_of(slot).and_then(|p| w.store.get(&p)) else {
+        return;
+    };
+    let burden = burden(w, a);
+    let rot = rot_by_row(w, a);
+    if persistent {
+        let cells = (rot.get(&row).copied().unwrap_or(0) | 1 << slot).count_ones() as usize;
+        if burden + cells > l.tolerance() {
+            return;
+        }
+        let off = a.data_offset_of() + row * l.chunk() + within;
+        m.rot(off, 8);
+        w.injected_rows.lock().expect("injected lock").insert(row);
+        w.note(
+            sched,
+            format!("rot ({when}): slot {slot} row {row}, member offset {off}"),
+        );
+    } else {
+        let most = rot
+            .values()
+            .map(|m| m.count_ones() as usize)
+            .max()
+            .unwrap_or(0);
+        if burden + most + 1 > l.tolerance() {
+            return;
+        }
+        let mut f = m.faults();
+        let reads = 1 + r.below(3) as u32;
+        f.flip_reads = Some((a.data_offset_of(), reads));
+        m.set_faults(f);
+        w.note(
+            sched,
+            format!("rot ({when}): slot {slot}'s next {reads} reads return flipped bytes"),
+        );
+    }
+}
+
+/// Rot at random moments of an epoch: under client I/O, rebuilds, replaces and scrubs.
+fn rotter(w: &World, a: &Array, sched: &Sched, seed: u64) {
+    let mut r = SplitMix64(seed);
+    for _ in 0..1 + r.below(4) {
+        crate::clock::sleep(Duration::from_millis(r.below(1500)));
+        if w.failed() || cut_now(w, sched) {
+            return;
+        }
+        let persistent = r.below(3) != 0;
+        inject_rot(w, a, &mut r, sched, persistent, "at run time");
+    }
+}
+
+/// Member rows where a transient flip happened (reads that returned flipped bytes).
+fn flipped_rows(w: &World, a: &Array) -> BTreeSet<u64> {
+    let (c, d0) = (a.layout().chunk(), a.data_offset_of());
+    let mut out = BTreeSet::new();
+    for p in w.store.paths() {
+        if let Some(m) = w.store.get(&p) {
+            for (off, len) in m.flipped() {
+                if off + len > d0 {
+                    let a0 = off.max(d0) - d0;
+                    out.extend(a0 / c..=(off + len - 1 - d0) / c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first scrub finding that no injected fault or crash explains: a finding must lie in a
+/// row where rot, an unreadable block or a transient flip was injected, or a crash lost blocks;
+/// or be checksum table damage that was injected.
+fn unexplained<'a>(
+    w: &World,
+    a: &Array,
+    spec: &Spec,
+    probs: &'a [scrub::Problem],
+) -> Option<&'a scrub::Problem> {
+    if probs.is_empty() {
+        return None;
+    }
+    let injected = w.injected_rows.lock().expect("injected lock").clone();
+    let flipped = flipped_rows(w, a);
+    let lost: BTreeSet<u64> = {
+        let m = w.model.lock().expect("model lock");
+        (0..a.size())
+            .step_by(4096)
+            .filter(|&o| m.was_lost(o, 4096.min(a.size() - o) as usize))
+            .flat_map(|o| rows_of(a.layout(), o, 4096))
+            .collect()
+    };
+    probs.iter().find(|p| {
+        !((p.kind == "checksum" && spec.table_damage)
+            || injected.contains(&p.row)
+            || flipped.contains(&p.row)
+            || lost.contains(&p.row))
+    })
+}
+
+/// Checks the blocks a restart after a power cut put on the bad-block list (`bad`, array
+/// offsets) against what the crash put at risk. A block may be lost only when
+/// - it was lost at an earlier crash and not written whole since, or
+/// - its row is beyond what the level corrects (cells out of service plus rotten cells), or
+/// - it is torn and the crash lost a slot: for parity levels, its column (the same 4 KiB of
+///   every data chunk of the row) held an unsure block (a write in flight, or completed but
+///   unflushed) and its own cell is on a slot lost at the crash, or the block itself is
+///   unsure; for mirrors, the block itself is unsure and a slot holding a copy is lost.
+///   Also when the torn row holds rot (torn and rotten cells cannot be told apart).
+///
+/// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
+/// the restart, or carrying a fault, counts as lost with the crash for every row.
+fn crash_bound(
+    w: &World,
+    a: &Array,
+    torn: &[u64],
+    lost_mask: u64,
+    bad: &[u64],
+) -> Result<(), String> {
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let l = a.layout();
+    let c = l.chunk();
+    let torn_set: BTreeSet<u64> = torn.iter().copied().collect();
+    let rot = rot_by_row(w, a);
+    // Parity: torn (row, column) pairs.
+    let parity = matches!(l.redundancy(), Redundancy::Parity { .. });
+    let torn_cols: BTreeSet<(u64, u64)> = torn
+        .iter()
+        .map(|&o| (l.parity_locate(o / c).0, (o % c) / 4096))
+        .collect();
+    let size = a.size();
+    for &o in bad {
+        let len = 4096.min(size - o);
+        let (row, col) = if parity {
+            (l.parity_locate(o / c).0, (o % c) / 4096)
+        } else {
+            (rows_of(l, o, len).start, 0)
+        };
+        let own_lost = if parity {
+            let (r, d) = l.parity_locate(o / c);
+            lost_mask & (1 << l.data_slot(r, d)) != 0
+        } else {
+            (0..l.copies()).any(|k| lost_mask & (1 << l.mirror_cell(o / c, k).0) != 0)
+        };
+        let me_torn = torn_set.contains(&o);
+        let torn_row = if parity {
+            torn_cols.contains(&(row, col))
+        } else {
+            me_torn
+        };
+        let rows = rows_of(l, o, len);
+        let rotten = rows.clone().any(|r| rot.contains_key(&r));
+        let allowed = w
+            .model
+            .lock()
+            .expect("model lock")
+            .was_lost(o, len as usize)
+            || unrecoverable(w, a, o, len)
+            || (torn_row && own_lost)
+            || (me_torn && lost_mask != 0)
+            || (torn_row && rotten);
+        if !allowed {
+            let slots: Vec<usize> = (0..l.members())
+                .filter(|s| lost_mask & (1 << s) != 0)
+                .collect();
+            return Err(format!(
+                "after the power cut: 4 KiB block {} (row {row}) is on the bad-block list (needless loss): it was not at risk ({}; slots lost with the crash: {slots:?}; {} bad blocks in all)",
+                o / 4096,
+                if torn_row { "its row was torn, but its own cell survived" } else { "no write in flight or unflushed in its row" },
+                bad.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
@@ -797,6 +1193,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                             let mut f = m.faults();
                             f.bad_reads.push(off..off + 4096 * (1 + r.below(2)));
                             m.set_faults(f);
+                            w.injected_rows.lock().expect("injected lock").insert(row);
                             format!("slot {slot}: unreadable blocks at member offset {off}")
                         } else {
                             String::new()
@@ -909,6 +1306,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
             }
             _ => String::new(),
         };
+        observe_slots(w, a);
         if !msg.is_empty() {
             w.note(sched, format!("lifecycle: {msg}"));
         }
@@ -969,14 +1367,13 @@ fn final_checks(
     sched: &Sched,
     rng: &mut SplitMix64,
 ) -> Result<(), String> {
-    let _ = spec;
     // Finish any rebuild, then every byte must read back as last written.
     if !a.pending_targets().is_empty() && a.state() != ArrayState::Failed {
         rebuild::run(a, &RebuildOptions::default(), &mut |_, _, _| {})
             .map_err(|e| format!("final rebuild: {e}"))?;
     }
-    let (got, bad) = read_image(a, "final read")?;
-    check_image(w, &got, &bad, "final read")?;
+    let (got, bad) = read_image(w, a, "final read")?;
+    check_image(w, a, &got, &bad, "final read")?;
     let all = [0..a.rows()];
     let rep = scrub::run(a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {})
         .map_err(|e| format!("final scrub --repair: {e}"))?;
@@ -988,6 +1385,12 @@ fn final_checks(
             rep.unrepaired()
         ),
     );
+    if let Some(p) = unexplained(w, a, spec, &rep.problems) {
+        return Err(format!(
+            "the final scrub --repair finds {} problems, one that no injected fault or crash explains: {p:?}",
+            rep.problems.len()
+        ));
+    }
     let rep2 = scrub::run(a, &all, Mode::Scrub { repair: false }, None, &mut |_, _| {})
         .map_err(|e| format!("second scrub: {e}"))?;
     if !rep2.problems.is_empty() {
@@ -999,8 +1402,8 @@ fn final_checks(
             rep.unrepaired()
         ));
     }
-    let (got, bad) = read_image(a, "read after scrub")?;
-    check_image(w, &got, &bad, "read after scrub")?;
+    let (got, bad) = read_image(w, a, "read after scrub")?;
+    check_image(w, a, &got, &bad, "read after scrub")?;
     // Degraded: every byte must still read back with one member gone.
     if spare_tolerance(w, a) {
         let usable: Vec<usize> = (0..a.layout().members())
@@ -1010,8 +1413,8 @@ fn final_checks(
         a.fail_member(s, "final degraded check")
             .map_err(|e| e.to_string())?;
         let what = format!("degraded read without slot {s}");
-        let (got, bad) = read_image(a, &what)?;
-        check_image(w, &got, &bad, &what)?;
+        let (got, bad) = read_image(w, a, &what)?;
+        check_image(w, a, &got, &bad, &what)?;
     }
     Ok(())
 }
