@@ -920,7 +920,6 @@ pub(crate) mod tests {
                 bad.add_suspect(
                     slot,
                     (1 << 28) - 50_000 + k * 1000..(1 << 28) - 50_000 + k * 1000 + 1,
-                    0,
                 );
             }
         }

@@ -15,8 +15,8 @@
 //! are not journaled): the rows they were writing are recorded as *suspect* with the failure,
 //! and a crash before those writes are flushed turns the failed member's data there into marks.
 //! The record is exact to the row (`unflushed`: writes in flight, and writes completed since the
-//! last flush began) and dropped by the first flush that begins once none of the writes caught
-//! by the failure is in flight any more, whatever else is (an epoch, not an idle moment).
+//! last flush began), and each write's rows leave it at the first flush that begins after that
+//! write completed, whatever else is in flight (an epoch, not an idle moment).
 //!
 //! And a rebuild that meets a survivor block it can neither read nor trust where parity no
 //! longer covers the column (RAID5 rebuilding its one missing member): the survivor's block and
@@ -60,10 +60,6 @@ pub struct BadBlocks {
     /// Per slot, rows that writes in flight when the slot's member failed were writing (not
     /// blocks): a crash before they are durable loses the member's data there.
     suspect: Vec<Vec<Range<u64>>>,
-    /// Per slot, the newest fence of its suspect rows (`unflushed`): a flush that passes it
-    /// makes them durable. In memory only; a record read from a superblock has fence 0 (it is
-    /// spent by the assembly that reads it).
-    suspect_fence: Vec<u64>,
 }
 
 /// The persisted form: bad block ranges, then suspect row ranges (`start`/`blocks` count rows).
@@ -152,7 +148,6 @@ impl BadBlocks {
             marked: vec![Vec::new(); slots],
             rewritten: vec![Vec::new(); slots],
             suspect: vec![Vec::new(); slots],
-            suspect_fence: vec![0; slots],
         }
     }
 
@@ -276,13 +271,22 @@ impl BadBlocks {
         self.marked.iter().all(|l| l.is_empty())
     }
 
-    /// Records rows writes in flight were writing when `slot`'s member failed (or had written
-    /// since the last flush began), with the fence that says when they are durable.
-    pub fn add_suspect(&mut self, slot: usize, rows: Range<u64>, fence: u64) {
-        self.suspect_fence[slot] = self.suspect_fence[slot].max(fence);
+    /// Records rows writes in flight were writing when `slot`'s member failed.
+    pub fn add_suspect(&mut self, slot: usize, rows: Range<u64>) {
         insert(&mut self.suspect[slot], rows);
         // Bounded like the marks: merging only widens.
         merge_nearest(&mut self.suspect, MAX_RANGES / 2);
+    }
+
+    /// Sets every slot's suspect rows to what is still not durable (`Unflushed::suspects`).
+    /// Returns whether the record changed.
+    pub fn set_suspect(&mut self, lists: Vec<Vec<Range<u64>>>) -> bool {
+        let mut lists = lists;
+        lists.resize(self.suspect.len(), Vec::new());
+        merge_nearest(&mut lists, MAX_RANGES / 2);
+        let changed = lists != self.suspect;
+        self.suspect = lists;
+        changed
     }
 
     /// Suspect rows per slot.
@@ -295,19 +299,6 @@ impl BadBlocks {
     pub fn clear_suspect(&mut self) -> bool {
         let any = self.has_suspect();
         self.suspect.iter_mut().for_each(|l| l.clear());
-        any
-    }
-
-    /// Forgets the suspect rows of every slot whose fence is below `bound` (a completed flush
-    /// made them durable: `Unflushed::flush_done`). Returns whether any were dropped.
-    pub fn clear_suspect_below(&mut self, bound: u64) -> bool {
-        let mut any = false;
-        for (l, &f) in self.suspect.iter_mut().zip(&self.suspect_fence) {
-            if f < bound && !l.is_empty() {
-                l.clear();
-                any = true;
-            }
-        }
         any
     }
 

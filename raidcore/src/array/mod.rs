@@ -670,12 +670,9 @@ impl Array {
             // rows, exactly: writes in flight, writes completed since the last flush began, and
             // regions marked before this open that no write touched since (a resync may still
             // be settling them). Nothing flushed before is among them.
-            let (mut rows, fence) = self.unflushed.at_risk();
-            rows.extend(self.stale_dirty_rows());
-            let mut bad = self.bad.lock().expect("bad-block lock");
-            for r in rows {
-                bad.add_suspect(slot, r, fence);
-            }
+            self.unflushed.fail(slot, self.stale_dirty_rows());
+            let lists = self.unflushed.suspects(self.slots.len());
+            self.bad.lock().expect("bad-block lock").set_suspect(lists);
         }
         {
             let mut meta = self.meta.lock().expect("meta lock");
@@ -1001,11 +998,14 @@ impl Array {
         let mark = self.unflushed.flush_begin();
         self.csum_sync_all(false)?;
         self.flush_members()?;
-        let passed = self.unflushed.flush_done(&mark);
+        let settled = self
+            .unflushed
+            .flush_done(&mark)
+            .then(|| self.unflushed.suspects(self.slots.len()));
         let changed = {
             let mut bad = self.bad.lock().expect("bad-block lock");
             let a = bad.settle(&rewritten);
-            a | bad.clear_suspect_below(passed)
+            a | settled.is_some_and(|l| bad.set_suspect(l))
         };
         if changed {
             self.persist()?;
@@ -1052,6 +1052,7 @@ impl Array {
         self.csum_sync_all(true)?;
         self.flush_members()?;
         self.unflushed.flush_done(&mark);
+        self.unflushed.clear_suspects();
         {
             // No write is in flight (exclusive): everything is durable now.
             let mut bad = self.bad.lock().expect("bad-block lock");

@@ -1,16 +1,15 @@
-//! Writes not yet durable, row by row: the rows requests are writing now, and the rows that
-//! completed writes changed since the last flush began. A member failure asks which rows are
-//! at risk (a crash before they are durable can leave them torn, with the failed member's data
-//! no longer computable from them) and gets a fence; a flush tells which fences are passed.
+//! Writes not yet durable, row by row, and the suspect rows of failed members: the rows that
+//! requests are writing now, and the rows that completed writes changed since the last flush
+//! began. When a member fails, those rows become its suspect rows (a crash before they are
+//! durable can leave them torn, with the failed member's data no longer computable from them);
+//! each leaves the record at the first flush that begins after its write completed.
 //!
-//! Epochs: a counter bumped at every flush start and every fence. A write is tagged with the
-//! epoch it began in (while in flight) and with the epoch it completed in (once done). A flush
-//! that began at epoch `e` makes durable every write that completed at `e` or before; the rows
-//! of a fence `f` (writes begun at `f` or before) are durable after a flush that began when
-//! none of them was in flight any more. So a busy array clears its suspect rows at the first
-//! flush after the writes caught by the failure finish, whatever else is in flight (before
-//! this, suspect rows were whole bitmap regions cleared only at a flush that found no write in
-//! flight anywhere in them, which a busy array never reached: issue 31, bug 3).
+//! Epochs: a counter bumped at every flush start. A write completed at epoch `c` is durable
+//! once a flush that began at epoch `c` or later (bumping it) has completed. Before this,
+//! suspect rows were whole bitmap regions, dropped only by a flush that began with no write in
+//! flight anywhere in them, which a busy array never reached, so a crash seconds after a
+//! member failure listed its whole data area as lost though every byte had been flushed
+//! (issue 31, bug 3).
 //!
 //! Lock: one mutex, a leaf, held only to update the lists (never across I/O).
 
@@ -19,17 +18,32 @@ use std::ops::Range;
 use crate::sync::Mutex;
 
 /// At most this many row ranges are kept per completed epoch; past it the two nearest merge
-/// (a wider set only delays nothing and loses nothing: it is a superset of the rows at risk).
+/// (a superset of the rows at risk: it can list more, never less).
 const MAX_RANGES: usize = 4096;
+
+/// Suspect rows of one slot from one write (or one epoch's completed writes).
+struct Suspect {
+    slot: usize,
+    rows: Vec<Range<u64>>,
+    /// The write still in flight, or the epoch its rows completed in.
+    until: Until,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Until {
+    Write(u64),
+    Completed(u64),
+}
 
 #[derive(Default)]
 struct State {
     epoch: u64,
     next_id: u64,
-    /// (id, epoch begun, rows) of every write in flight.
-    inflight: Vec<(u64, u64, Range<u64>)>,
+    /// (id, rows) of every write in flight.
+    inflight: Vec<(u64, Range<u64>)>,
     /// (epoch completed, rows, merged and sorted) of writes done but maybe not durable.
     completed: Vec<(u64, Vec<Range<u64>>)>,
+    suspects: Vec<Suspect>,
 }
 
 #[derive(Default)]
@@ -49,14 +63,9 @@ impl Drop for WriteTicket<'_> {
     }
 }
 
-/// What a flush noted at its start: see [`Unflushed::flush_done`].
-pub(crate) struct FlushMark {
-    /// Writes completed at this epoch or before are durable when the flush is done.
-    done_upto: u64,
-    /// Fences below this are durable when the flush is done (no write begun at or before them
-    /// was in flight at the flush's start).
-    fences_below: u64,
-}
+/// What a flush noted at its start: writes completed at this epoch or before are durable when
+/// the flush is done.
+pub(crate) struct FlushMark(u64);
 
 impl Unflushed {
     /// Registers a write of `rows`, in flight until the ticket is dropped.
@@ -64,8 +73,7 @@ impl Unflushed {
         let mut st = self.st.lock().expect("unflushed lock");
         let id = st.next_id;
         st.next_id += 1;
-        let e = st.epoch;
-        st.inflight.push((id, e, rows));
+        st.inflight.push((id, rows));
         WriteTicket { owner: self, id }
     }
 
@@ -74,31 +82,65 @@ impl Unflushed {
         let Some(p) = st.inflight.iter().position(|w| w.0 == id) else {
             return;
         };
-        let (_, _, rows) = st.inflight.swap_remove(p);
+        let (_, rows) = st.inflight.swap_remove(p);
         let e = st.epoch;
         match st.completed.last_mut() {
             Some((le, list)) if *le == e => add(list, rows),
             _ => st.completed.push((e, vec![rows])),
         }
-    }
-
-    /// The rows a crash could leave torn now (writes in flight, and writes completed since the
-    /// last flush began), and a fence: once [`Unflushed::flush_done`] reports it passed, they
-    /// are durable.
-    pub(crate) fn at_risk(&self) -> (Vec<Range<u64>>, u64) {
-        let mut st = self.st.lock().expect("unflushed lock");
-        let mut rows: Vec<Range<u64>> = Vec::new();
-        for (_, _, r) in &st.inflight {
-            add(&mut rows, r.clone());
-        }
-        for (_, l) in &st.completed {
-            for r in l {
-                add(&mut rows, r.clone());
+        for s in &mut st.suspects {
+            if s.until == Until::Write(id) {
+                s.until = Until::Completed(e);
             }
         }
-        let fence = st.epoch;
-        st.epoch += 1;
-        (rows, fence)
+    }
+
+    /// `slot`'s member failed: every row a crash could leave torn now (writes in flight, and
+    /// writes completed since the last flush began) becomes its suspect, with `extra` rows
+    /// (durable after the next flush).
+    pub(crate) fn fail(&self, slot: usize, extra: Vec<Range<u64>>) {
+        let mut st = self.st.lock().expect("unflushed lock");
+        let e = st.epoch;
+        let mut new: Vec<Suspect> = st
+            .inflight
+            .iter()
+            .map(|(id, r)| Suspect {
+                slot,
+                rows: vec![r.clone()],
+                until: Until::Write(*id),
+            })
+            .chain(st.completed.iter().map(|(c, l)| Suspect {
+                slot,
+                rows: l.clone(),
+                until: Until::Completed(*c),
+            }))
+            .collect();
+        let mut rest = Vec::new();
+        for r in extra {
+            add(&mut rest, r);
+        }
+        if !rest.is_empty() {
+            new.push(Suspect {
+                slot,
+                rows: rest,
+                until: Until::Completed(e),
+            });
+        }
+        st.suspects.extend(new);
+    }
+
+    /// Every slot's suspect rows (`slots` lists), merged.
+    pub(crate) fn suspects(&self, slots: usize) -> Vec<Vec<Range<u64>>> {
+        let st = self.st.lock().expect("unflushed lock");
+        let mut out = vec![Vec::new(); slots];
+        for s in &st.suspects {
+            if let Some(l) = out.get_mut(s.slot) {
+                for r in &s.rows {
+                    add(l, r.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Called before a flush issues its member flushes.
@@ -106,19 +148,23 @@ impl Unflushed {
         let mut st = self.st.lock().expect("unflushed lock");
         let e = st.epoch;
         st.epoch += 1;
-        let oldest = st.inflight.iter().map(|w| w.1).min().unwrap_or(e + 1);
-        FlushMark {
-            done_upto: e,
-            fences_below: oldest,
-        }
+        FlushMark(e)
     }
 
     /// Called once the flush begun with `mark` completed on every member: forgets the writes
-    /// it made durable. Returns the bound below which fences are passed.
-    pub(crate) fn flush_done(&self, mark: &FlushMark) -> u64 {
+    /// and suspect rows it made durable. Returns whether any suspect rows were dropped.
+    pub(crate) fn flush_done(&self, mark: &FlushMark) -> bool {
         let mut st = self.st.lock().expect("unflushed lock");
-        st.completed.retain(|(e, _)| *e > mark.done_upto);
-        mark.fences_below
+        st.completed.retain(|(e, _)| *e > mark.0);
+        let before = st.suspects.len();
+        st.suspects
+            .retain(|s| !matches!(s.until, Until::Completed(c) if c <= mark.0));
+        st.suspects.len() != before
+    }
+
+    /// Forgets every suspect (a clean close: everything is durable).
+    pub(crate) fn clear_suspects(&self) {
+        self.st.lock().expect("unflushed lock").suspects.clear();
     }
 }
 
@@ -150,38 +196,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_at_risk_are_the_writes_in_flight_and_those_completed_since_the_last_flush() {
+    fn a_failure_suspects_the_writes_in_flight_and_those_completed_since_the_last_flush() {
         let u = Unflushed::default();
-        let a = u.begin(0..2);
-        drop(a);
+        drop(u.begin(0..2));
         let m = u.flush_begin();
         let b = u.begin(10..11);
         u.flush_done(&m);
-        // 0..2 completed before the flush began: durable.
-        assert_eq!(u.at_risk().0, vec![10..11]);
+        drop(u.begin(4..5));
+        // 0..2 completed before the flush began: durable, never suspect.
+        u.fail(1, Vec::new());
+        assert_eq!(u.suspects(3), vec![vec![], vec![4..5, 10..11], vec![]]);
         drop(b);
-        let c = u.begin(4..5);
-        assert_eq!(u.at_risk().0, vec![4..5, 10..11]);
-        drop(c);
         let m = u.flush_begin();
-        u.flush_done(&m);
-        assert!(u.at_risk().0.is_empty());
+        assert!(u.flush_done(&m));
+        assert_eq!(u.suspects(3), vec![Vec::<Range<u64>>::new(); 3]);
     }
 
     #[test]
-    fn a_fence_passes_at_the_first_flush_after_its_writes_finish_despite_later_writes() {
+    fn each_write_leaves_the_record_at_the_first_flush_after_it_completed() {
         let u = Unflushed::default();
-        let old = u.begin(0..1);
-        let (rows, fence) = u.at_risk();
-        assert_eq!(rows, vec![0..1]);
-        let later = u.begin(5..6);
-        // The write caught by the fence is still in flight: not passed.
+        let early = u.begin(0..1);
+        let slow = u.begin(7..8);
+        u.fail(2, Vec::new());
+        drop(early);
+        // A write caught by the failure still in flight keeps only its own rows suspect.
         let m = u.flush_begin();
-        assert!(u.flush_done(&m) <= fence);
-        drop(old);
-        // A later write still in flight does not hold the fence back.
+        assert!(u.flush_done(&m));
+        assert_eq!(u.suspects(3)[2], vec![7..8]);
+        // It completes during a flush that began before: that flush does not cover it.
         let m = u.flush_begin();
-        assert!(u.flush_done(&m) > fence);
+        drop(slow);
+        assert!(!u.flush_done(&m));
+        assert_eq!(u.suspects(3)[2], vec![7..8]);
+        // Writes begun after the failure are not its suspects.
+        let later = u.begin(20..21);
+        let m = u.flush_begin();
+        assert!(u.flush_done(&m));
+        assert!(u.suspects(3)[2].is_empty());
         drop(later);
     }
 
