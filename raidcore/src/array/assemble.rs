@@ -765,7 +765,7 @@ impl Array {
                 };
                 let marked: u64 = rows
                     .iter()
-                    .map(|r| self.mark_lost_data(slot, r.clone()))
+                    .map(|r| self.mark_lost_unless_checked(slot, r.clone()))
                     .sum();
                 if marked > 0 {
                     let note = format!(
@@ -789,6 +789,95 @@ impl Array {
             return Ok(());
         }
         self.persist()
+    }
+
+    /// Marks `slot`'s data in `rows` lost, except what the row's redundancy proves intact: on
+    /// RAID6 with only this slot missing from a row, the slot's cell is computed from P and
+    /// checked against Q, 4 KiB column by column; a torn write leaves the two disagreeing in
+    /// the columns it cut, and only those are marked. Elsewhere (RAID5, F1, two slots missing,
+    /// a read failing) the whole row is marked, as nothing can check it. Returns the blocks
+    /// marked.
+    fn mark_lost_unless_checked(&self, slot: usize, rows: std::ops::Range<u64>) -> u64 {
+        if self.layout.parity_count() != 2 {
+            return self.mark_lost_data(slot, rows);
+        }
+        let per_row = self.layout.chunk() / super::csum::BLOCK;
+        let before = self.bad_block_counts()[slot];
+        for row in rows {
+            match self.torn_columns(slot, row) {
+                Some(cols) => {
+                    for c in cols {
+                        self.bad
+                            .lock()
+                            .expect("bad-block lock")
+                            .mark(slot, row * per_row + c.start..row * per_row + c.end);
+                    }
+                }
+                None => {
+                    self.mark_lost_data(slot, row..row + 1);
+                }
+            }
+        }
+        self.bad_block_counts()[slot] - before
+    }
+
+    /// RAID6, `slot` holding data in `row` and the only slot missing there: the 4 KiB columns
+    /// (ranges of block indexes within the chunk) where the cell computed from P disagrees with
+    /// Q. None when the row cannot be checked that way.
+    fn torn_columns(&self, slot: usize, row: u64) -> Option<Vec<std::ops::Range<u64>>> {
+        let slots = self.row_slots(row, 2);
+        let d = slots.len() - 2;
+        let pos = slots.iter().position(|&s| s == slot)?;
+        if pos >= d {
+            return Some(Vec::new()); // parity: nothing of the slot's data to lose
+        }
+        if slots
+            .iter()
+            .enumerate()
+            .any(|(i, &s)| i != pos && self.source(s, row).is_none())
+        {
+            return None;
+        }
+        let c = self.layout.chunk() as usize;
+        let mut cells: Vec<crate::buf::AlignedBuf> = slots
+            .iter()
+            .map(|_| crate::buf::AlignedBuf::zeroed(c))
+            .collect();
+        for (i, &s) in slots.iter().enumerate() {
+            if i != pos {
+                self.member_read(s, &mut cells[i], row, 0).ok()?;
+            }
+        }
+        // The missing cell from P: P xor the other data.
+        let (data, par) = cells.split_at_mut(d);
+        data[pos].copy_from_slice(&par[0]);
+        for i in (0..d).filter(|&i| i != pos) {
+            let (a, b) = if i < pos {
+                let (l, r) = data.split_at_mut(pos);
+                (&mut r[0], &l[i])
+            } else {
+                let (l, r) = data.split_at_mut(i);
+                (&mut l[pos], &r[0])
+            };
+            (self.kernel.xor_into)(a, b);
+        }
+        let mut p = crate::buf::AlignedBuf::zeroed(c);
+        let mut q = crate::buf::AlignedBuf::zeroed(c);
+        {
+            let refs: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
+            (self.kernel.gen_pq)(&refs, &mut p, Some(&mut q));
+        }
+        let b = super::csum::BLOCK as usize;
+        let mut out: Vec<std::ops::Range<u64>> = Vec::new();
+        for k in 0..c / b {
+            if q[k * b..(k + 1) * b] != par[1][k * b..(k + 1) * b] {
+                match out.last_mut() {
+                    Some(l) if l.end == k as u64 => l.end += 1,
+                    _ => out.push(k as u64..k as u64 + 1),
+                }
+            }
+        }
+        Some(out)
     }
 
     /// After a writable assembly: records what is missing (events bumped, so absent members are
