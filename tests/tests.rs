@@ -13,6 +13,7 @@ mod lifecycle;
 mod loopdev;
 mod ops;
 mod profile;
+mod resync;
 mod scrub;
 mod serve;
 mod vm;

@@ -3,8 +3,16 @@
 //! member, member offset, logical offset and kind, and repair from good redundancy. Checksums
 //! decide which copy is bad; without them RAID6 locates a single bad chunk from the syndromes,
 //! three or more mirror copies take the majority, RAID5 takes the data as right, and otherwise
-//! the scrub says the good copy cannot be decided. Resync (after an unclean stop) trusts the
-//! data, as md does, rewrites parity or later copies and recomputes the checksums of the rows.
+//! the scrub says the good copy cannot be decided. Resync (after an unclean stop) verifies
+//! before it trusts: no byte is written and no checksum entry recorded from data that was read
+//! but not verified. Parity is recomputed from data blocks that match their entries; a row
+//! consistent as read has its lagging entries recorded (entries are logged after their data,
+//! and rot in one block would break the parity); a block failing its entry is rebuilt from the
+//! others (`plan::recover`) when the result matches its entry and the other parity, and
+//! rewritten; mirror copies are taken from one that verifies, or from all copies agreeing (or
+//! a majority). What nothing decides is reported: the data is kept as read and made
+//! consistent, and its checksum entries are marked unknown, never recorded. Without checksums
+//! the data wins, as in md, except a RAID6 data block both syndromes name.
 //! A full scrub keeps its checkpoint and result in the superblocks and resumes when interrupted.
 
 use std::ops::Range;
@@ -24,7 +32,7 @@ use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
 use crate::parity::gf;
-use crate::plan::{self, Cell, Recovered};
+use crate::plan::{self, Cell, CopyChoice, Recovered};
 
 const B: usize = BLOCK as usize;
 /// How often a full scrub records its checkpoint.
@@ -556,7 +564,6 @@ fn run_rows<'a>(
     let per = super::batch_rows(c, 2 << 20);
     let mut rate = RateLimit::new(opts.max_rate);
     let pool = Pool::default();
-    let verify = matches!(mode, Mode::Scrub { .. });
     let heal = array.is_writable() && matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
     let stop = || {
         opts.stop
@@ -589,10 +596,9 @@ fn run_rows<'a>(
             });
             sc.spawn(move || {
                 for (rr, mut r) in hrx {
-                    if verify {
-                        if let Ok(Some(cl)) = &mut r {
-                            hash_cell(array, slot, &rr, cl);
-                        }
+                    // Resync verifies what it reads as scrub does.
+                    if let Ok(Some(cl)) = &mut r {
+                        hash_cell(array, slot, &rr, cl);
                     }
                     if rtx.send(r).is_err() {
                         break;
@@ -617,10 +623,8 @@ fn run_rows<'a>(
                 let raw: BatchCells = (0..layout.members())
                     .map(|slot| {
                         let mut r = read_one(array, slot, p.read_rows.clone(), pool, heal);
-                        if verify {
-                            if let Ok(Some(cl)) = &mut r {
-                                hash_cell(array, slot, &p.read_rows, cl);
-                            }
+                        if let Ok(Some(cl)) = &mut r {
+                            hash_cell(array, slot, &p.read_rows, cl);
                         }
                         r
                     })
@@ -847,16 +851,7 @@ fn resync_parity_row(
 ) -> Result<()> {
     let c = array.layout().chunk();
     let cu = c as usize;
-    let d = slots.len() - parity;
-    let row_cells: Option<Vec<&[u8]>> = slots
-        .iter()
-        .map(|&s| {
-            cells[s]
-                .as_ref()
-                .map(|x| &x.buf[(rel * c) as usize..((rel + 1) * c) as usize])
-        })
-        .collect();
-    let Some(row_cells) = row_cells else {
+    if slots.iter().any(|&s| cells[s].is_none()) {
         // RAID6 with one member missing: the write-hole journal only covers writes that began
         // degraded. A write that began healthy and saw a member fail mid-way (its parity
         // written after the failure's superblock flush) can leave the surviving parity stale
@@ -916,28 +911,289 @@ fn resync_parity_row(
         }
         rep.rows_skipped += 1;
         return Ok(());
-    };
-    rep.rows_checked += 1;
-    let mut p = AlignedBuf::zeroed(cu);
-    let mut q = AlignedBuf::zeroed(if parity == 2 { cu } else { 0 });
-    (array.kernel().gen_pq)(&row_cells[..d], &mut p, (parity == 2).then_some(&mut q[..]));
-    for (i, fresh) in [(d, &p), (d + 1, &q)].into_iter().take(parity) {
-        settle_parity(
-            array,
-            rep,
-            (slots[i], row, i == d),
-            row_cells[i],
-            fresh,
-            "parity recomputed from data after an unclean stop",
-        )?;
     }
-    // The data may be newer than its checksums (or the other way round): data wins.
-    for i in 0..d {
+    rep.rows_checked += 1;
+    let has_unknown = slots.iter().any(|&s| {
+        let cl = cells[s].as_ref().expect("present");
+        let first = (rel * c) as usize / B;
+        cl.expect
+            .get(first..first + cu / B)
+            .is_some_and(|e| e.iter().any(|x| matches!(x, Expect::Unknown)))
+    });
+    if !has_unknown && row_is_clean(array, rel, parity, slots, cells) {
+        // Every block matches its entry (or the array keeps none) and parity agrees.
+        return Ok(());
+    }
+    for b in 0..cu / B {
+        resync_parity_block(array, row, rel, parity, slots, cells, b, rep)?;
+    }
+    Ok(())
+}
+
+/// Resync of block `b` of a full parity row (every cell read). Nothing read is trusted until
+/// it is verified:
+/// - every data block matches its checksum entry: parity is recomputed from them and
+///   rewritten where it differs (a write the crash cut between data and parity);
+/// - the row agrees with its parity as read: blocks whose entries differ are a completed
+///   write whose entries the crash lost (the entries are logged after the data is written,
+///   csum.rs), and their entries are recorded: rot in one block would have broken the parity;
+/// - otherwise the row recovery routine (`plan::recover`, as scrub and reads use it) rebuilds
+///   the blocks failing their entries from the others when those verify (or when the rebuilt
+///   bytes match the failing block's own entry), and they are rewritten: rot, or a write cut
+///   before its parity, rolled back to the bytes its entry and the parity agree on;
+/// - what nothing decides is reported and left as it is: old entries kept, parity untouched,
+///   so reads of it keep failing its checksum instead of returning the unverified bytes.
+///
+/// Without checksums the data wins, as in md, except that RAID6 rewrites a single data block
+/// both syndromes name.
+#[allow(clippy::too_many_arguments)]
+fn resync_parity_block(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    parity: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    b: usize,
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let c = array.layout().chunk();
+    let d = slots.len() - parity;
+    let total = slots.len();
+    let within = (b * B) as u64;
+    let cell = |i: usize| cells[slots[i]].as_ref().expect("present");
+    let block = |i: usize| cell(i).block(rel, c, b);
+    let checksums = array.has_checksums();
+    let states: Vec<Cell> = (0..total)
+        .map(|i| {
+            if !checksums {
+                Cell::Good
+            } else if cell(i).bad(rel, c, b) {
+                Cell::Bad
+            } else if cell(i).unknown(rel, c, b) {
+                Cell::Unchecked
+            } else {
+                Cell::Good
+            }
+        })
+        .collect();
+    let fresh_parity = |data: &[&[u8]]| {
+        let mut p = vec![0u8; B];
+        let mut q = vec![0u8; B];
+        (array.kernel().gen_pq)(data, &mut p, (parity == 2).then_some(&mut q[..]));
+        [p, q]
+    };
+    let data: Vec<&[u8]> = (0..d).map(block).collect();
+    let pq = fresh_parity(&data);
+    let differs: Vec<usize> = (d..total).filter(|&i| pq[i - d] != block(i)).collect();
+    let problem = |i: usize, kind: &'static str, repaired: bool, note: String| Problem {
+        row,
+        slot: slots[i],
+        member: member_path(array, slots[i], row),
+        member_offset: array.cell_offset(row, within),
+        bytes: BLOCK,
+        logical_offset: (i < d).then(|| (row * d as u64 + i as u64) * c + within),
+        kind,
+        repaired,
+        note,
+    };
+    let record = |i: usize| {
         if let Some(dev) = array.source(slots[i], row) {
-            array.csum_record(&dev, array.cell_offset(row, 0), row_cells[i]);
+            array.csum_record(&dev, array.cell_offset(row, within), block(i));
+        }
+    };
+    // Writes the parity blocks computed from `data` where they differ from the member; records
+    // the entries of those that already match.
+    let settle = |rep: &mut ScrubReport,
+                  pq: &[Vec<u8>; 2],
+                  on_disk: &dyn Fn(usize) -> bool,
+                  note: &str|
+     -> Result<()> {
+        for i in d..total {
+            let fresh = &pq[i - d];
+            if on_disk(i) {
+                // What the member holds now (a parity block the rebuild just rewrote included).
+                if states[i] != Cell::Good {
+                    if let Some(dev) = array.source(slots[i], row) {
+                        array.csum_record(&dev, array.cell_offset(row, within), fresh);
+                    }
+                }
+                continue;
+            }
+            array.member_write(slots[i], fresh, row, within, WriteKind::Parity)?;
+            rep.bytes_written += BLOCK;
+            push(rep, problem(i, cell_kind(i, d, false), true, note.into()));
+        }
+        Ok(())
+    };
+    if !checksums {
+        if parity == 2 && differs.len() == 2 {
+            let pd: Vec<u8> = pq[0].iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
+            let qd: Vec<u8> = pq[1].iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
+            if let Some(z) = locate(&pd, &qd).filter(|&z| z < d) {
+                let fixed: Vec<u8> = block(z).iter().zip(&pd).map(|(a, b)| a ^ b).collect();
+                array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
+                rep.bytes_written += BLOCK;
+                push(
+                    rep,
+                    problem(
+                        z,
+                        "data",
+                        true,
+                        "disagrees with both P and Q, whose syndromes name it; rewritten from them after an unclean stop".into(),
+                    ),
+                );
+                return Ok(());
+            }
+        }
+        return settle(
+            rep,
+            &pq,
+            &|i| !differs.contains(&i),
+            "parity recomputed from data after an unclean stop",
+        );
+    }
+    if states[..d].iter().all(|&s| s == Cell::Good) {
+        return settle(
+            rep,
+            &pq,
+            &|i| !differs.contains(&i),
+            "parity recomputed after an unclean stop from data that matches its checksums",
+        );
+    }
+    if differs.is_empty() {
+        // Consistent as read: the entries that differ lag a completed write.
+        let unknown = states.iter().filter(|&&s| s == Cell::Unchecked).count();
+        for (i, &st) in states.iter().enumerate() {
+            if st == Cell::Bad || (st == Cell::Unchecked && unknown <= parity) {
+                record(i);
+            }
+        }
+        return Ok(());
+    }
+    let mut blocks: Vec<Vec<u8>> = (0..total).map(|i| block(i).to_vec()).collect();
+    let outcome = {
+        let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+        plan::recover(
+            array.kernel(),
+            &mut refs,
+            &states,
+            parity,
+            true,
+            |i, bytes| match cell(i).wanted(rel, c, b) {
+                Some(w) if array.csum_digest(bytes) != w => vec![0],
+                _ => Vec::new(),
+            },
+        )
+    };
+    // After a crash the cells that match their entries need not agree with each other (each
+    // may hold a different write's bytes), so a rebuild is trusted only when every rebuilt
+    // block matches its own entry and the parity it did not use agrees with it.
+    let outcome = match outcome {
+        Recovered::Rebuilt {
+            rebuilt,
+            rewrite,
+            vouched,
+        } => {
+            let data: Vec<&[u8]> = blocks[..d].iter().map(|x| &x[..]).collect();
+            let pq = fresh_parity(&data);
+            let entries_agree = rewrite.iter().all(|&i| {
+                cell(i)
+                    .wanted(rel, c, b)
+                    .is_none_or(|w| array.csum_digest(&blocks[i]) == w)
+            });
+            let parity_agrees = (d..total)
+                .filter(|i| !rebuilt.contains(i) && states[*i] == Cell::Good)
+                .all(|i| pq[i - d] == blocks[i]);
+            if entries_agree && parity_agrees {
+                Recovered::Rebuilt {
+                    rebuilt,
+                    rewrite,
+                    vouched,
+                }
+            } else {
+                Recovered::Contradicted {
+                    cell: rewrite.first().copied().unwrap_or(0),
+                    block: 0,
+                }
+            }
+        }
+        other => other,
+    };
+    match outcome {
+        Recovered::Rebuilt { rewrite, .. } => {
+            for &i in &rewrite {
+                if blocks[i] == block(i) {
+                    record(i);
+                    continue;
+                }
+                array.member_write(slots[i], &blocks[i], row, within, WriteKind::of_cell(i, d))?;
+                rep.bytes_written += BLOCK;
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, states[i] == Cell::Bad),
+                        true,
+                        if states[i] == Cell::Bad {
+                            "fails its checksum after an unclean stop; restored from the other members".into()
+                        } else {
+                            "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them".into()
+                        },
+                    ),
+                );
+            }
+            // Parity left that the rebuild did not use (RAID6 rebuilding one block from P).
+            let data: Vec<&[u8]> = blocks[..d].iter().map(|x| &x[..]).collect();
+            let pq = fresh_parity(&data);
+            settle(
+                rep,
+                &pq,
+                &|i| pq[i - d] == blocks[i],
+                "parity recomputed after an unclean stop from data restored from the other members",
+            )?;
+        }
+        Recovered::Intact => {}
+        Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
+            // More blocks fail their entries than parity can check: a write the crash cut
+            // across several blocks (their entries not logged yet) looks exactly like rot in
+            // one of them next to such a write. The data is kept as read and parity made to
+            // agree (so the row's other blocks stay recoverable), but nothing vouches for the
+            // blocks that fail their entries: their entries and the parity's become unknown
+            // (reads go by redundancy, which cannot contradict them now), never recorded.
+            for i in d..total {
+                if differs.contains(&i) {
+                    array.member_write(slots[i], &pq[i - d], row, within, WriteKind::Parity)?;
+                    rep.bytes_written += BLOCK;
+                }
+                unvouch(array, slots[i], row, within);
+            }
+            for i in (0..d).filter(|&i| states[i] != Cell::Good) {
+                unvouch(array, slots[i], row, within);
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, states[i] == Cell::Bad),
+                        false,
+                        "after an unclean stop this row disagrees with its parity and more of its blocks fail their checksums than parity can check: rot cannot be told from a write the crash cut, so the data is kept as read, parity made to agree, and their checksum entries marked unknown (unverified)".into(),
+                    ),
+                );
+            }
         }
     }
     Ok(())
+}
+
+/// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for blocks it
+/// keeps but cannot verify, so no entry vouches for them (reads and scrub go by redundancy).
+fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
+    if let Some(dev) = array.source(slot, row) {
+        if let Some(s) = array.csum_of(&dev) {
+            let block = s.block_of(array.cell_offset(row, within));
+            s.record_digests(block, &[csum::UNKNOWN_ENTRY]);
+        }
+    }
 }
 
 /// Resync of one parity chunk (`slot`, `row`, whether it is P): the chunk computed from the
@@ -1369,26 +1625,16 @@ fn mirror_batch(
                 note,
             };
             if mode == Mode::Resync {
-                let Some(&src) = avail.first() else { continue };
-                let good = block(src).to_vec();
-                for &x in &avail {
-                    let off = array.cell_offset(x.1, (b * B) as u64);
-                    if block(x) != &good[..] {
-                        array.member_write(x.0, &good, x.1, (b * B) as u64, WriteKind::Data)?;
-                        rep.bytes_written += BLOCK;
-                        push(
-                            rep,
-                            problem(
-                                x,
-                                "mirror",
-                                true,
-                                "copied from the first copy after an unclean stop".into(),
-                            ),
-                        );
-                    } else if let Some(dev) = array.source(x.0, x.1) {
-                        array.csum_record(&dev, off, &good);
-                    }
-                }
+                resync_mirror_block(
+                    array,
+                    &avail,
+                    &|x| block(x),
+                    &|x| cell(x.0).bad(x.1 - read_rows.start, c, b),
+                    &|x| cell(x.0).unknown(x.1 - read_rows.start, c, b),
+                    (b * B) as u64,
+                    rep,
+                    &problem,
+                )?;
                 continue;
             }
             let repair = mode == Mode::Scrub { repair: true };
@@ -1553,6 +1799,115 @@ fn mirror_batch(
         }
     }
     give_back(pool, cells);
+    Ok(())
+}
+
+/// Resync of one block of a mirrored chunk, whose copies `avail` (slot, row) were read. The
+/// copy used is one that verifies ([`plan::choose_copy`]: the first matching its own checksum
+/// entry); without one, copies that all agree (two or more: a completed write whose entries
+/// the crash lost, as rot on one copy would make them differ) or a strict majority of them.
+/// The other copies are rewritten from it where they differ and get their entries recorded
+/// where they agree. When nothing decides (copies differ and none verifies, or a lone copy
+/// fails its entry) the block is reported and left as it is, its entries kept.
+#[allow(clippy::too_many_arguments)]
+fn resync_mirror_block<'a>(
+    array: &Array,
+    avail: &[(usize, u64)],
+    block: &dyn Fn((usize, u64)) -> &'a [u8],
+    bad: &dyn Fn((usize, u64)) -> bool,
+    unknown: &dyn Fn((usize, u64)) -> bool,
+    within: u64,
+    rep: &mut ScrubReport,
+    problem: &dyn Fn((usize, u64), &'static str, bool, String) -> Problem,
+) -> Result<()> {
+    if avail.is_empty() {
+        return Ok(());
+    }
+    let checksums = array.has_checksums();
+    let states: Vec<Cell> = avail
+        .iter()
+        .map(|&x| {
+            if !checksums {
+                Cell::Unchecked
+            } else if bad(x) {
+                Cell::Bad
+            } else if unknown(x) {
+                Cell::Unchecked
+            } else {
+                Cell::Good
+            }
+        })
+        .collect();
+    let agree = |i: usize, j: usize| block(avail[i]) == block(avail[j]);
+    let all_agree = (1..avail.len()).all(|j| agree(0, j));
+    let source: Option<(usize, &str)> = match plan::choose_copy(&states, agree) {
+        CopyChoice::Use { copy, .. } => Some((copy, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
+        _ if avail.len() >= 2 && all_agree => Some((0, "")),
+        _ if !checksums && avail.len() == 1 => Some((0, "")),
+        _ => (0..avail.len())
+            .find(|&i| (0..avail.len()).filter(|&j| agree(i, j)).count() * 2 > avail.len())
+            .map(|i| (i, "differs from the majority of the copies after an unclean stop; rewritten from it"))
+            .or_else(|| (!checksums).then_some((0, "copies differ after an unclean stop and no checksum or majority decides: copied from the first copy, as md does"))),
+    };
+    let Some((g, note)) = source else {
+        // Nothing decides (copies differ and none verifies or has a majority, or a lone copy
+        // fails its entry): a write the crash cut looks exactly like rot here. The first
+        // copy is kept and copied, as md does, but every copy's entry becomes unknown: nothing
+        // vouches for it, and no entry is recorded from it.
+        for (i, &x) in avail.iter().enumerate() {
+            if states[i] != Cell::Good || block(x) != block(avail[0]) {
+                push(
+                    rep,
+                    problem(
+                        x,
+                        if states[i] == Cell::Bad { "data checksum" } else { "mirror" },
+                        false,
+                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the first copy is kept (and copied) and the checksum entries are marked unknown (unverified)".into(),
+                    ),
+                );
+            }
+        }
+        let first = block(avail[0]).to_vec();
+        for &x in avail {
+            if block(x) != &first[..] {
+                array.member_write(x.0, &first, x.1, within, WriteKind::Data)?;
+                rep.bytes_written += BLOCK;
+            }
+            unvouch(array, x.0, x.1, within);
+        }
+        return Ok(());
+    };
+    let good = block(avail[g]).to_vec();
+    for (i, &x) in avail.iter().enumerate() {
+        if block(x) == &good[..] {
+            if checksums && states[i] != Cell::Good {
+                if let Some(dev) = array.source(x.0, x.1) {
+                    array.csum_record(&dev, array.cell_offset(x.1, within), &good);
+                }
+            }
+            continue;
+        }
+        array.member_write(x.0, &good, x.1, within, WriteKind::Data)?;
+        rep.bytes_written += BLOCK;
+        push(
+            rep,
+            problem(
+                x,
+                if states[i] == Cell::Bad {
+                    "data checksum"
+                } else {
+                    "mirror"
+                },
+                true,
+                if states[i] == Cell::Bad {
+                    "fails its checksum after an unclean stop; rewritten from a copy that verifies"
+                        .into()
+                } else {
+                    note.into()
+                },
+            ),
+        );
+    }
     Ok(())
 }
 

@@ -154,6 +154,27 @@ pub fn resync(array: &Array) -> Result<raidcore::jobs::scrub::ScrubReport> {
         array.rows(),
         rep.problems.iter().filter(|p| p.repaired).count()
     );
+    let restored: u64 = rep
+        .problems
+        .iter()
+        .filter(|p| p.repaired && matches!(p.kind, "data checksum" | "data"))
+        .map(|p| p.bytes / 4096)
+        .sum();
+    if restored > 0 {
+        eprintln!(
+            "raidctl: resync: {restored} data blocks failing their checksums (or named by the RAID 6 syndromes) were restored from redundancy"
+        );
+    }
+    for p in rep.problems.iter().filter(|p| !p.repaired) {
+        eprintln!(
+            "raidctl: warning: resync: {} bytes at member offset {} of {} ({}): {}",
+            p.bytes,
+            p.member_offset,
+            p.member.as_deref().unwrap_or("a missing member"),
+            p.kind,
+            p.note
+        );
+    }
     if rep.rows_skipped > 0 {
         eprintln!("raidctl: warning: {} rows could not be resynced because members are missing (degraded write hole)", rep.rows_skipped);
     }
