@@ -15,7 +15,9 @@ const KNOWN_FAILING: &[u64] = &[
     // otherwise item 1); a seed may show both.
     // Issue 31 item 1: a resync (after a crash, or asked for) recomputes redundancy from rotten
     // cells and records fresh checksums for them; the rot then reads back as data.
-    38, 55, 61, 67, 101, 103, 112, 165, 173, 198, 276, 282, 288,
+    // The resync now verifies before it trusts (38, 55, 101, 165, 198, 276, 282 pass); these
+    // still read rot back after a power cut, mostly RAID6, not yet diagnosed:
+    61, 67, 103, 112, 173, 288,
     // Issue 31 item 2: an online replace or rebuild copies a member's rotten cells onto the new
     // member (and vouches for them).
     30, 85, 116, 129, 163, 184, 207, 267,
@@ -292,7 +294,6 @@ fn a_replace_target_is_refreshed_from_redundancy_when_its_member_died_at_a_crash
 /// no error (38). RAID1 N=3: a resync job over a row with a rotten copy "repairs" by copying
 /// the rot to the other copies (282). RAID6 N=4: the same after a power cut (55).
 #[test]
-#[ignore = "fails until issue 31 item 1 is fixed"]
 fn a_resync_never_launders_rot() {
     pass_with_rot(38);
     pass_with_rot(282);
