@@ -881,12 +881,17 @@ impl Array {
                     cell.copy_from_slice(&bufs[i]);
                 }
                 Redundancy::Mirror { copies } => {
+                    // The copy that vouches for itself (the read rewrites the copies it tried
+                    // that failed their checksums).
                     match self.layout.mirror_chunk_at(self.data_rows, slot, row) {
                         Some((chunk, _)) => self.read_mirror_chunk(chunk, copies, cell, 0)?,
                         // A cell no chunk uses: zeros.
                         None => cell.fill(0),
                     }
-                    if self.writable {
+                    // This slot's failing blocks are rewritten even when the read stopped at
+                    // the first good copy without trying this one. A cell that only has
+                    // unknown entries is left to the read's own choice of what to rewrite.
+                    if self.writable && !bad.is_empty() {
                         self.member_write(slot, cell, row, 0, WriteKind::Data)?;
                     }
                 }
