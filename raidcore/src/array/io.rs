@@ -286,11 +286,25 @@ impl Array {
         count: bool,
     ) -> Result<(Vec<usize>, Vec<usize>)> {
         self.member_read(slot, buf, row, within)?;
+        Ok(self.judge_blocks(slot, buf, row, within, count))
+    }
+
+    /// The checks of [`Array::member_read_blocks`] over `buf`, just read from `slot`'s member
+    /// at (`row`, `within`): the blocks that fail their checksums (not counting those on the
+    /// bad-block list) and those whose entries are unknown.
+    fn judge_blocks(
+        &self,
+        slot: usize,
+        buf: &[u8],
+        row: u64,
+        within: u64,
+        count: bool,
+    ) -> (Vec<usize>, Vec<usize>) {
         if self.csum_geo.is_none() {
-            return Ok((Vec::new(), Vec::new()));
+            return (Vec::new(), Vec::new());
         }
         let Some(d) = self.source(slot, row) else {
-            return Ok((Vec::new(), Vec::new()));
+            return (Vec::new(), Vec::new());
         };
         let (mut bad, unknown) = self.csum_blocks(&d, row, self.cell_offset(row, within), buf);
         if !bad.is_empty() {
@@ -315,7 +329,7 @@ impl Array {
                 );
             }
         }
-        Ok((bad, unknown))
+        (bad, unknown)
     }
 
     /// Whether every slot of a parity row has a member to read.
@@ -820,6 +834,64 @@ impl Array {
                     };
                     self.read_mirror_chunk(chunk, copies, cell, 0)?;
                     if self.writable {
+                        self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// As [`Array::read_rows_or_rebuild`], and nothing in `buf` is left unverified: every
+    /// 4 KiB block read from the member is checked against its checksum entry, and a cell with
+    /// blocks that fail it (or whose entries are unknown) is recovered from the rest of its row
+    /// or its other copies, which vouch for themselves, and rewritten on the member; where that
+    /// cannot be done the read fails. For jobs that copy a member's rows elsewhere with fresh
+    /// checksum entries (replace): a rotten block copied as read would be vouched for there.
+    pub(crate) fn read_rows_verified(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        rows: Range<u64>,
+    ) -> Result<()> {
+        self.read_rows_or_rebuild(slot, buf, rows.clone())?;
+        if self.csum_geo.is_none() {
+            return Ok(());
+        }
+        let c = self.layout.chunk() as usize;
+        for (k, row) in rows.enumerate() {
+            let cell = &mut buf[k * c..(k + 1) * c];
+            // (A cell rebuilt above was checked by its recovery; judging it again finds it
+            // good.)
+            let (bad, unknown) = self.judge_blocks(slot, cell, row, 0, true);
+            if bad.is_empty() && unknown.is_empty() {
+                continue;
+            }
+            match self.layout.redundancy() {
+                Redundancy::Parity { parity } => {
+                    let i = self
+                        .row_slots(row, parity)
+                        .iter()
+                        .position(|&s| s == slot)
+                        .expect("every slot is in every row");
+                    // The failing blocks were counted: the recovery reads the cell again
+                    // without counting them, rebuilds them and rewrites them.
+                    let bufs =
+                        self.reconstruct_span(row, parity, 0..c as u64, &[(i, Known::Judged)])?;
+                    cell.copy_from_slice(&bufs[i]);
+                }
+                Redundancy::Mirror { copies } => {
+                    // The copy that vouches for itself (the read rewrites the copies it tried
+                    // that failed their checksums).
+                    match self.layout.mirror_chunk_at(self.data_rows, slot, row) {
+                        Some((chunk, _)) => self.read_mirror_chunk(chunk, copies, cell, 0)?,
+                        // A cell no chunk uses: zeros.
+                        None => cell.fill(0),
+                    }
+                    // This slot's failing blocks are rewritten even when the read stopped at
+                    // the first good copy without trying this one. A cell that only has
+                    // unknown entries is left to the read's own choice of what to rewrite.
+                    if self.writable && !bad.is_empty() {
                         self.member_write(slot, cell, row, 0, WriteKind::Data)?;
                     }
                 }

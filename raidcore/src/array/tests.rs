@@ -1153,6 +1153,45 @@ fn rebuild_checks_survivors_against_their_checksums() {
     }
 }
 
+/// Simulator seeds 802 (RAID10) and 1219 (RAID5): silent rot on a member being replaced, found
+/// by nothing before the replace copies it. The copy must check the blocks it reads against
+/// their checksums and take failing ones from redundancy: the new member gets the data, never
+/// the rot with a fresh checksum entry that vouches for it.
+#[test]
+fn replace_never_copies_rot_from_the_member_it_replaces() {
+    for (level, n) in [
+        (Level::Raid10, 4),
+        (Level::Raid5, 3),
+        (Level::Raid1, 2),
+        (Level::Raid6, 5),
+    ] {
+        let (a, _) = make(&params(level, n, 4096), 3 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        random_ops(&a, &mut model, &mut Rng(802), 80);
+        a.flush().unwrap();
+        let logical = 6 * 4096;
+        let (slot, moff) = locate_logical(&a, logical);
+        flip(&a, slot, moff + 100);
+        a.replace(
+            &MemberRef::Slot(slot),
+            mem(3 << 20, "new"),
+            std::path::Path::new("new"),
+            None,
+            true,
+        )
+        .unwrap();
+        rebuild_all(&a);
+        let d = a.slots[slot].usable().unwrap();
+        assert_eq!(d.path, PathBuf::from("new"), "{level:?}");
+        let mut got = vec![0u8; 4096];
+        d.member.read_at(&mut got, moff).unwrap();
+        let want = &model[logical as usize..logical as usize + 4096];
+        assert!(got == want, "{level:?}: the new member holds the rot");
+        assert_eq!(read_all(&a), model, "{level:?}");
+        assert_consistent(&a);
+    }
+}
+
 /// Error counters of many members must never make a superblock too large to write (that would
 /// fail every member): they stay in memory instead.
 #[test]

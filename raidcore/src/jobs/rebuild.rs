@@ -987,7 +987,7 @@ fn replace_pass(
         let len = (r1 - r0) as usize * c;
         let read = if array.slot_usable(slot) {
             // Unreadable blocks on the source are rebuilt from redundancy (and rewritten).
-            array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)
+            array.read_rows_verified(slot, &mut buf[..len], r0..r1)
         } else {
             Err(crate::Error::new(
                 crate::ErrorKind::Io,
@@ -1054,7 +1054,7 @@ pub(crate) fn refresh_replace_targets(
                     // From the slot's member, or from redundancy where it cannot be read: the
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
-                    array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)?;
+                    array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
                     write_target(array, slot, &t.dev, &buf[..len], r0)?;
                 }
                 r0 = r1.max(r0 + 1);
