@@ -481,7 +481,9 @@ struct Damage {
 /// Fills `outs` (one buffer per target) with the target slots' contents for rows [r0, r1).
 /// Survivors' blocks are checked against their checksums: a bad one is treated as missing
 /// (and repaired) when parity covers it, and otherwise the target block is marked so that it
-/// reads as an error.
+/// reads as an error. A replace target's own member (the old one, still in its slot) is one
+/// more survivor: its blocks are copied only where they verify, and recovered like any
+/// damaged survivor block where they do not.
 #[allow(clippy::too_many_arguments)]
 fn fill_batch(
     array: &Array,
@@ -501,6 +503,13 @@ fn fill_batch(
     let b = (r1 - r0) as usize;
     array.check_alive()?;
     let lost = array.lost();
+    // A replace target's slot still has its member, the source of the copy: (slot, target
+    // index). Its cells are used like any survivor's, only where they verify.
+    let source = targets
+        .iter()
+        .enumerate()
+        .find(|(_, (s, _))| !lost[*s])
+        .map(|(ti, (s, _))| (*s, ti));
     match layout.redundancy() {
         Redundancy::Parity { parity } => {
             // One sequential read per survivor for the whole batch, all survivors at once.
@@ -534,22 +543,40 @@ fn fill_batch(
                     unknown,
                 })
             };
-            let read: Vec<Option<Survivor>> = if crate::sim::sched::is_actor() {
+            // Slots still to read: every member in service, except a replace source already
+            // read below.
+            let mut todo: Vec<bool> = lost.iter().map(|&gone| !gone).collect();
+            let mut first: Option<(usize, Option<Survivor>)> = None;
+            if let Some((slot, ti)) = source {
+                // A replace reads its source first: where every block of it matches its own
+                // checksum entry it is copied as read, and the rest of the row is not needed.
+                // Otherwise the rest is read and the damaged blocks recovered below. (Without
+                // checksums every block read counts as good, as on the read path: only
+                // unreadable ones are recovered.)
+                let x = read_one(slot, &mut ins[slot]);
+                if x.as_ref().is_some_and(Survivor::clean) {
+                    outs[ti][..b * c].copy_from_slice(&ins[slot][..b * c]);
+                    return Ok(damage);
+                }
+                todo[slot] = false;
+                first = Some((slot, x));
+            }
+            let mut read: Vec<Option<Survivor>> = if crate::sim::sched::is_actor() {
                 // In the simulator, on the actor's thread, where the scheduler sees it.
                 ins.iter_mut()
-                    .zip(&lost)
+                    .zip(&todo)
                     .enumerate()
-                    .map(|(slot, (buf, &gone))| if gone { None } else { read_one(slot, buf) })
+                    .map(|(slot, (buf, &go))| if go { read_one(slot, buf) } else { None })
                     .collect()
             } else {
                 std::thread::scope(|scope| {
                     let read_one = &read_one;
                     let handles: Vec<_> = ins
                         .iter_mut()
-                        .zip(&lost)
+                        .zip(&todo)
                         .enumerate()
-                        .map(|(slot, (buf, &gone))| {
-                            (!gone).then(|| scope.spawn(move || read_one(slot, buf)))
+                        .map(|(slot, (buf, &go))| {
+                            go.then(|| scope.spawn(move || read_one(slot, buf)))
                         })
                         .collect();
                     handles
@@ -558,6 +585,9 @@ fn fill_batch(
                         .collect()
                 })
             };
+            if let Some((slot, x)) = first {
+                read[slot] = x;
+            }
             if read.iter().filter(|x| x.is_none()).count() > parity {
                 array.check_alive()?;
                 crate::bail!(
@@ -641,6 +671,12 @@ fn fill_batch(
                     Vec::new()
                 });
             }
+            if let Some((slot, ti)) = source {
+                if read[slot].is_some() {
+                    // The source as read; its damaged blocks are redone below.
+                    outs[ti][..b * c].copy_from_slice(&ins[slot][..b * c]);
+                }
+            }
             for blk in damaged {
                 recover_block(
                     array,
@@ -662,8 +698,12 @@ fn fill_batch(
                         outs[ti][k * c..(k + 1) * c].fill(0); // a cell no chunk uses
                         continue;
                     };
-                    let others: Vec<(usize, u64)> = (0..copies)
-                        .filter(|&o| o != copy)
+                    // The copies to rebuild from: a replace source's own copy first, then the
+                    // others; each block is taken only from a copy that vouches for it.
+                    let own = (source.is_some_and(|(s, _)| s == *slot)).then_some(copy);
+                    let others: Vec<(usize, u64)> = own
+                        .into_iter()
+                        .chain((0..copies).filter(|&o| o != copy))
                         .map(|o| layout.mirror_cell(chunk, o))
                         .filter(|&(s2, _)| !lost[s2])
                         .collect();
@@ -705,6 +745,13 @@ struct Survivor {
     unreadable: Vec<usize>,
     /// Entries unknown (a damaged table page).
     unknown: Vec<usize>,
+}
+
+impl Survivor {
+    /// Every block read and matched its checksum entry.
+    fn clean(&self) -> bool {
+        self.bad.is_empty() && self.unreadable.is_empty() && self.unknown.is_empty()
+    }
 }
 
 /// Recovers block `blk` (index in the batch from row `r0`) of every cell of its row with
@@ -771,7 +818,11 @@ fn recover_block(
             for (pos, &s) in order.iter().enumerate() {
                 if let Some(ti) = target_of[s] {
                     outs[ti][at..at + BLK].copy_from_slice(&blocks[pos]);
-                } else if rewrite.contains(&pos) {
+                }
+                // A replace source's damaged block is rewritten too (its rows are past the
+                // target's checkpoint, so only the old member gets it): it keeps serving
+                // until the replace completes, and after a stop.
+                if rewrite.contains(&pos) {
                     array.member_write(
                         s,
                         &blocks[pos],
@@ -949,6 +1000,53 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
     }
 }
 
+/// The buffers of [`fill_batch`] for batches of up to `rows` rows: the survivors' reads, the
+/// scratch cells, and one output per target.
+struct BatchBufs {
+    ins: Vec<AlignedBuf>,
+    scratch: Vec<AlignedBuf>,
+    outs: Vec<AlignedBuf>,
+}
+
+impl BatchBufs {
+    fn new(array: &Array, targets: usize, rows: u64) -> BatchBufs {
+        let c = array.layout().chunk() as usize;
+        let full = rows as usize * c;
+        let (ins, scratch) = match array.layout().redundancy() {
+            Redundancy::Parity { parity } => (
+                (0..array.layout().members())
+                    .map(|_| AlignedBuf::zeroed(full))
+                    .collect(),
+                (0..parity).map(|_| AlignedBuf::zeroed(c)).collect(),
+            ),
+            Redundancy::Mirror { .. } => (Vec::new(), Vec::new()),
+        };
+        BatchBufs {
+            ins,
+            scratch,
+            outs: (0..targets).map(|_| AlignedBuf::zeroed(full)).collect(),
+        }
+    }
+
+    fn fill(
+        &mut self,
+        array: &Array,
+        targets: &[(usize, Arc<Target>)],
+        r0: u64,
+        r1: u64,
+    ) -> Result<Damage> {
+        fill_batch(
+            array,
+            targets,
+            r0,
+            r1,
+            &mut self.ins,
+            &mut self.scratch,
+            &mut self.outs,
+        )
+    }
+}
+
 /// Copies slot `slot`'s live member onto its replace target.
 fn replace_pass(
     array: &Array,
@@ -963,7 +1061,7 @@ fn replace_pass(
     let mut r0 = pass.report.resumed_from_row;
     let (_, t) = pass.targets[0].clone();
     debug_assert!(matches!(t.kind, TargetKind::Replace { .. }));
-    let mut buf = AlignedBuf::zeroed(step as usize * c);
+    let mut bufs = BatchBufs::new(array, 1, step);
     let locks = array.row_locks();
     let owner = locks.job_owner();
     while r0 < rows {
@@ -985,16 +1083,18 @@ fn replace_pass(
             return Ok(pass.report);
         }
         let len = (r1 - r0) as usize * c;
+        // Only what verifies is copied: the source's blocks that match their own checksum
+        // entries; the others are recovered from the rest of the row (and rewritten on the
+        // source), and what nothing recovers is poisoned on the target, as a rebuild does.
         let read = if array.slot_usable(slot) {
-            // Unreadable blocks on the source are rebuilt from redundancy (and rewritten).
-            array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)
+            bufs.fill(array, &pass.targets, r0, r1)
         } else {
             Err(crate::Error::new(
                 crate::ErrorKind::Io,
                 "source member failed",
             ))
         };
-        if read.is_err() && !array.slot_usable(slot) {
+        if !array.slot_usable(slot) {
             // The member is failed now: the replace becomes a rebuild (the next pass).
             drop(guard);
             array.replace_source_lost(slot)?;
@@ -1002,9 +1102,8 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        // Blocks neither the member nor redundancy can give: the replace stops with the error
-        // and the old member keeps serving.
-        read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
+        let damage =
+            read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
         if !pass.targets_alive() {
             // The source failed during the read (its blocks came from redundancy): the replace
             // is a rebuild of a new target now, whose checkpoint this pass does not move.
@@ -1015,7 +1114,10 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
+        let ok = write_target(array, slot, &t.dev, &bufs.outs[0][..len], r0)?;
+        pass.report.checksum_repaired += damage.repaired;
+        pass.report.unrecoverable_blocks += damage.poisoned.len() as u64;
+        poison(array, &pass.targets, r0, &damage);
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
         pass.rate.pause();
@@ -1026,7 +1128,8 @@ fn replace_pass(
 
 /// After a resync of `ranges` (an unclean stop): rows a replace target already holds may be
 /// torn between the slot's member and the target. Copies them from the (resynced) member
-/// again, batch by batch under the rows' locks. Called with the job slot held.
+/// again, batch by batch under the rows' locks, as the replace does: only blocks that verify.
+/// Called with the job slot held.
 pub(crate) fn refresh_replace_targets(
     array: &Array,
     ranges: &[std::ops::Range<u64>],
@@ -1035,7 +1138,7 @@ pub(crate) fn refresh_replace_targets(
     let step = super::batch_rows(c, super::MAX_BATCH_BYTES);
     let locks = array.row_locks();
     let owner = locks.job_owner();
-    let mut buf = AlignedBuf::zeroed((step * c) as usize);
+    let mut bufs = BatchBufs::new(array, 1, step);
     for slot in 0..array.layout().members() {
         let Some(t) = array.slot_target(slot) else {
             continue;
@@ -1043,6 +1146,7 @@ pub(crate) fn refresh_replace_targets(
         if t.kind == TargetKind::Rebuild {
             continue;
         }
+        let targets = [(slot, t.clone())];
         for r in ranges {
             let mut r0 = r.start;
             while r0 < r.end.min(t.checkpoint.load(Ordering::Acquire)) {
@@ -1051,11 +1155,12 @@ pub(crate) fn refresh_replace_targets(
                 let r1 = r1.min(t.checkpoint.load(Ordering::Acquire)).max(r0);
                 let len = ((r1 - r0) * c) as usize;
                 if len > 0 {
-                    // From the slot's member, or from redundancy where it cannot be read: the
-                    // member being replaced may have died since (the resync before this
-                    // settled the rows, so they can be rebuilt).
-                    array.read_rows_or_rebuild(slot, &mut buf[..len], r0..r1)?;
-                    write_target(array, slot, &t.dev, &buf[..len], r0)?;
+                    // From the slot's member where it verifies, or from redundancy: the member
+                    // being replaced may have died since (the resync before this settled the
+                    // rows, so they can be rebuilt).
+                    let damage = bufs.fill(array, &targets, r0, r1)?;
+                    write_target(array, slot, &t.dev, &bufs.outs[0][..len], r0)?;
+                    poison(array, &targets, r0, &damage);
                 }
                 r0 = r1.max(r0 + 1);
             }
