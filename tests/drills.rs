@@ -798,3 +798,56 @@ fn a_rebuild_over_a_survivor_returning_rotten_reads_copies_no_rot() {
     }
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// Without checksums a replace copies the old member's blocks only where the row's parity
+/// agrees with them: RAID6 finds the rotten block from the syndromes and rebuilds it; RAID5
+/// cannot tell which block of a disagreeing row is wrong, so the old member's data block is
+/// lost (a read error), never copied as it was read.
+#[test]
+fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
+    for (level, n) in [("6", 4), ("5", 3)] {
+        let dir = tempdir();
+        let ms = members_created_with(dir.path(), level, n, "16M", &["--no-checksums"]);
+        let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
+            .as_u64()
+            .unwrap() as usize;
+        let data = pattern(&format!("plain-{level}"), size);
+        write_at(Path::new(&ms[0]), 0, &data, dir.path());
+        let new = dir.path().join("new");
+        sized_like(&new, Path::new(&ms[1]));
+        raidctl([
+            "replace",
+            "--no-rebuild",
+            &ms[0],
+            &ms[1],
+            new.to_str().unwrap(),
+        ])
+        .ok();
+        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+        let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
+        assert_eq!(r.code, 0, "raid{level}: {}", r.stderr);
+        assert!(!r.stderr.contains(" 0 rotten blocks"), "{}", r.stderr);
+        if level == "6" {
+            let wrong = rot_left(&ms, &data);
+            assert!(wrong.is_empty(), "raid{level}: {wrong:?}");
+            continue;
+        }
+        // RAID5: every MiB reads right or fails; some fail (the rotten data blocks).
+        let (mut failed, mut wrong) = (0, 0);
+        for (i, want) in data.chunks(1 << 20).enumerate() {
+            let r = read_at(Path::new(&ms[0]), (i << 20) as u64, want.len());
+            if r.code != 0 {
+                failed += 1;
+            } else if r.stdout != want {
+                wrong += 1;
+            }
+        }
+        assert_eq!(wrong, 0, "raid{level}: MiB read back wrong with exit 0");
+        assert!(failed > 0, "raid{level}: the rotten blocks read as errors");
+        let v = status_run(["status", "--json", &ms[0]]).json();
+        assert!(
+            v["members"][1]["bad_blocks"].as_u64().unwrap_or(0) > 0,
+            "raid{level}: the lost blocks are listed: {v}"
+        );
+    }
+}
