@@ -503,6 +503,7 @@ fn fill_batch(
     let b = (r1 - r0) as usize;
     array.check_alive()?;
     let lost = array.lost();
+    let checksums = array.checksum_algo().is_some();
     // A replace target's slot still has its member, the source of the copy: (slot, target
     // index). Its cells are used like any survivor's, only where they verify.
     let source = targets
@@ -550,11 +551,11 @@ fn fill_batch(
             if let Some((slot, ti)) = source {
                 // A replace reads its source first: where every block of it matches its own
                 // checksum entry it is copied as read, and the rest of the row is not needed.
-                // Otherwise the rest is read and the damaged blocks recovered below. (Without
-                // checksums every block read counts as good, as on the read path: only
-                // unreadable ones are recovered.)
+                // Otherwise the rest is read and the damaged blocks recovered below. Without
+                // checksums nothing vouches for the source alone: the whole row is read and
+                // its parity checked (below).
                 let x = read_one(slot, &mut ins[slot]);
-                if x.as_ref().is_some_and(Survivor::clean) {
+                if checksums && x.as_ref().is_some_and(Survivor::clean) {
                     outs[ti][..b * c].copy_from_slice(&ins[slot][..b * c]);
                     return Ok(damage);
                 }
@@ -611,6 +612,32 @@ fn fill_batch(
             let target_of: Vec<Option<usize>> = (0..n)
                 .map(|slot| targets.iter().position(|(s, _)| *s == slot))
                 .collect();
+            if let Some((slot, ti)) = source.filter(|_| !checksums) {
+                // No checksums: the source's blocks are copied where the row's parity agrees
+                // with them. Where it does not, the syndromes (RAID6) may name the one bad
+                // cell, which is then recovered like a block failing its checksum. Otherwise
+                // nothing verifies the source's block: a data block on the target is lost, as
+                // a rebuild loses a block it cannot settle; a parity block is recomputed from
+                // the data, as scrub --repair does without checksums.
+                let (mut bad, unsettled) = check_parity_agrees(array, r0, r1, parity, &read, ins);
+                for blk in unsettled {
+                    let (k, j) = (blk / per_row, blk % per_row);
+                    let r = r0 + k as u64;
+                    let pos = array.row_slots(r, parity).iter().position(|&x| x == slot);
+                    if pos.is_some_and(|pos| pos < n - parity) {
+                        damage.poisoned.push((ti, k * c + j * BLK));
+                    } else {
+                        bad.push((slot, blk));
+                    }
+                }
+                for (s, blk) in bad {
+                    if let Some(x) = &mut read[s] {
+                        if let Err(i) = x.bad.binary_search(&blk) {
+                            x.bad.insert(i, blk);
+                        }
+                    }
+                }
+            }
             let state = |slot: usize, blk: usize| -> Cell {
                 match &read[slot] {
                     None => Cell::Absent,
@@ -734,6 +761,76 @@ fn fill_batch(
         }
     }
     Ok(damage)
+}
+
+/// Without checksums, whether each block column of rows [r0, r1) is consistent with its
+/// parity, where every cell of it was read: returns the (slot, block index in the batch) of
+/// cells the syndromes name as the one that disagrees (RAID6: a data cell located from P and Q,
+/// or a parity that alone disagrees), and the block columns where parity disagrees and nothing
+/// names the culprit (RAID5, or RAID6 with more than one cell wrong). Columns with a cell
+/// missing or unreadable are left out: they have no redundancy to spare for a check.
+fn check_parity_agrees(
+    array: &Array,
+    r0: u64,
+    r1: u64,
+    parity: usize,
+    read: &[Option<Survivor>],
+    ins: &[AlignedBuf],
+) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let c = array.layout().chunk() as usize;
+    let per_row = c / BLK;
+    let (mut bad, mut unsettled) = (Vec::new(), Vec::new());
+    if read.iter().any(|x| x.is_none()) {
+        return (bad, unsettled);
+    }
+    let mut p = AlignedBuf::zeroed(BLK);
+    let mut q = AlignedBuf::zeroed(BLK);
+    for r in r0..r1 {
+        let k = (r - r0) as usize;
+        let order = array.row_slots(r, parity);
+        let d = order.len() - parity;
+        for j in 0..per_row {
+            let blk = k * per_row + j;
+            if read
+                .iter()
+                .flatten()
+                .any(|x| x.unreadable.binary_search(&blk).is_ok())
+            {
+                continue;
+            }
+            let at = k * c + j * BLK;
+            let data: Vec<&[u8]> = order[..d].iter().map(|&s| &ins[s][at..at + BLK]).collect();
+            (array.kernel().gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+            let pd: Vec<u8> = p
+                .iter()
+                .zip(&ins[order[d]][at..at + BLK])
+                .map(|(a, b)| a ^ b)
+                .collect();
+            let qd: Vec<u8> = if parity == 2 {
+                q.iter()
+                    .zip(&ins[order[d + 1]][at..at + BLK])
+                    .map(|(a, b)| a ^ b)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let (p_bad, q_bad) = (pd.iter().any(|&x| x != 0), qd.iter().any(|&x| x != 0));
+            if !p_bad && !q_bad {
+                continue;
+            }
+            let culprit = match (parity, p_bad, q_bad) {
+                (2, true, true) => super::scrub::locate(&pd, &qd).filter(|&z| z < d),
+                (2, true, false) => Some(d),
+                (2, false, true) => Some(d + 1),
+                _ => None,
+            };
+            match culprit {
+                Some(pos) => bad.push((order[pos], blk)),
+                None => unsettled.push(blk),
+            }
+        }
+    }
+    (bad, unsettled)
 }
 
 /// A survivor's blocks in a rebuild batch that are not plainly good (indices in the batch,

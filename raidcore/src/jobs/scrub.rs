@@ -1282,7 +1282,7 @@ fn legacy_block(
 }
 
 /// The data index z with Qd = g^z * Pd for every byte, if there is one.
-fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
+pub(crate) fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
     let mut z = None;
     for (&a, &b) in pd.iter().zip(qd) {
         match (a, b) {
