@@ -851,3 +851,40 @@ fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
         );
     }
 }
+
+/// Without checksums a mirror replace copies the old member's block only where the other copy
+/// agrees: a 2-way RAID1 whose old member returns rot stops the replace with the error (the
+/// old member keeps serving, nothing rotten reaches the new one); with no rot it completes.
+#[test]
+fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
+    let dir = tempdir();
+    let ms = members_created_with(dir.path(), "1", 2, "16M", &["--no-checksums"]);
+    let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
+        .as_u64()
+        .unwrap() as usize;
+    let data = pattern("plain-mirror", size);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let new = dir.path().join("new");
+    sized_like(&new, Path::new(&ms[1]));
+    raidctl([
+        "replace",
+        "--no-rebuild",
+        &ms[0],
+        &ms[1],
+        new.to_str().unwrap(),
+    ])
+    .ok();
+    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+    let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
+    assert_ne!(r.code, 0, "the replace copied blocks nothing verifies");
+    assert!(r.stderr.contains("differ"), "{}", r.stderr);
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["members"][1]["path"], ms[1].as_str(), "{v}");
+    assert!(read_at(Path::new(&ms[0]), 0, size).ok().stdout == data);
+    // Without the rot the copies agree and the replace completes.
+    raidctl(["rebuild", &ms[0]]).ok();
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["state"], "clean", "{v}");
+    assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
+    assert!(rot_left(&ms, &data).is_empty());
+}
