@@ -741,12 +741,16 @@ fn fill_batch(
                             "logical chunk {chunk}: no copy left to rebuild slot {slot} from"
                         );
                     }
+                    // Without checksums a replace source's copy is used only where the other
+                    // copies agree with it: every copy is read and none vouches for itself.
+                    let agree = !checksums && own.is_some();
                     // The common case: the first other copy reads whole and vouches for every
                     // block.
                     let out = &mut outs[ti][k * c..(k + 1) * c];
                     let (s2, row2) = others[0];
                     let whole = array.member_read(s2, out, row2, 0).is_ok();
                     if whole
+                        && !agree
                         && array.source(s2, row2).is_some_and(|d| {
                             let (bad, unknown) =
                                 array.csum_blocks(&d, row2, array.cell_offset(row2, 0), out);
@@ -755,7 +759,15 @@ fn fill_batch(
                     {
                         continue;
                     }
-                    mirror_blocks(array, chunk, &others, whole, out, (ti, k * c), &mut damage)?;
+                    mirror_blocks(
+                        array,
+                        chunk,
+                        (&others, agree),
+                        whole,
+                        out,
+                        (ti, k * c),
+                        &mut damage,
+                    )?;
                 }
             }
         }
@@ -957,12 +969,14 @@ fn recover_block(
 /// read that hit it, as before. Copies found bad or
 /// unreadable are rewritten from the chosen one; a block no copy settles is poisoned on the
 /// target (`at`: target index, byte offset in the batch), so it reads as an error. Without
-/// checksums a lost block cannot be marked on a mirror: the rebuild stops instead.
+/// checksums a lost block cannot be marked on a mirror: the rebuild stops instead. `agree`
+/// (a replace without checksums): no copy vouches for itself, so a block is used only where
+/// every copy read agrees (plan::choose_copy on unchecked copies).
 #[allow(clippy::too_many_arguments)]
 fn mirror_blocks(
     array: &Array,
     chunk: u64,
-    others: &[(usize, u64)],
+    (others, agree): (&[(usize, u64)], bool),
     first_whole: bool,
     out: &mut [u8],
     (ti, at): (usize, usize),
@@ -1014,6 +1028,11 @@ fn mirror_blocks(
         } else {
             st.iter_mut().for_each(|x| *x = Cell::Absent);
         }
+        if agree {
+            st.iter_mut()
+                .filter(|x| **x == Cell::Good)
+                .for_each(|x| *x = Cell::Unchecked);
+        }
         states.push(st);
     }
     for b in 0..c / BLK {
@@ -1022,6 +1041,7 @@ fn mirror_blocks(
         let choice = plan::choose_copy(&cells, |i, j| {
             bytes[i][blk.clone()] == bytes[j][blk.clone()]
         });
+        let disagree = matches!(choice, CopyChoice::Disagree { .. });
         let from = match choice {
             CopyChoice::Use { copy, rewrite } => {
                 for o in rewrite {
@@ -1046,6 +1066,12 @@ fn mirror_blocks(
             Some(o) => out[blk.clone()].copy_from_slice(&bytes[o][blk]),
             None if array.checksum_algo().is_none() => {
                 array.check_alive()?;
+                if disagree {
+                    crate::bail!(
+                        Checksum,
+                        "logical chunk {chunk}: the copies of block {b} differ and no checksum says which is right; nothing was copied"
+                    );
+                }
                 crate::bail!(
                     ArrayFailed,
                     "logical chunk {chunk}: no readable copy of block {b} to rebuild from"
