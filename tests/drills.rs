@@ -713,3 +713,243 @@ fn a_killed_vanish_and_return_drill_loses_no_user_data_outside_its_region() {
     }
     assert!(killed > 0, "every drill finished before its kill");
 }
+
+/// An array of `level` over `n` members of 16 MiB, every byte of it written with a known
+/// pattern: (members, the data, a new file for slot 1 as large as a member).
+fn full_array(dir: &Path, level: &str, n: usize) -> (Vec<String>, Vec<u8>, std::path::PathBuf) {
+    let ms = members_created(dir, level, n, "16M");
+    let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
+        .as_u64()
+        .unwrap();
+    let data = pattern(&format!("rot-{level}"), size as usize);
+    write_at(Path::new(&ms[0]), 0, &data, dir);
+    let new = dir.join("new");
+    sized_like(&new, Path::new(&ms[1]));
+    (ms, data, new)
+}
+
+/// What is wrong with the array of `ms` read back with no fault, against `data`: wrong
+/// blocks read with exit 0, a failed read, problems a scrub finds. Empty when nothing is.
+fn rot_left(ms: &[String], data: &[u8]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let r = read_at(Path::new(&ms[0]), 0, data.len());
+    if r.code != 0 {
+        wrong.push(format!("the read failed (exit {}): {}", r.code, r.stderr));
+    } else {
+        let bad = r
+            .stdout
+            .chunks(4096)
+            .zip(data.chunks(4096))
+            .filter(|(a, b)| a != b)
+            .count();
+        if r.stdout.len() != data.len() || bad > 0 {
+            wrong.push(format!(
+                "{bad} blocks of {} read back wrong with exit 0",
+                data.len() / 4096
+            ));
+        }
+    }
+    let v = raidctl(["scrub", "--json", &ms[0]]).json();
+    let problems = v["problems"].as_array().map_or(0, |p| p.len());
+    if problems > 0 {
+        wrong.push(format!("scrub finds {problems} problems"));
+    }
+    wrong
+}
+
+/// The levels a replace is checked on: (level, members).
+const REPLACE_LEVELS: [(&str, usize); 5] = [("5", 3), ("f1", 3), ("6", 4), ("1", 2), ("10", 4)];
+
+#[test]
+fn online_replace_of_a_member_returning_rotten_reads_copies_no_rot() {
+    let mut failed = Vec::new();
+    for (level, n) in REPLACE_LEVELS {
+        let dir = tempdir();
+        let (ms, data, new) = full_array(dir.path(), level, n);
+        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+        let mut srv = Server::start_with(&ms[0], &dir.path().join("nbd.sock"), &["--inject", &rot]);
+        raidctl(["replace", &ms[0], &ms[1], new.to_str().unwrap()]).ok();
+        let start = Instant::now();
+        let v = loop {
+            let v = status_run(["status", "--json", &ms[0]]).json();
+            if v["state"] == "clean" && v["members"][1]["path"] == new.to_str().unwrap() {
+                break v;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "raid{level}: the replace never finished: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let rotten = v["injected"][0]["injected"]["corrupted_blocks"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(
+            rotten > 0,
+            "raid{level}: the old member returned no rot: {v}"
+        );
+        assert!(srv.stop().success(), "raid{level}: serve stopped uncleanly");
+        let wrong = rot_left(&ms, &data);
+        if !wrong.is_empty() {
+            failed.push(format!("raid{level}: {}", wrong.join("; ")));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+#[test]
+fn offline_replace_of_a_member_returning_rotten_reads_copies_no_rot() {
+    let mut failed = Vec::new();
+    for (level, n) in REPLACE_LEVELS {
+        let dir = tempdir();
+        let (ms, data, new) = full_array(dir.path(), level, n);
+        raidctl([
+            "replace",
+            "--no-rebuild",
+            &ms[0],
+            &ms[1],
+            new.to_str().unwrap(),
+        ])
+        .ok();
+        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+        let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
+        assert!(
+            r.stderr.contains("rotten blocks") && !r.stderr.contains(" 0 rotten blocks"),
+            "raid{level}: the old member returned no rot: {}",
+            r.stderr
+        );
+        if r.code != 0 {
+            failed.push(format!("raid{level}: the replace failed: {}", r.stderr));
+            continue;
+        }
+        let v = status_run(["status", "--json", &ms[0]]).json();
+        assert_eq!(v["state"], "clean", "raid{level}: {v}");
+        let wrong = rot_left(&ms, &data);
+        if !wrong.is_empty() {
+            failed.push(format!("raid{level}: {}", wrong.join("; ")));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// A rebuild from survivors, one of which returns rotten reads, where redundancy is left to
+/// tell (RAID6 and a three-way mirror missing one member): no rot reaches the new member.
+#[test]
+fn a_rebuild_over_a_survivor_returning_rotten_reads_copies_no_rot() {
+    let mut failed = Vec::new();
+    for (level, n) in [("6", 4), ("1", 3)] {
+        let dir = tempdir();
+        let (ms, data, new) = full_array(dir.path(), level, n);
+        raidctl(["fail", &ms[0], &ms[1]]).ok();
+        raidctl(["remove", &ms[0], &ms[1]]).ok();
+        raidctl(["add", "--no-rebuild", &ms[0], new.to_str().unwrap()]).ok();
+        let rot = format!("{}:corrupt-on-read=3%", ms[2]);
+        let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
+        assert!(
+            r.stderr.contains("rotten blocks") && !r.stderr.contains(" 0 rotten blocks"),
+            "raid{level}: the survivor returned no rot: {}",
+            r.stderr
+        );
+        if r.code != 0 {
+            failed.push(format!("raid{level}: the rebuild failed: {}", r.stderr));
+            continue;
+        }
+        let wrong = rot_left(&ms, &data);
+        if !wrong.is_empty() {
+            failed.push(format!("raid{level}: {}", wrong.join("; ")));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// Without checksums a replace copies the old member's blocks only where the row's parity
+/// agrees with them: RAID6 finds the rotten block from the syndromes and rebuilds it; RAID5
+/// cannot tell which block of a disagreeing row is wrong, so the old member's data block is
+/// lost (a read error), never copied as it was read.
+#[test]
+#[ignore = "a replace without checksums still copies what it reads: the fix (branch fix-replace) made simulator seed 958 fail and was not merged (issue 31)"]
+fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
+    for (level, n) in [("6", 4), ("5", 3)] {
+        let dir = tempdir();
+        let ms = members_created_with(dir.path(), level, n, "16M", &["--no-checksums"]);
+        let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
+            .as_u64()
+            .unwrap() as usize;
+        let data = pattern(&format!("plain-{level}"), size);
+        write_at(Path::new(&ms[0]), 0, &data, dir.path());
+        let new = dir.path().join("new");
+        sized_like(&new, Path::new(&ms[1]));
+        raidctl([
+            "replace",
+            "--no-rebuild",
+            &ms[0],
+            &ms[1],
+            new.to_str().unwrap(),
+        ])
+        .ok();
+        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+        let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
+        assert_eq!(r.code, 0, "raid{level}: {}", r.stderr);
+        assert!(!r.stderr.contains(" 0 rotten blocks"), "{}", r.stderr);
+        if level == "6" {
+            let wrong = rot_left(&ms, &data);
+            assert!(wrong.is_empty(), "raid{level}: {wrong:?}");
+            continue;
+        }
+        // RAID5: every MiB reads right or fails; some fail (the rotten data blocks).
+        let (mut failed, mut wrong) = (0, 0);
+        for (i, want) in data.chunks(1 << 20).enumerate() {
+            let r = read_at(Path::new(&ms[0]), (i << 20) as u64, want.len());
+            if r.code != 0 {
+                failed += 1;
+            } else if r.stdout != want {
+                wrong += 1;
+            }
+        }
+        assert_eq!(wrong, 0, "raid{level}: MiB read back wrong with exit 0");
+        assert!(failed > 0, "raid{level}: the rotten blocks read as errors");
+        let v = status_run(["status", "--json", &ms[0]]).json();
+        assert!(
+            v["members"][1]["bad_blocks"].as_u64().unwrap_or(0) > 0,
+            "raid{level}: the lost blocks are listed: {v}"
+        );
+    }
+}
+
+/// Without checksums a mirror replace copies the old member's block only where the other copy
+/// agrees: a 2-way RAID1 whose old member returns rot stops the replace with the error (the
+/// old member keeps serving, nothing rotten reaches the new one); with no rot it completes.
+#[test]
+#[ignore = "a replace without checksums still copies what it reads: the fix (branch fix-replace) made simulator seed 958 fail and was not merged (issue 31)"]
+fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
+    let dir = tempdir();
+    let ms = members_created_with(dir.path(), "1", 2, "16M", &["--no-checksums"]);
+    let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
+        .as_u64()
+        .unwrap() as usize;
+    let data = pattern("plain-mirror", size);
+    write_at(Path::new(&ms[0]), 0, &data, dir.path());
+    let new = dir.path().join("new");
+    sized_like(&new, Path::new(&ms[1]));
+    raidctl([
+        "replace",
+        "--no-rebuild",
+        &ms[0],
+        &ms[1],
+        new.to_str().unwrap(),
+    ])
+    .ok();
+    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+    let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
+    assert_ne!(r.code, 0, "the replace copied blocks nothing verifies");
+    assert!(r.stderr.contains("differ"), "{}", r.stderr);
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["members"][1]["path"], ms[1].as_str(), "{v}");
+    assert!(read_at(Path::new(&ms[0]), 0, size).ok().stdout == data);
+    // Without the rot the copies agree and the replace completes.
+    raidctl(["rebuild", &ms[0]]).ok();
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["state"], "clean", "{v}");
+    assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
+    assert!(rot_left(&ms, &data).is_empty());
+}
