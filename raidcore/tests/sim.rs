@@ -11,9 +11,9 @@
 /// needless loss after a member failure and a crash (found once the simulator rotted members
 /// and bounded the errors it accepts).
 const KNOWN_FAILING: &[u64] = &[
-    // Rot read back as data after a power cut (the resync's "nothing decides" rows, or a path
-    // not yet diagnosed), mostly RAID6: issue 31 item 1 is not finished.
-    85, 103, 112, 173, 184, 288,
+    // Rot read back as data after a power cut: the resync's "nothing decides" rows (F1 N=3,
+    // two blocks failing their entries, one parity): issue 31 item 1 is not finished.
+    173,
     // Issue 31 item 3, what is left: the lost member's data goes on the bad-block list by whole
     // rows (suspect rows of a member failed before the crash), though a torn write cuts only
     // the 4 KiB columns it wrote (see a_crash_loses_only_the_torn_columns_of_a_lost_member).
@@ -291,6 +291,22 @@ fn a_resync_never_launders_rot() {
     pass_with_rot(38);
     pass_with_rot(282);
     pass_with_rot(55);
+}
+
+/// Issue 31 item 1, degraded RAID6 (found by the simulator's silent rot): with one member
+/// missing, the resync after a power cut rebuilt the missing block from the data and P,
+/// rewrote Q from it and recorded the checksums of every data block as read, so a rotten
+/// block got an entry that vouched for it and Q was made to agree with it: the read returned
+/// the rot with no error. RAID6 N=5, slot 2 dead, slot 3 rots in row 35 (103); N=5, slots
+/// replaced and failed, rot in row 26 (112); N=6 with table damage (184); N=5 (288); N=6
+/// chunk 64K, slot 4 dead, the rot met by an explicit Resync job (85).
+#[test]
+fn a_degraded_raid6_resync_never_blesses_rot() {
+    pass_with_rot(103);
+    pass_with_rot(112);
+    pass_with_rot(184);
+    pass_with_rot(288);
+    pass_with_rot(85);
 }
 
 /// Issue 31 item 2 (found by the simulator's silent rot): RAID10 N=4 K=2, slot 3 rots in row
