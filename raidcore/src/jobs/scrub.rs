@@ -1124,6 +1124,42 @@ fn resync_parity_block(
             )?;
         }
         Recovered::Intact => {}
+        Recovered::Lost { .. } | Recovered::Contradicted { .. }
+            if let Some((x, fixed)) = one_rebuild_matching_its_entry(
+                array,
+                parity,
+                &states,
+                &(0..total).map(block).collect::<Vec<_>>(),
+                |i, bytes| cell(i).wanted(rel, c, b) == Some(array.csum_digest(bytes)),
+            ) =>
+        {
+            // Taking the other blocks that fail their entries as a completed write whose
+            // entries lag, exactly one failing block rebuilt from the rest matches its own
+            // entry: that checksum vouches for the rebuild and for every cell it used. The
+            // block is restored, the others' entries recorded, parity made to agree.
+            array.member_write(slots[x], &fixed[x], row, within, WriteKind::of_cell(x, d))?;
+            rep.bytes_written += BLOCK;
+            push(
+                rep,
+                problem(
+                    x,
+                    cell_kind(x, d, true),
+                    true,
+                    "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum".into(),
+                ),
+            );
+            for i in (0..d).filter(|&i| i != x && states[i] != Cell::Good) {
+                record(i);
+            }
+            let data: Vec<&[u8]> = fixed[..d].iter().map(|x| &x[..]).collect();
+            let pq = fresh_parity(&data);
+            settle(
+                rep,
+                &pq,
+                &|i| pq[i - d] == fixed[i],
+                "parity recomputed after an unclean stop from data restored from the other members",
+            )?;
+        }
         Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
@@ -1153,6 +1189,38 @@ fn resync_parity_block(
         }
     }
     Ok(())
+}
+
+/// For a row block that more cells fail than parity can locate: the cells failing their
+/// entries (`Cell::Bad`) are tried one at a time as the only wrong one, the rest taken as read
+/// (the others failing theirs as entries lagging a completed write). A trial is verified
+/// when the block rebuilt from the rest matches its own entry (`matches`): a checksum the
+/// cells used could not have produced by chance. Returns the one verified cell and the row
+/// with it rebuilt; None when none or several verify.
+fn one_rebuild_matching_its_entry(
+    array: &Array,
+    parity: usize,
+    states: &[Cell],
+    blocks: &[&[u8]],
+    matches: impl Fn(usize, &[u8]) -> bool,
+) -> Option<(usize, Vec<Vec<u8>>)> {
+    let mut found = None;
+    for x in (0..blocks.len()).filter(|&i| states[i] == Cell::Bad) {
+        let mut row: Vec<Vec<u8>> = blocks.iter().map(|b| b.to_vec()).collect();
+        {
+            let mut refs: Vec<&mut [u8]> = row.iter_mut().map(|b| &mut b[..]).collect();
+            if array.kernel().recover(&mut refs, parity, &[x]).is_err() {
+                continue;
+            }
+        }
+        if matches(x, &row[x]) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((x, row));
+        }
+    }
+    found
 }
 
 /// Resync of block `b` of a RAID6 row with one member (`m`, row index) missing: one
