@@ -11,9 +11,6 @@
 /// needless loss after a member failure and a crash (found once the simulator rotted members
 /// and bounded the errors it accepts).
 const KNOWN_FAILING: &[u64] = &[
-    // Rot read back as data after a power cut (the resync's "nothing decides" rows, or a path
-    // not yet diagnosed), mostly RAID6: issue 31 item 1 is not finished.
-    85, 103, 112, 173, 184, 288,
     // Issue 31 item 3, what is left: the lost member's data goes on the bad-block list by whole
     // rows (suspect rows of a member failed before the crash), though a torn write cuts only
     // the 4 KiB columns it wrote (see a_crash_loses_only_the_torn_columns_of_a_lost_member).
@@ -291,6 +288,33 @@ fn a_resync_never_launders_rot() {
     pass_with_rot(38);
     pass_with_rot(282);
     pass_with_rot(55);
+}
+
+/// Issue 31 item 1, degraded RAID6 (found by the simulator's silent rot): with one member
+/// missing, the resync after a power cut rebuilt the missing block from the data and P,
+/// rewrote Q from it and recorded the checksums of every data block as read, so a rotten
+/// block got an entry that vouched for it and Q was made to agree with it: the read returned
+/// the rot with no error. RAID6 N=5, slot 2 dead, slot 3 rots in row 35 (103); N=5, slots
+/// replaced and failed, rot in row 26 (112); N=6 with table damage (184); N=5 (288); N=6
+/// chunk 64K, slot 4 dead, the rot met by an explicit Resync job (85).
+#[test]
+fn a_degraded_raid6_resync_never_blesses_rot() {
+    pass_with_rot(103);
+    pass_with_rot(112);
+    pass_with_rot(184);
+    pass_with_rot(288);
+    pass_with_rot(85);
+}
+
+/// Issue 31 item 1, the resync's "nothing decides" rows (found by the simulator's silent rot):
+/// F1 N=3, slot 1 rots in row 0 and a write to the row's other data block is cut by the power
+/// (its entry not logged): two blocks fail their entries, one parity, so the resync kept the
+/// rot as read, made parity agree and marked its entry unknown, and the read returned the rot
+/// (0x5a where 0x00 was durable) with no error (173). Taking the other failing block as a
+/// lagging write, the rotten block rebuilt from the rest matches its own entry.
+#[test]
+fn a_resync_rebuilds_rot_next_to_a_torn_write_when_its_checksum_confirms() {
+    pass_with_rot(173);
 }
 
 /// Issue 31 item 2 (found by the simulator's silent rot): RAID10 N=4 K=2, slot 3 rots in row

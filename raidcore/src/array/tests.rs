@@ -1632,3 +1632,34 @@ fn a_member_failed_behind_its_back_is_stale_when_every_sibling_it_knows_is_gone(
     b.read(&mut got, 0).unwrap();
     assert!(got.iter().all(|&x| x == 0x33), "byte 0 = {:#04x}", got[0]);
 }
+
+/// A RAID6 row with one member missing keeps one redundancy: a resync after an unclean stop
+/// must not rebuild the missing block and Q from rotten data and record the rot's checksum
+/// (simulator seeds 85, 103, 112, 184, 288). The rotten block fails its entry, both parities
+/// rebuild it to bytes that match that entry, and it is rewritten.
+#[test]
+fn a_degraded_raid6_resync_never_blesses_rot() {
+    let (a, _) = make(&params(Level::Raid6, 5, 4096), 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(7), 60);
+    a.flush().unwrap();
+    let off = 3 * 4096 * 9 + 4096 + 200; // row 9, data block 1
+    let (slot, moff) = locate_logical(&a, off);
+    let row = off / (3 * 4096);
+    let gone = (0..5)
+        .find(|&s| s != slot && s != a.layout().p_slot(row))
+        .unwrap();
+    a.fail_member(gone, "test").unwrap();
+    flip(&a, slot, moff);
+    let rep = scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    assert_eq!(rep.unrepaired(), 0, "{:?}", rep.problems);
+    assert!(
+        rep.problems.iter().any(|p| p.slot == slot && p.repaired),
+        "{:?}",
+        rep.problems
+    );
+    let mut got = vec![0u8; 4096];
+    a.read(&mut got, off / 4096 * 4096).unwrap();
+    assert_eq!(got, model[off as usize / 4096 * 4096..][..4096]);
+    assert_eq!(read_all(&a), model);
+}

@@ -860,53 +860,23 @@ fn resync_parity_row(
             .filter(|&i| cells[slots[i]].is_none())
             .collect();
         if parity == 2 && missing.len() == 1 {
-            let m = missing[0];
-            let d = slots.len() - parity;
-            // The surviving parity to recompute: Q, unless Q is the missing one.
-            let other = if m == d + 1 { d } else { d + 1 };
-            let mut bufs: Vec<AlignedBuf> = slots
-                .iter()
-                .map(|&s| {
-                    let mut b = AlignedBuf::zeroed(cu);
-                    if let Some(x) = cells[s].as_ref() {
-                        b.copy_from_slice(&x.buf[(rel * c) as usize..((rel + 1) * c) as usize]);
-                    }
-                    b
-                })
-                .collect();
-            {
-                let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
-                array.kernel().recover(&mut refs, parity, &[m, other])?;
-            }
             rep.rows_checked += 1;
-            let disk = &cells[slots[other]].as_ref().expect("present").buf
-                [(rel * c) as usize..((rel + 1) * c) as usize];
-            settle_parity(
-                array,
-                rep,
-                (slots[other], row, other == d),
-                disk,
-                &bufs[other],
-                "parity of a degraded row recomputed from data after an unclean stop",
-            )?;
-            for (i, &s) in slots.iter().enumerate() {
-                if i == m || i == other {
-                    continue;
-                }
-                if let Some(dev) = array.source(s, row) {
-                    let cell = &cells[s].as_ref().expect("present").buf
-                        [(rel * c) as usize..((rel + 1) * c) as usize];
-                    array.csum_record(&dev, array.cell_offset(row, 0), cell);
-                }
+            for b in 0..cu / B {
+                resync_degraded_block(array, row, rel, slots, cells, missing[0], b, rep)?;
             }
             return Ok(());
         }
-        // Degraded: parity cannot be recomputed (the journal covers these rows), but the
-        // blocks present are taken as they are, so their checksums match them again.
+        // Degraded past what parity can check (the journal covers these rows): nothing
+        // verifies the blocks present, so none is given an entry. A block failing its entry
+        // (rot, or a write the crash cut before its entry was logged) is kept as read with
+        // its entry marked unknown, never recorded.
         for &s in slots {
-            if let (Some(cl), Some(dev)) = (cells[s].as_ref(), array.source(s, row)) {
-                let cell = &cl.buf[(rel * c) as usize..((rel + 1) * c) as usize];
-                array.csum_record(&dev, array.cell_offset(row, 0), cell);
+            if let Some(cl) = cells[s].as_ref() {
+                for b in 0..cu / B {
+                    if cl.bad(rel, c, b) {
+                        unvouch(array, s, row, (b * B) as u64);
+                    }
+                }
             }
         }
         rep.rows_skipped += 1;
@@ -1154,6 +1124,42 @@ fn resync_parity_block(
             )?;
         }
         Recovered::Intact => {}
+        Recovered::Lost { .. } | Recovered::Contradicted { .. }
+            if let Some((x, fixed)) = one_rebuild_matching_its_entry(
+                array,
+                parity,
+                &states,
+                &(0..total).map(block).collect::<Vec<_>>(),
+                |i, bytes| cell(i).wanted(rel, c, b) == Some(array.csum_digest(bytes)),
+            ) =>
+        {
+            // Taking the other blocks that fail their entries as a completed write whose
+            // entries lag, exactly one failing block rebuilt from the rest matches its own
+            // entry: that checksum vouches for the rebuild and for every cell it used. The
+            // block is restored, the others' entries recorded, parity made to agree.
+            array.member_write(slots[x], &fixed[x], row, within, WriteKind::of_cell(x, d))?;
+            rep.bytes_written += BLOCK;
+            push(
+                rep,
+                problem(
+                    x,
+                    cell_kind(x, d, true),
+                    true,
+                    "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum".into(),
+                ),
+            );
+            for i in (0..d).filter(|&i| i != x && states[i] != Cell::Good) {
+                record(i);
+            }
+            let data: Vec<&[u8]> = fixed[..d].iter().map(|x| &x[..]).collect();
+            let pq = fresh_parity(&data);
+            settle(
+                rep,
+                &pq,
+                &|i| pq[i - d] == fixed[i],
+                "parity recomputed after an unclean stop from data restored from the other members",
+            )?;
+        }
         Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
@@ -1185,6 +1191,204 @@ fn resync_parity_block(
     Ok(())
 }
 
+/// For a row block that more cells fail than parity can locate: the cells failing their
+/// entries (`Cell::Bad`) are tried one at a time as the only wrong one, the rest taken as read
+/// (the others failing theirs as entries lagging a completed write). A trial is verified
+/// when the block rebuilt from the rest matches its own entry (`matches`): a checksum the
+/// cells used could not have produced by chance. Returns the one verified cell and the row
+/// with it rebuilt; None when none or several verify.
+fn one_rebuild_matching_its_entry(
+    array: &Array,
+    parity: usize,
+    states: &[Cell],
+    blocks: &[&[u8]],
+    matches: impl Fn(usize, &[u8]) -> bool,
+) -> Option<(usize, Vec<Vec<u8>>)> {
+    let mut found = None;
+    for x in (0..blocks.len()).filter(|&i| states[i] == Cell::Bad) {
+        let mut row: Vec<Vec<u8>> = blocks.iter().map(|b| b.to_vec()).collect();
+        {
+            let mut refs: Vec<&mut [u8]> = row.iter_mut().map(|b| &mut b[..]).collect();
+            if array.kernel().recover(&mut refs, parity, &[x]).is_err() {
+                continue;
+            }
+        }
+        if matches(x, &row[x]) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((x, row));
+        }
+    }
+    found
+}
+
+/// Resync of block `b` of a RAID6 row with one member (`m`, row index) missing: one
+/// redundancy is left to check the rest. Nothing read is trusted until verified:
+/// - the row agrees with itself (the missing block rebuilt from P, Q recomputed, or the other
+///   way round): blocks whose entries differ lag a completed write, and are recorded;
+/// - otherwise a block failing its entry is rebuilt, with the missing one, from the others,
+///   and rewritten when the rebuilt bytes match its own entry (rot, found by its checksum
+///   and corrected by both parities); when exactly one such block verifies it is the one;
+/// - when every data block present matches its entry, the parities are stale: the missing
+///   block is rebuilt from the data and a parity that matches its entry, the other rewritten;
+/// - what nothing decides keeps its bytes as read, its parity made to agree (a torn write
+///   stays readable), and its failing entries marked unknown: never recorded.
+///
+/// Without checksums the data wins, as in md: the parity not used is recomputed.
+#[allow(clippy::too_many_arguments)]
+fn resync_degraded_block(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    m: usize,
+    b: usize,
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let c = array.layout().chunk();
+    let parity = 2;
+    let total = slots.len();
+    let d = total - parity;
+    let within = (b * B) as u64;
+    let checksums = array.has_checksums();
+    let cell = |i: usize| cells[slots[i]].as_ref();
+    let read: Vec<Vec<u8>> = (0..total)
+        .map(|i| cell(i).map_or_else(|| vec![0u8; B], |cl| cl.block(rel, c, b).to_vec()))
+        .collect();
+    let states: Vec<Cell> = (0..total)
+        .map(|i| match cell(i) {
+            None => Cell::Absent,
+            Some(_) if !checksums => Cell::Good,
+            Some(cl) if cl.bad(rel, c, b) => Cell::Bad,
+            Some(cl) if cl.unknown(rel, c, b) => Cell::Unchecked,
+            Some(_) => Cell::Good,
+        })
+        .collect();
+    let matches_entry = |i: usize, bytes: &[u8]| {
+        cell(i)
+            .and_then(|cl| cl.wanted(rel, c, b))
+            .is_some_and(|w| array.csum_digest(bytes) == w)
+    };
+    // The row with `lost` rebuilt from the rest.
+    let rebuild = |lost: &[usize]| -> Result<Vec<Vec<u8>>> {
+        let mut bufs = read.clone();
+        let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|x| &mut x[..]).collect();
+        array.kernel().recover(&mut refs, parity, lost)?;
+        Ok(bufs)
+    };
+    let record = |i: usize, bytes: &[u8]| {
+        if let Some(dev) = array.source(slots[i], row) {
+            array.csum_record(&dev, array.cell_offset(row, within), bytes);
+        }
+    };
+    let problem = |i: usize, kind: &'static str, repaired: bool, note: &str| Problem {
+        row,
+        slot: slots[i],
+        member: member_path(array, slots[i], row),
+        member_offset: array.cell_offset(row, within),
+        bytes: BLOCK,
+        logical_offset: (i < d).then(|| (row * d as u64 + i as u64) * c + within),
+        kind,
+        repaired,
+        note: note.into(),
+    };
+    // Writes the blocks of `fixed` that differ from what was read (their entries recorded by
+    // the write); records the entries of the others in `vouch`.
+    let apply = |rep: &mut ScrubReport, fixed: &[Vec<u8>], vouch: &[usize], note: &str| {
+        for i in (0..total).filter(|&i| i != m) {
+            if fixed[i] != read[i] {
+                array.member_write(slots[i], &fixed[i], row, within, WriteKind::of_cell(i, d))?;
+                rep.bytes_written += BLOCK;
+                push(
+                    rep,
+                    problem(i, cell_kind(i, d, states[i] == Cell::Bad), true, note),
+                );
+            } else if vouch.contains(&i) && states[i] != Cell::Good {
+                record(i, &fixed[i]);
+            }
+        }
+        Ok::<(), crate::Error>(())
+    };
+    // The parity rebuilt with the missing block: Q, unless Q is the missing one.
+    let other = if m == d + 1 { d } else { d + 1 };
+    let by_p = rebuild(&[m, other])?;
+    if by_p[other] == read[other] {
+        // Consistent as read (or no checksums to doubt it): entries that differ lag.
+        let unknown = states.iter().filter(|&&s| s == Cell::Unchecked).count();
+        for i in (0..total).filter(|&i| i != m) {
+            if states[i] == Cell::Bad || (states[i] == Cell::Unchecked && unknown <= 1) {
+                record(i, &read[i]);
+            }
+        }
+        return Ok(());
+    }
+    if !checksums {
+        return apply(
+            rep,
+            &by_p,
+            &[],
+            "parity of a degraded row recomputed from data after an unclean stop",
+        );
+    }
+    // One block failing its entry, rebuilt with the missing one, matches its entry.
+    let verified: Vec<(usize, Vec<Vec<u8>>)> = (0..total)
+        .filter(|&i| i != m && states[i] == Cell::Bad)
+        .filter_map(|x| {
+            let row_bytes = rebuild(&[m, x]).ok()?;
+            matches_entry(x, &row_bytes[x]).then_some((x, row_bytes))
+        })
+        .collect();
+    if let [(_, fixed)] = &verified[..] {
+        let vouch: Vec<usize> = (0..total).collect();
+        return apply(
+            rep,
+            fixed,
+            &vouch,
+            "fails its checksum after an unclean stop with a member missing; restored from both parities, matching its checksum",
+        );
+    }
+    if verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good) {
+        // The data verifies: a parity is stale. Rebuild the missing block from a parity that
+        // matches its entry (P first), and recompute the other.
+        let keep = [d, d + 1]
+            .into_iter()
+            .find(|&p| p != m && states[p] == Cell::Good)
+            .unwrap_or(if m == d { d + 1 } else { d });
+        let redo = if keep == d { d + 1 } else { d };
+        let fixed = rebuild(&[m, redo])?;
+        return apply(
+            rep,
+            &fixed,
+            &[],
+            "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
+        );
+    }
+    // Nothing decides: the data is kept as read and parity made to agree (so a write the
+    // crash cut stays readable and the missing block recoverable), but no entry vouches for
+    // the blocks failing theirs.
+    apply(
+        rep,
+        &by_p,
+        &[],
+        "parity of a degraded row recomputed from data after an unclean stop",
+    )?;
+    for i in (0..total).filter(|&i| i != m && states[i] == Cell::Bad) {
+        unvouch(array, slots[i], row, within);
+        push(
+            rep,
+            problem(
+                i,
+                cell_kind(i, d, true),
+                false,
+                "after an unclean stop with a member missing this row disagrees with its parity and nothing verifies the blocks failing their checksums: kept as read, their checksum entries marked unknown (unverified)",
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for blocks it
 /// keeps but cannot verify, so no entry vouches for them (reads and scrub go by redundancy).
 fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
@@ -1194,41 +1398,6 @@ fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
             s.record_digests(block, &[csum::UNKNOWN_ENTRY]);
         }
     }
-}
-
-/// Resync of one parity chunk (`slot`, `row`, whether it is P): the chunk computed from the
-/// data is written when it differs from the one on the member (a repaired problem), else the
-/// chunk's checksums are recorded again (data wins over stale entries).
-fn settle_parity(
-    array: &Array,
-    rep: &mut ScrubReport,
-    (slot, row, is_p): (usize, u64, bool),
-    on_disk: &[u8],
-    fresh: &[u8],
-    note: &str,
-) -> Result<()> {
-    if on_disk != fresh {
-        let c = fresh.len() as u64;
-        array.member_write(slot, fresh, row, 0, WriteKind::Parity)?;
-        rep.bytes_written += c;
-        push(
-            rep,
-            Problem {
-                row,
-                slot,
-                member: member_path(array, slot, row),
-                member_offset: array.cell_offset(row, 0),
-                bytes: c,
-                logical_offset: None,
-                kind: if is_p { "parity" } else { "q-parity" },
-                repaired: true,
-                note: note.into(),
-            },
-        );
-    } else if let Some(dev) = array.source(slot, row) {
-        array.csum_record(&dev, array.cell_offset(row, 0), on_disk);
-    }
-    Ok(())
 }
 
 /// Kind of row index `i` of a parity row with `d` data chunks.
