@@ -291,12 +291,7 @@ fn busy_array_losing_a_member_then_killed_keeps_flushed_data_readable() {
         }
         // The restart (resync of the dirty rows, slot 1 still failed) must lose nothing.
         let st = status_run(["status", "--json", &ms[0]]).json();
-        let listed: u64 = st["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["bad_blocks"].as_u64().unwrap_or(0))
-            .sum();
+        let listed = listed_bad_blocks(&st);
         assert_eq!(
             listed, 0,
             "RAID{level}: flushed data put on the bad-block list: {st}"

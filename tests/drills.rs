@@ -689,12 +689,7 @@ fn a_killed_vanish_and_return_drill_loses_no_user_data_outside_its_region() {
             r.stderr
         );
         let st = status_run(["status", "--json", &ms[0]]).json();
-        let listed: u64 = st["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["bad_blocks"].as_u64().unwrap_or(0))
-            .sum();
+        let listed = listed_bad_blocks(&st);
         assert_eq!(
             listed, 0,
             "after a kill at {wait} ms: blocks listed as lost: {st}"

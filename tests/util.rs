@@ -320,3 +320,13 @@ pub fn members_created_with(
     raidctl(&args).ok();
     ms
 }
+
+/// Bad data blocks over every member, from `status --json`.
+pub fn listed_bad_blocks(status: &serde_json::Value) -> u64 {
+    status["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["bad_blocks"].as_u64().unwrap_or(0))
+        .sum()
+}
