@@ -293,21 +293,46 @@ impl SimMember {
         }
         st.live.flip(offset, len as u64);
         st.durable.flip(offset, len as u64);
+        let mut split = Vec::new();
         for (o, p) in &mut st.pending {
             let (a, b) = (offset.max(*o), (offset + len as u64).min(*o + p.len()));
             if a >= b {
                 continue;
             }
             if let Pending::Zeros(n) = p {
-                let mut d = vec![0u8; *n as usize];
-                d.iter_mut().for_each(|x| *x = 0);
-                *p = Pending::Data(d);
+                if *n > 1 << 20 {
+                    // A large zeroing (create's, 1 GiB a piece on large members): split around
+                    // the damage rather than hold it as bytes.
+                    split.push((*o, *n, a, b));
+                    continue;
+                }
+                *p = Pending::Data(vec![0u8; *n as usize]);
             }
             if let Pending::Data(data) = p {
                 data[(a - *o) as usize..(b - *o) as usize]
                     .iter_mut()
                     .for_each(|x| *x ^= 0x5a);
             }
+        }
+        for (o, n, a, b) in split {
+            let Some(i) = st
+                .pending
+                .iter()
+                .position(|(x, p)| *x == o && matches!(p, Pending::Zeros(m) if *m == n))
+            else {
+                continue;
+            };
+            let mut d = vec![0u8; (b - a) as usize];
+            d.iter_mut().for_each(|x| *x ^= 0x5a);
+            let mut parts = Vec::new();
+            if a > o {
+                parts.push((o, Pending::Zeros(a - o)));
+            }
+            parts.push((a, Pending::Data(d)));
+            if o + n > b {
+                parts.push((b, Pending::Zeros(o + n - b)));
+            }
+            st.pending.splice(i..i + 1, parts);
         }
     }
 

@@ -15,4 +15,4 @@ pub mod member;
 pub mod model;
 pub mod run;
 pub mod sched;
-pub use run::{run, run_as_named, run_many, Failure, Report, Spec};
+pub use run::{run, run_as_named, run_many, run_small, Failure, Report, Spec};
