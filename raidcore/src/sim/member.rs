@@ -3,7 +3,9 @@
 //! writes durable; a power cut keeps the durable image plus a seeded subset of the unflushed
 //! 4 KiB pieces), faults switched at run time (dead, unreadable ranges that a write heals as
 //! an SSD remaps them, EIO or ENOSPC on writes, silent rot), and a scheduler yield point before
-//! every operation. A [`Store`] names members by path for assembly.
+//! every operation. A [`Store`] names members by path for assembly. Large zeroings (create's,
+//! a new member's checksum area) are kept as a size, never as bytes, unflushed or not, so a
+//! 1 TiB member costs nothing until written.
 //!
 //! Silent rot comes in two kinds. Persistent rot ([`SimMember::rot`]) flips bytes on the medium
 //! (live, durable and unflushed images alike) and is remembered as outstanding until a write

@@ -11,6 +11,18 @@
 //! rotten cells of the row, stay within the level's tolerance, and member faults are injected
 //! only while that sum stays below it.
 //!
+//! Large members (one seed in 8, `members=1T` in the description, see [`Spec::large`]): every
+//! member is 1 TiB and sparse, so the bitmap has thousands of 64 MiB regions and the checksum
+//! tables millions of pages. Clients write only a few windows spread over the capacity (two in
+//! one bitmap region, one across a region boundary, one at the end of the array, maybe one at
+//! its start); the reads back after a restart and at the end cover the windows plus a few
+//! never-written pages (zeros), scrubs (the scrubber's, after a restart, the final ones) cover
+//! the windows' rows, rot, unreadable blocks and table damage land there, and the resync after
+//! an unclean stop covers what the engine says (the dirty regions, whole). Jobs over the whole
+//! array cannot run at this size: a rebuild or replace pass stops after a few batches (its
+//! target stays pending), and the final checks leave pending targets pending (the array is
+//! read degraded instead).
+//!
 //! Errors the array may return (the oracle's bound, computed from what was injected and what
 //! was in flight; never "whatever the array says"):
 //! - a read may fail only where `unrecoverable` holds (a row with more cells out of service
@@ -723,13 +735,39 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
     for p in world.store.paths() {
         match Array::open_from(&world.store, &p, &opts) {
             Ok(a) => {
+                let mut resynced = String::new();
                 if !a.superblock().clean {
-                    scrub::run(&a, &a.dirty_rows(), Mode::Resync, None, &mut |_, _| {})
+                    let dirty = a.dirty_rows();
+                    let rep = scrub::run(&a, &dirty, Mode::Resync, None, &mut |_, _| {})
                         .map_err(|e| format!("resync after restart: {e}"))?;
+                    let probs: Vec<String> = rep
+                        .problems
+                        .iter()
+                        .take(8)
+                        .map(|p| {
+                            format!(
+                                "row {} slot {} {} {}{}",
+                                p.row,
+                                p.slot,
+                                p.kind,
+                                if p.repaired { "repaired" } else { "unrepaired" },
+                                if p.note.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" ({})", p.note)
+                                }
+                            )
+                        })
+                        .collect();
+                    resynced = format!(
+                        "; resync of rows {dirty:?}: {} problems, {} unrepaired {probs:?}",
+                        rep.problems.len(),
+                        rep.unrepaired()
+                    );
                 }
                 a.promote_spares(false)
                     .map_err(|e| format!("promote spares: {e}"))?;
-                world.note(sched, format!("reassembled from {}", p.display()));
+                world.note(sched, format!("reassembled from {}{resynced}", p.display()));
                 return Ok(a);
             }
             Err(e) => why.push(format!("{}: {e}", p.display())),
