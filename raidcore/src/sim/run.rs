@@ -738,6 +738,16 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                 let mut resynced = String::new();
                 if !a.superblock().clean {
                     let dirty = a.dirty_rows();
+                    let n: u64 = dirty.iter().map(|x| x.end - x.start).sum();
+                    let region = a.bitmap_region_rows().unwrap_or(a.rows());
+                    if world.large.get().is_some() && n > 64 * region {
+                        // The windows and the rebuild passes dirty a dozen regions at most.
+                        return Err(format!(
+                            "resync after restart: {n} dirty rows of {} ({} regions): more than the run wrote (a resync of this size cannot run in a simulator)",
+                            a.rows(),
+                            dirty.len()
+                        ));
+                    }
                     let rep = scrub::run(&a, &dirty, Mode::Resync, None, &mut |_, _| {})
                         .map_err(|e| format!("resync after restart: {e}"))?;
                     let probs: Vec<String> = rep
@@ -1123,12 +1133,39 @@ fn burden(w: &World, a: &Array) -> usize {
 /// the members [`burden`] counts plus the most rotten cells of any row stay below what the
 /// level tolerates.
 fn spare_tolerance(w: &World, a: &Array) -> bool {
-    let rot = rot_by_row(w, a)
+    let rot = most_rot(w, a, &rot_by_row(w, a));
+    burden(w, a) + rot < a.layout().tolerance() && a.state() != ArrayState::Failed
+}
+
+/// The most rotten cells of one row, or (mirrors) of one logical chunk's copies.
+fn most_rot(w: &World, a: &Array, rot: &BTreeMap<u64, u64>) -> usize {
+    let rows = rot
         .values()
         .map(|m| m.count_ones() as usize)
         .max()
         .unwrap_or(0);
-    burden(w, a) + rot < a.layout().tolerance() && a.state() != ArrayState::Failed
+    rows.max(rot_by_chunk(w, a, rot).values().copied().max().unwrap_or(0))
+}
+
+/// Mirrors: rotten copies per logical chunk (a chunk's copies may lie in two member rows, when
+/// the members are not a multiple of the copies: per row counts miss two rotten copies of one
+/// chunk). Empty for parity levels.
+fn rot_by_chunk(_w: &World, a: &Array, rot: &BTreeMap<u64, u64>) -> BTreeMap<u64, usize> {
+    let l = a.layout();
+    let mut out = BTreeMap::new();
+    if matches!(l.redundancy(), Redundancy::Parity { .. }) {
+        return out;
+    }
+    for (&row, &mask) in rot {
+        for s in 0..l.members() {
+            if mask & (1 << s) != 0 {
+                if let Some((c, _)) = l.mirror_chunk_at(a.rows(), s, row) {
+                    *out.entry(c).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether a slot is out of service or carries an injected fault that makes it one (dead,
@@ -1207,10 +1244,29 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
         }
     }
     let rot = rot_by_row(w, a);
-    rows_of(l, off, len).any(|row| {
+    if rows_of(l, off, len).any(|row| {
         let m = faulty | rot.get(&row).copied().unwrap_or(0);
         m.count_ones() as usize > l.tolerance()
-    })
+    }) {
+        return true;
+    }
+    // Mirrors: every copy of a chunk out of service or rotten (copies in two member rows).
+    if matches!(l.redundancy(), Redundancy::Mirror { .. }) {
+        let c = l.chunk();
+        let bad = |s: usize, r: u64| {
+            faulty & (1 << s) != 0 || rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
+        };
+        return (off / c..=(off + len.max(1) - 1) / c).any(|ch| {
+            (0..l.copies())
+                .filter(|&k| {
+                    let (s, r) = l.mirror_cell(ch, k);
+                    bad(s, r)
+                })
+                .count()
+                > l.tolerance()
+        });
+    }
+    false
 }
 
 /// Injects silent rot on a member in service whose row stays correctable: persistent (8 bytes
@@ -1245,7 +1301,17 @@ fn inject_rot(
     let burden = burden(w, a);
     let rot = rot_by_row(w, a);
     if persistent {
-        let cells = (rot.get(&row).copied().unwrap_or(0) | 1 << slot).count_ones() as usize;
+        let mut cells = (rot.get(&row).copied().unwrap_or(0) | 1 << slot).count_ones() as usize;
+        // Mirrors: the rotten copies of the chunk this cell holds (they may lie in other rows).
+        if let Some((c, _)) = l.mirror_chunk_at(a.rows(), slot, row) {
+            let rotten = (0..l.copies())
+                .filter(|&k| {
+                    let (s, r) = l.mirror_cell(c, k);
+                    s != slot && rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
+                })
+                .count();
+            cells = cells.max(rotten + 1);
+        }
         if burden + cells > l.tolerance() {
             return;
         }
@@ -1257,11 +1323,7 @@ fn inject_rot(
             format!("rot ({when}): slot {slot} row {row}, member offset {off}"),
         );
     } else {
-        let most = rot
-            .values()
-            .map(|m| m.count_ones() as usize)
-            .max()
-            .unwrap_or(0);
+        let most = most_rot(w, a, &rot);
         if burden + most + 1 > l.tolerance() {
             return;
         }
