@@ -3,7 +3,9 @@
 //! writes durable; a power cut keeps the durable image plus a seeded subset of the unflushed
 //! 4 KiB pieces), faults switched at run time (dead, unreadable ranges that a write heals as
 //! an SSD remaps them, EIO or ENOSPC on writes, silent rot), and a scheduler yield point before
-//! every operation. A [`Store`] names members by path for assembly.
+//! every operation. A [`Store`] names members by path for assembly. Large zeroings (create's,
+//! a new member's checksum area) are kept as a size, never as bytes, unflushed or not, so a
+//! 1 TiB member costs nothing until written.
 //!
 //! Silent rot comes in two kinds. Persistent rot ([`SimMember::rot`]) flips bytes on the medium
 //! (live, durable and unflushed images alike) and is remembered as outstanding until a write
@@ -293,21 +295,46 @@ impl SimMember {
         }
         st.live.flip(offset, len as u64);
         st.durable.flip(offset, len as u64);
+        let mut split = Vec::new();
         for (o, p) in &mut st.pending {
             let (a, b) = (offset.max(*o), (offset + len as u64).min(*o + p.len()));
             if a >= b {
                 continue;
             }
             if let Pending::Zeros(n) = p {
-                let mut d = vec![0u8; *n as usize];
-                d.iter_mut().for_each(|x| *x = 0);
-                *p = Pending::Data(d);
+                if *n > 1 << 20 {
+                    // A large zeroing (create's, 1 GiB a piece on large members): split around
+                    // the damage rather than hold it as bytes.
+                    split.push((*o, *n, a, b));
+                    continue;
+                }
+                *p = Pending::Data(vec![0u8; *n as usize]);
             }
             if let Pending::Data(data) = p {
                 data[(a - *o) as usize..(b - *o) as usize]
                     .iter_mut()
                     .for_each(|x| *x ^= 0x5a);
             }
+        }
+        for (o, n, a, b) in split {
+            let Some(i) = st
+                .pending
+                .iter()
+                .position(|(x, p)| *x == o && matches!(p, Pending::Zeros(m) if *m == n))
+            else {
+                continue;
+            };
+            let mut d = vec![0u8; (b - a) as usize];
+            d.iter_mut().for_each(|x| *x ^= 0x5a);
+            let mut parts = Vec::new();
+            if a > o {
+                parts.push((o, Pending::Zeros(a - o)));
+            }
+            parts.push((a, Pending::Data(d)));
+            if o + n > b {
+                parts.push((b, Pending::Zeros(o + n - b)));
+            }
+            st.pending.splice(i..i + 1, parts);
         }
     }
 

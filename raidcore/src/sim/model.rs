@@ -12,24 +12,72 @@
 //! until a write covers it ([`Model::is_lost`]); a block written whole since is no longer
 //! excused ([`Model::was_lost`] only keeps blocks a write covered in part: the array cannot
 //! merge a partial write with bytes it lost).
+//!
+//! The model is sparse: its state lives in 4 KiB pages, made when a write first touches them;
+//! a page never written reads as zeros, durable, sure and never lost. So the model of an array
+//! of 1 TiB members costs what the clients wrote (runs with large members write a few windows).
+//! After a power cut the run reads back only some ranges of the array ([`Model::after_crash`]
+//! takes them as segments): every page the clients touched must lie in them.
+
+use std::collections::BTreeMap;
+
+const P: usize = 4096;
+
+/// The state of one 4 KiB page of the array, byte by byte.
+#[derive(Clone)]
+struct Page {
+    acked: [u8; P],
+    durable: [u8; P],
+    /// Written since it was last durable (or in flight): after a crash it may hold anything.
+    unsure: [bool; P],
+    /// Value not known (a write failed or was cut off): the next read tells.
+    unknown: [bool; P],
+    /// On the array's bad-block list after a crash (a member lost with it): a read must fail
+    /// until a write succeeds.
+    lost: [bool; P],
+    /// Was lost at some crash (the array may keep a block of it on the list after a write that
+    /// covered only part of the block).
+    was_lost: [bool; P],
+    /// Completion number of the last write to each byte.
+    last_seq: [u32; P],
+    inflight: [u16; P],
+}
+
+impl Page {
+    fn new() -> Box<Page> {
+        Box::new(Page {
+            acked: [0; P],
+            durable: [0; P],
+            unsure: [false; P],
+            unknown: [false; P],
+            lost: [false; P],
+            was_lost: [false; P],
+            last_seq: [0; P],
+            inflight: [0; P],
+        })
+    }
+}
+
+/// The page pieces of `off..off + len`: (page index, offset in page, offset in range, length).
+fn pieces(off: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= len {
+            return None;
+        }
+        let abs = off + pos as u64;
+        let (pg, w) = (abs / P as u64, (abs % P as u64) as usize);
+        let n = (P - w).min(len - pos);
+        let out = (pg, w, pos, n);
+        pos += n;
+        Some(out)
+    })
+}
 
 /// Expected contents of the array.
 pub struct Model {
-    acked: Vec<u8>,
-    durable: Vec<u8>,
-    /// Written since it was last durable (or in flight): after a crash it may hold anything.
-    unsure: Vec<bool>,
-    /// Value not known (a write failed or was cut off): the next read tells.
-    unknown: Vec<bool>,
-    /// On the array's bad-block list after a crash (a member lost with it): a read must fail
-    /// until a write succeeds.
-    lost: Vec<bool>,
-    /// Was lost at some crash (the array may keep a block of it on the list after a write that
-    /// covered only part of the block).
-    was_lost: Vec<bool>,
-    /// Completion number of the last write to each byte.
-    last_seq: Vec<u32>,
-    inflight: Vec<u16>,
+    size: u64,
+    pages: BTreeMap<u64, Box<Page>>,
     seq: u32,
 }
 
@@ -44,68 +92,74 @@ fn diff(what: &str, off: u64, i: usize, want: u8, got: u8) -> String {
 
 impl Model {
     pub fn new(size: u64) -> Model {
-        let n = size as usize;
         Model {
-            acked: vec![0; n],
-            durable: vec![0; n],
-            unsure: vec![false; n],
-            unknown: vec![false; n],
-            lost: vec![false; n],
-            was_lost: vec![false; n],
-            last_seq: vec![0; n],
-            inflight: vec![0; n],
+            size,
+            pages: BTreeMap::new(),
             seq: 0,
         }
     }
 
     pub fn size(&self) -> u64 {
-        self.acked.len() as u64
+        self.size
+    }
+
+    /// Pages of state held (memory use, about 48 KiB each).
+    pub fn pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    fn page_mut(&mut self, pg: u64) -> &mut Page {
+        self.pages.entry(pg).or_insert_with(Page::new)
     }
 
     pub fn begin_write(&mut self, off: u64, len: usize) {
-        let r = off as usize..off as usize + len;
-        self.inflight[r.clone()].iter_mut().for_each(|x| *x += 1);
-        self.unsure[r].iter_mut().for_each(|x| *x = true);
+        for (pg, w, _, n) in pieces(off, len) {
+            let p = self.page_mut(pg);
+            p.inflight[w..w + n].iter_mut().for_each(|x| *x += 1);
+            p.unsure[w..w + n].iter_mut().for_each(|x| *x = true);
+        }
     }
 
     /// A write finished: `ok` when it was acknowledged (and the power was still on).
     pub fn end_write(&mut self, off: u64, data: &[u8], ok: bool) {
-        let r = off as usize..off as usize + data.len();
-        self.inflight[r.clone()].iter_mut().for_each(|x| *x -= 1);
         if ok {
             self.seq += 1;
-            self.acked[r.clone()].copy_from_slice(data);
-            self.last_seq[r.clone()]
-                .iter_mut()
-                .for_each(|x| *x = self.seq);
-            self.unknown[r.clone()].iter_mut().for_each(|x| *x = false);
-            self.lost[r].iter_mut().for_each(|x| *x = false);
-            // Whole 4 KiB blocks written since a crash lost them are data again.
-            let (a, b) = (
-                off.div_ceil(4096) * 4096,
-                (off + data.len() as u64) / 4096 * 4096,
-            );
-            if a < b {
-                self.was_lost[a as usize..b as usize]
-                    .iter_mut()
-                    .for_each(|x| *x = false);
+        }
+        let seq = self.seq;
+        for (pg, w, pos, n) in pieces(off, data.len()) {
+            let p = self.page_mut(pg);
+            let r = w..w + n;
+            p.inflight[r.clone()].iter_mut().for_each(|x| *x -= 1);
+            if ok {
+                p.acked[r.clone()].copy_from_slice(&data[pos..pos + n]);
+                p.last_seq[r.clone()].iter_mut().for_each(|x| *x = seq);
+                p.unknown[r.clone()].iter_mut().for_each(|x| *x = false);
+                p.lost[r].iter_mut().for_each(|x| *x = false);
+                // Whole 4 KiB blocks written since a crash lost them are data again.
+                if n == P {
+                    p.was_lost.iter_mut().for_each(|x| *x = false);
+                }
+            } else {
+                // Whatever it left (a trim may have zeroed rows, clearing their bad blocks) is
+                // unknown, not lost: the next read tells.
+                p.unknown[r.clone()].iter_mut().for_each(|x| *x = true);
+                p.lost[r].iter_mut().for_each(|x| *x = false);
             }
-        } else {
-            // Whatever it left (a trim may have zeroed rows, clearing their bad blocks) is
-            // unknown, not lost: the next read tells.
-            self.unknown[r.clone()].iter_mut().for_each(|x| *x = true);
-            self.lost[r].iter_mut().for_each(|x| *x = false);
         }
     }
 
     /// A trim finished: every byte of the range reads as before or as zero; `got` is what a read
     /// right after it returned.
     pub fn end_trim(&mut self, off: u64, got: &[u8]) -> Result<(), String> {
-        let o = off as usize;
-        for (i, &g) in got.iter().enumerate() {
-            let b = o + i;
-            if !self.unknown[b] && g != self.acked[b] && g != 0 {
-                return Err(diff("after a trim", off, i, self.acked[b], g));
+        for (pg, w, pos, n) in pieces(off, got.len()) {
+            let Some(p) = self.pages.get(&pg) else {
+                continue; // never written: zeros, which a trim leaves zeros
+            };
+            for i in 0..n {
+                let g = got[pos + i];
+                if !p.unknown[w + i] && g != p.acked[w + i] && g != 0 {
+                    return Err(diff("after a trim", off, pos + i, p.acked[w + i], g));
+                }
             }
         }
         self.end_write(off, got, true);
@@ -118,14 +172,12 @@ impl Model {
 
     /// A flush that began at `seq0` completed: writes completed before it are durable.
     pub fn flush_end(&mut self, seq0: u32) {
-        for b in 0..self.acked.len() {
-            if self.unsure[b]
-                && self.inflight[b] == 0
-                && !self.unknown[b]
-                && self.last_seq[b] <= seq0
-            {
-                self.durable[b] = self.acked[b];
-                self.unsure[b] = false;
+        for p in self.pages.values_mut() {
+            for b in 0..P {
+                if p.unsure[b] && p.inflight[b] == 0 && !p.unknown[b] && p.last_seq[b] <= seq0 {
+                    p.durable[b] = p.acked[b];
+                    p.unsure[b] = false;
+                }
             }
         }
     }
@@ -134,103 +186,172 @@ impl Model {
     /// the writes completed before that flush began are durable.
     pub fn flush_end_with(&mut self, seq0: u32, off: u64, len: usize) {
         self.flush_end(seq0);
-        for b in off as usize..off as usize + len {
-            if self.unsure[b] && self.inflight[b] == 0 && !self.unknown[b] {
-                self.durable[b] = self.acked[b];
-                self.unsure[b] = false;
+        for (pg, w, _, n) in pieces(off, len) {
+            let p = self.page_mut(pg);
+            for b in w..w + n {
+                if p.unsure[b] && p.inflight[b] == 0 && !p.unknown[b] {
+                    p.durable[b] = p.acked[b];
+                    p.unsure[b] = false;
+                }
             }
         }
     }
 
     /// A read of `got` at `off` while the power is on.
     pub fn check_read(&mut self, off: u64, got: &[u8]) -> Result<(), String> {
-        let o = off as usize;
-        for (i, &g) in got.iter().enumerate() {
-            let b = o + i;
-            if self.lost[b] {
-                return Err(format!(
-                    "array byte {} (4 KiB block {}) was lost in a crash (on the bad-block list) and reads back without an error (as {g:#04x})",
-                    b,
-                    b / 4096
-                ));
-            }
-            if self.unknown[b] {
+        for (pg, w, pos, n) in pieces(off, got.len()) {
+            let Some(p) = self.pages.get(&pg) else {
+                // Never written: zeros.
+                if let Some(i) = got[pos..pos + n].iter().position(|&g| g != 0) {
+                    return Err(diff("read", off, pos + i, 0, got[pos + i]));
+                }
                 continue;
-            }
-            if g != self.acked[b] {
-                return Err(diff("read", off, i, self.acked[b], g));
+            };
+            for i in 0..n {
+                let (b, g) = (w + i, got[pos + i]);
+                if p.lost[b] {
+                    let a = off + (pos + i) as u64;
+                    return Err(format!(
+                        "array byte {a} (4 KiB block {}) was lost in a crash (on the bad-block list) and reads back without an error (as {g:#04x})",
+                        a / 4096
+                    ));
+                }
+                if p.unknown[b] {
+                    continue;
+                }
+                if g != p.acked[b] {
+                    return Err(diff("read", off, pos + i, p.acked[b], g));
+                }
             }
         }
-        for (i, &g) in got.iter().enumerate() {
-            let b = o + i;
-            if self.unknown[b] && self.inflight[b] == 0 {
-                self.acked[b] = g;
-                self.unknown[b] = false;
+        for (pg, w, pos, n) in pieces(off, got.len()) {
+            if let Some(p) = self.pages.get_mut(&pg) {
+                for i in 0..n {
+                    let b = w + i;
+                    if p.unknown[b] && p.inflight[b] == 0 {
+                        p.acked[b] = got[pos + i];
+                        p.unknown[b] = false;
+                    }
+                }
             }
         }
         Ok(())
     }
 
+    fn any(&self, off: u64, len: usize, f: impl Fn(&Page, usize) -> bool) -> bool {
+        pieces(off, len).any(|(pg, w, _, n)| {
+            self.pages
+                .get(&pg)
+                .is_some_and(|p| (w..w + n).any(|b| f(p, b)))
+        })
+    }
+
     /// Whether some byte of the range was lost at a crash: only then may the array refuse to
     /// read it as a bad block.
     pub fn was_lost(&self, off: u64, len: usize) -> bool {
-        self.was_lost[off as usize..off as usize + len]
-            .iter()
-            .any(|&x| x)
+        self.any(off, len, |p, b| p.was_lost[b])
     }
 
     /// Whether some byte of the range is on the bad-block list since a crash and not written
     /// since.
     pub fn is_lost(&self, off: u64, len: usize) -> bool {
-        self.lost[off as usize..off as usize + len]
+        self.any(off, len, |p, b| p.lost[b])
+    }
+
+    /// Array offsets of the 4 KiB blocks holding a byte that was lost at some crash
+    /// ([`Model::was_lost`]), in order.
+    pub fn was_lost_blocks(&self) -> Vec<u64> {
+        self.pages
             .iter()
-            .any(|&x| x)
+            .filter(|(_, p)| p.was_lost.iter().any(|&x| x))
+            .map(|(&pg, _)| pg * P as u64)
+            .collect()
     }
 
     /// Array offsets of the 4 KiB blocks holding a byte that is unsure now (written since it
     /// was last durable, in flight, or of unknown value): what a power cut now may tear.
     pub fn unsure_blocks(&self) -> Vec<u64> {
-        let mut out = Vec::new();
-        for (i, c) in self.unsure.chunks(4096).enumerate() {
-            let base = i * 4096;
-            if c.iter().any(|&x| x)
-                || self.inflight[base..base + c.len()].iter().any(|&x| x > 0)
-                || self.unknown[base..base + c.len()].iter().any(|&x| x)
-            {
-                out.push(base as u64);
-            }
-        }
-        out
+        self.pages
+            .iter()
+            .filter(|(_, p)| {
+                p.unsure.iter().any(|&x| x)
+                    || p.inflight.iter().any(|&x| x > 0)
+                    || p.unknown.iter().any(|&x| x)
+            })
+            .map(|(&pg, _)| pg * P as u64)
+            .collect()
     }
 
-    /// After a power cut and restart: `got` is the whole array as read back, except the 4 KiB
-    /// blocks at `bad` (on the bad-block list: any value was possible, none is known now).
-    pub fn after_crash(&mut self, got: &[u8], bad: &[u64]) -> Result<(), String> {
-        let mut is_bad = vec![false; got.len()];
-        for &o in bad {
-            let r = o as usize..(o as usize + 4096).min(got.len());
-            is_bad[r].iter_mut().for_each(|x| *x = true);
-        }
-        for (b, &g) in got.iter().enumerate() {
-            if !is_bad[b] && !self.unsure[b] && !self.unknown[b] && g != self.durable[b] {
-                return Err(diff(
-                    "after the power cut (durable data)",
-                    0,
-                    b,
-                    self.durable[b],
-                    g,
-                ));
+    /// After a power cut and restart: `segs` are the ranges of the array read back (offset,
+    /// bytes; in order, 4 KiB aligned), except the 4 KiB blocks at `bad` (on the bad-block
+    /// list: any value was possible, none is known now). Every page the clients touched must
+    /// lie in a segment (elsewhere the array holds what it held: zeros never written).
+    pub fn after_crash(&mut self, segs: &[(u64, Vec<u8>)], bad: &[u64]) -> Result<(), String> {
+        let bad: std::collections::BTreeSet<u64> = bad.iter().map(|&o| o / P as u64).collect();
+        for (off, got) in segs {
+            for (pg, w, pos, n) in pieces(*off, got.len()) {
+                if bad.contains(&pg) {
+                    continue;
+                }
+                let g = &got[pos..pos + n];
+                match self.pages.get(&pg) {
+                    None => {
+                        if let Some(i) = g.iter().position(|&x| x != 0) {
+                            return Err(diff(
+                                "after the power cut (durable data)",
+                                *off,
+                                pos + i,
+                                0,
+                                g[i],
+                            ));
+                        }
+                    }
+                    Some(p) => {
+                        for (i, &x) in g.iter().enumerate() {
+                            let b = w + i;
+                            if !p.unsure[b] && !p.unknown[b] && x != p.durable[b] {
+                                return Err(diff(
+                                    "after the power cut (durable data)",
+                                    *off,
+                                    pos + i,
+                                    p.durable[b],
+                                    x,
+                                ));
+                            }
+                        }
+                    }
+                }
             }
         }
-        self.acked.copy_from_slice(got);
-        self.durable.copy_from_slice(got);
-        self.unsure.iter_mut().for_each(|x| *x = false);
-        self.unknown.iter_mut().for_each(|x| *x = false);
-        for (w, &b) in self.was_lost.iter_mut().zip(&is_bad) {
-            *w |= b;
+        let mut read = std::collections::BTreeSet::new();
+        for (off, got) in segs {
+            for (pg, w, pos, n) in pieces(*off, got.len()) {
+                read.insert(pg);
+                if self.pages.contains_key(&pg) || bad.contains(&pg) {
+                    let p = self.page_mut(pg);
+                    p.acked[w..w + n].copy_from_slice(&got[pos..pos + n]);
+                    p.durable[w..w + n].copy_from_slice(&got[pos..pos + n]);
+                }
+            }
         }
-        self.lost.copy_from_slice(&is_bad);
-        self.inflight.iter_mut().for_each(|x| *x = 0);
+        for (pg, p) in self.pages.iter_mut() {
+            let unsettled = p.unsure.iter().any(|&x| x)
+                || p.inflight.iter().any(|&x| x > 0)
+                || p.unknown.iter().any(|&x| x);
+            if unsettled && !read.contains(pg) {
+                return Err(format!(
+                    "simulator: 4 KiB block {pg} was written but is not in the ranges read back after the power cut"
+                ));
+            }
+            p.unsure = [false; P];
+            p.unknown = [false; P];
+            p.inflight = [0; P];
+            let is_bad = bad.contains(pg);
+            p.lost = [is_bad; P];
+            if is_bad {
+                p.was_lost = [true; P];
+            }
+        }
         Ok(())
     }
 
