@@ -212,13 +212,8 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
         .filter(|p| p["kind"] == "lost" && p["repaired"] == false && p["slot"] == 3)
         .map(|p| p["bytes"].as_u64().unwrap())
         .sum();
-    let listed: u64 = st["bad_block_ranges"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["bytes"].as_u64().unwrap())
-        .sum();
-    assert_eq!(lost, listed, "{rep}");
+    // The same data blocks status counts (listed parity cells are recomputed, not lost).
+    assert_eq!(lost, left * 4096, "{rep}");
     assert_eq!(r.code, 1, "unrepaired problems remain: {rep}");
     assert_eq!(st["lost_bytes"].as_u64().unwrap(), left * 4096);
     let human = status_run(["status", &ms[0]]);

@@ -453,27 +453,40 @@ impl Array {
     /// Bad data blocks per slot (listed blocks of rows where the slot holds parity are not
     /// counted).
     pub fn bad_block_counts(&self) -> Vec<u64> {
+        let mut counts = vec![0; self.slots.len()];
+        for (slot, r) in self.lost_data_ranges() {
+            counts[slot] += r.end - r.start;
+        }
+        counts
+    }
+
+    /// Listed data blocks as (slot, block range of its data area), in order: the listed
+    /// ranges less the rows where the slot holds parity (those are recomputed, never read as
+    /// data), so a scrub reports what status counts.
+    pub fn lost_data_ranges(&self) -> Vec<(usize, Range<u64>)> {
         let per_row = self.layout.chunk() / BLOCK;
         let parity = self.layout.parity_count();
+        let holds_parity = |slot: usize, row: u64| {
+            parity > 0
+                && (self.layout.p_slot(row) == slot
+                    || (parity > 1 && self.layout.q_slot(row) == slot))
+        };
         let bad = self.bad.lock().expect("bad-block lock");
-        (0..self.slots.len())
-            .map(|slot| {
-                let holds_parity = |row: u64| {
-                    parity > 0
-                        && (self.layout.p_slot(row) == slot
-                            || (parity > 1 && self.layout.q_slot(row) == slot))
-                };
-                bad.live_ranges(slot)
-                    .iter()
-                    .map(|r| {
-                        (r.start / per_row..r.end.div_ceil(per_row))
-                            .filter(|&row| !holds_parity(row))
-                            .map(|row| r.end.min((row + 1) * per_row) - r.start.max(row * per_row))
-                            .sum::<u64>()
-                    })
-                    .sum()
-            })
-            .collect()
+        let mut out: Vec<(usize, Range<u64>)> = Vec::new();
+        for slot in 0..self.slots.len() {
+            for r in bad.live_ranges(slot) {
+                for row in (r.start / per_row..r.end.div_ceil(per_row))
+                    .filter(|&row| !holds_parity(slot, row))
+                {
+                    let piece = r.start.max(row * per_row)..r.end.min((row + 1) * per_row);
+                    match out.last_mut() {
+                        Some((s, l)) if *s == slot && l.end == piece.start => l.end = piece.end,
+                        _ => out.push((slot, piece)),
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The recorded bad-block ranges.

@@ -251,15 +251,14 @@ pub fn scrub_array(
 fn report_listed_losses(array: &Array, rep: &mut ScrubReport) {
     let c = array.layout().chunk();
     let off = array.data_offset_of();
-    for r in array.bad_blocks() {
-        let slot = r.slot as usize;
+    for (slot, r) in array.lost_data_ranges() {
         let row = r.start * BLOCK / c;
         rep.problems.push(Problem {
             row,
             slot,
             member: member_path(array, slot, row),
             member_offset: off + r.start * BLOCK,
-            bytes: r.blocks * BLOCK,
+            bytes: (r.end - r.start) * BLOCK,
             logical_offset: None,
             kind: "lost",
             repaired: false,
