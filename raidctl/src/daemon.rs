@@ -106,6 +106,9 @@ struct Daemon {
     conns: Mutex<std::collections::HashMap<u64, Box<dyn Fn() + Send>>>,
     next_conn: std::sync::atomic::AtomicU64,
     rebuild_wanted: AtomicBool,
+    /// The `--max-rate` of the add, replace or rebuild that asked for the next job, if any
+    /// (else `serve --max-rate`).
+    job_rate: Mutex<Option<u64>>,
     config: ServeConfig,
     /// What `status` says about this daemon: pid, control socket, NBD addresses.
     served_by: Value,
@@ -240,12 +243,14 @@ impl Daemon {
                     let change = a.replace(&old, member, &new, endurance, keep)?;
                     json!({"role_change": change.map(|c| c.description)})
                 };
+                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(out)
             }
             Some("inject") => self.inject(req),
             Some("members") => Ok(json!({"members": member_list(a)})),
             Some("rebuild") => {
+                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
             }
@@ -453,7 +458,12 @@ impl Daemon {
                 *self.job_clock.lock().expect("job clock lock") =
                     Some((std::time::Instant::now(), start));
                 let opts = RebuildOptions {
-                    max_rate: self.config.rebuild_rate,
+                    max_rate: self
+                        .job_rate
+                        .lock()
+                        .expect("job rate lock")
+                        .take()
+                        .or(self.config.rebuild_rate),
                     keep_roles: self.config.keep_roles,
                     stop: Some(stop.clone()),
                     ..RebuildOptions::default()
@@ -600,6 +610,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         conns: Mutex::new(Default::default()),
         next_conn: Default::default(),
         rebuild_wanted: AtomicBool::new(true),
+        job_rate: Mutex::new(None),
         config,
         served_by,
         job_clock: Mutex::new(None),

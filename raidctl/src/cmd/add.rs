@@ -85,7 +85,7 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles}),
+            serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles, "max_rate": a.rebuild.max_rate}),
         )?;
         eprintln!(
             "raidctl: {} added to the served array (slot {}); it rebuilds in the background",

@@ -131,7 +131,7 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         if !a.drill.inject.is_empty() {
             return Err(crate::inject::served_error());
         }
-        let r = crate::control::call(c, json!({"cmd": "rebuild"}))?;
+        let r = crate::control::call(c, json!({"cmd": "rebuild", "max_rate": a.flags.max_rate}))?;
         eprintln!(
             "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",
             r["pending"]
