@@ -162,15 +162,24 @@ impl KernelNbd {
             dev,
             done,
         };
-        // The driver creates /sys/block/nbdN/pid once it runs the device.
+        // The driver creates /sys/block/nbdN/pid once it runs the device, and sets the
+        // device's capacity only after that: ready is both (a VM test under load read a size
+        // of 0 just after the pid appeared).
         let name = path
             .file_name()
             .unwrap_or_default()
             .to_string_lossy()
             .to_string();
         let pid = Path::new("/sys/block").join(&name).join("pid");
+        let size = Path::new("/sys/block").join(&name).join("size");
+        let sized = || {
+            std::fs::read_to_string(&size)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+        };
         let t = Instant::now();
-        while !pid.exists() {
+        while !pid.exists() || !sized() {
             if let Ok(r) = nbd.done.try_recv() {
                 return Err(Error::new(
                     ErrorKind::Io,
