@@ -767,6 +767,16 @@ impl Array {
                         lost.len()
                     )
                 }
+                Recovered::Inconsistent { unchecked } => bail!(
+                    Checksum,
+                    "row {row}: the parity disagrees at member offset {} with chunks whose checksum entries are unknown (damaged table pages), and which is wrong cannot be told ({})",
+                    off + run.start as u64,
+                    unchecked
+                        .iter()
+                        .map(|&i| name(i))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Recovered::Contradicted { cell, block } => bail!(
                     Checksum,
                     "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",

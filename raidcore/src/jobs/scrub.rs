@@ -31,7 +31,6 @@ use crate::array::{now_secs, Array, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
-use crate::parity::gf;
 use crate::plan::{self, Cell, CopyChoice, Recovered};
 
 const B: usize = BLOCK as usize;
@@ -1000,7 +999,7 @@ fn resync_parity_block(
         if parity == 2 && differs.len() == 2 {
             let pd: Vec<u8> = pq[0].iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
             let qd: Vec<u8> = pq[1].iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
-            if let Some(z) = locate(&pd, &qd).filter(|&z| z < d) {
+            if let Some(z) = plan::locate(&pd, &qd).filter(|&z| z < d) {
                 let fixed: Vec<u8> = block(z).iter().zip(&pd).map(|(a, b)| a ^ b).collect();
                 array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
@@ -1124,7 +1123,9 @@ fn resync_parity_block(
             )?;
         }
         Recovered::Intact => {}
-        Recovered::Lost { .. } | Recovered::Contradicted { .. }
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. }
             if let Some((x, fixed)) = one_rebuild_matching_its_entry(
                 array,
                 parity,
@@ -1160,7 +1161,9 @@ fn resync_parity_block(
                 "parity recomputed after an unclean stop from data restored from the other members",
             )?;
         }
-        Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
             // one of them next to such a write. The data is kept as read and parity made to
@@ -1499,14 +1502,16 @@ fn check_parity_row(
             }
             continue;
         }
-        // Nothing known bad: recovery has something to go on only when the row is
-        // inconsistent and few enough blocks' entries are unknown for parity to rebuild them;
-        // otherwise no checksum decides, and the syndromes (RAID6) or the data (RAID5) do.
+        // Nothing known bad: with every entry known no checksum decides, and the syndromes
+        // (RAID6) or the data (RAID5) do. Blocks whose entries are unknown go to the row
+        // recovery, which rebuilds them when parity covers them and otherwise checks them
+        // against the parity: located by the syndromes (RAID6) or reported unrepaired, never
+        // taken as right (parity recomputed from them would vouch for rot).
         if bad.is_empty() {
             if !missing.is_empty() {
                 continue; // parity cannot be checked
             }
-            if unknown.is_empty() || unknown.len() > parity || unknown.len() >= avail.len() {
+            if unknown.is_empty() {
                 legacy_block(
                     array,
                     row,
@@ -1634,6 +1639,19 @@ fn check_parity_row(
                     );
                 }
             }
+            Recovered::Inconsistent { unchecked } => {
+                for i in unchecked {
+                    push(
+                        rep,
+                        problem(
+                            i,
+                            cell_kind(i, d, false),
+                            false,
+                            "its checksum page is damaged, as are others of this row, and the row's parity disagrees with them: which is wrong cannot be told".into(),
+                        ),
+                    );
+                }
+            }
             Recovered::Contradicted { .. } => {
                 for i in suspects.into_iter().filter(|&i| states[i] == Cell::Bad) {
                     push(
@@ -1677,7 +1695,7 @@ fn legacy_block(
         Ok(x.to_vec())
     };
     if parity == 2 && p_bad && q_bad {
-        if let Some(z) = locate(pd, qd).filter(|&z| z < d) {
+        if let Some(z) = plan::locate(pd, qd).filter(|&z| z < d) {
             let fixed: Vec<u8> = read(z)?.iter().zip(pd).map(|(a, b)| a ^ b).collect();
             if repair {
                 array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
@@ -1729,24 +1747,6 @@ fn legacy_block(
         );
     }
     Ok(())
-}
-
-/// The data index z with Qd = g^z * Pd for every byte, if there is one.
-fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
-    let mut z = None;
-    for (&a, &b) in pd.iter().zip(qd) {
-        match (a, b) {
-            (0, 0) => {}
-            (0, _) | (_, 0) => return None,
-            _ => {
-                let e = (gf::LOG[b as usize] as usize + 255 - gf::LOG[a as usize] as usize) % 255;
-                if *z.get_or_insert(e) != e {
-                    return None;
-                }
-            }
-        }
-    }
-    z
 }
 
 fn mirror_batch(
@@ -2083,13 +2083,14 @@ fn resync_mirror_block<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parity::gf;
 
     #[test]
     fn syndromes_locate_one_bad_data_chunk() {
         // Corrupt data chunk 2 of 4 by e: Pd = e, Qd = g^2 * e.
         let e = [0x13u8, 0, 0xff, 7];
         let qd: Vec<u8> = e.iter().map(|&x| gf::mul(gf::pow2(2), x)).collect();
-        assert_eq!(locate(&e, &qd), Some(2));
-        assert_eq!(locate(&e, &[1, 0, 1, 1]), None);
+        assert_eq!(plan::locate(&e, &qd), Some(2));
+        assert_eq!(plan::locate(&e, &[1, 0, 1, 1]), None);
     }
 }
