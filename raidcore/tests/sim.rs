@@ -383,3 +383,15 @@ fn rot_is_never_laundered_without_a_resync_or_replace() {
     pass_with_rot(802);
     pass_with_rot(1219);
 }
+
+/// Found by the simulator's silent rot with checksum table damage: RAID5 N=5, table pages of
+/// slots 0, 1, 2 and 3 damaged, slot 0 rots in row 37: two cells of the row have unknown
+/// entries, more than parity rebuilds, so the read used them as read and returned the rot
+/// (0x5a where 0x00 was durable) with no error, and scrub --repair recomputed parity from it
+/// (668). The read now checks them against the row's parity (an error where the parity cannot
+/// say which is wrong, RAID6 locates it); scrub reports the row unrepaired.
+#[test]
+fn unchecked_blocks_are_checked_against_the_row_parity() {
+    pass_with_rot(668);
+    pass_with_rot(570);
+}
