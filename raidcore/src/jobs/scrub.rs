@@ -1123,6 +1123,23 @@ fn resync_parity_block(
             )?;
         }
         Recovered::Intact => {}
+        Recovered::Inconsistent { unchecked } if !states.contains(&Cell::Bad) => {
+            // Only blocks whose entries are unknown disagree with the parity, more of them
+            // than it can locate: rot in one cannot be told from a write the crash cut.
+            // Parity made to agree would vouch for whichever it is; the row is reported and
+            // left as it is, and reads of those blocks fail rather than guess.
+            for i in unchecked {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, false),
+                        false,
+                        "after an unclean stop this row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: left as it is, unverified".into(),
+                    ),
+                );
+            }
+        }
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. }
