@@ -1385,6 +1385,38 @@ fn resync_degraded_block(
             "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
         );
     }
+    // No block fails its entry: only blocks whose entries are unknown (damaged table pages)
+    // can be wrong. One such block is rebuilt, with the missing one, from the others, which
+    // vouch for themselves. More than one: rot in one cannot be told from a write the crash
+    // cut, and parity made to agree would vouch for whichever it is, so the row is reported
+    // and left as it is (reads of it fail rather than guess).
+    if !(0..total).any(|i| i != m && states[i] == Cell::Bad) {
+        let unchecked: Vec<usize> = (0..total)
+            .filter(|&i| i != m && states[i] == Cell::Unchecked)
+            .collect();
+        if let [x] = unchecked[..] {
+            let fixed = rebuild(&[m, x])?;
+            let vouch: Vec<usize> = (0..total).collect();
+            return apply(
+                rep,
+                &fixed,
+                &vouch,
+                "its checksum entry is unknown and it disagrees with the rest of a degraded row after an unclean stop; rebuilt from the members that verify",
+            );
+        }
+        for i in unchecked {
+            push(
+                rep,
+                problem(
+                    i,
+                    cell_kind(i, d, false),
+                    false,
+                    "after an unclean stop this degraded row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: left as it is, unverified",
+                ),
+            );
+        }
+        return Ok(());
+    }
     // Nothing decides: the data is kept as read and parity made to agree (so a write the
     // crash cut stays readable and the missing block recoverable), but no entry vouches for
     // the blocks failing theirs.
