@@ -136,6 +136,10 @@ pub enum Recovered {
     /// for: which is right cannot be told. Block `block` (4 KiB, within the buffers) is the first that
     /// differs.
     Contradicted { cell: usize, block: usize },
+    /// More cells are unchecked (entries unknown) than the row can rebuild, and the row's
+    /// parity disagrees with them without naming a single one of them: some unchecked cell is
+    /// wrong and which cannot be told. Nothing in the buffers is to be trusted.
+    Inconsistent { unchecked: Vec<usize> },
 }
 
 /// The one row-recovery routine: rebuilds what [`plan_recovery`] says in `bufs` (one
@@ -155,6 +159,9 @@ pub fn recover(
 ) -> Recovered {
     debug_assert_eq!(bufs.len(), cells.len());
     match plan_recovery(cells, parity, checksums) {
+        Recovery::Intact if cells.contains(&Cell::Unchecked) => {
+            check_unchecked(kernel, bufs, cells, parity, &[])
+        }
         Recovery::Intact => Recovered::Intact,
         Recovery::Lost { lost, damaged } => Recovered::Lost { lost, damaged },
         Recovery::Rebuild {
@@ -177,6 +184,16 @@ pub fn recover(
             kernel
                 .recover(bufs, parity, &rebuild)
                 .expect("the plan rebuilds at most `parity` cells of a valid row");
+            // Unchecked cells used as read (too many to rebuild): only the parity the rebuild
+            // left over can vouch for them.
+            if rebuild.len() < parity
+                && (0..cells.len()).any(|i| cells[i] == Cell::Unchecked && !rebuild.contains(&i))
+            {
+                match check_unchecked(kernel, bufs, cells, parity, &rebuild) {
+                    Recovered::Intact => {}
+                    other => return other,
+                }
+            }
             if !vouched {
                 for &i in &rewrite {
                     let read = as_read.iter().find(|(j, _)| *j == i).map(|(_, b)| b);
@@ -198,6 +215,82 @@ pub fn recover(
             }
         }
     }
+}
+
+/// Checks a row whose unchecked cells are used as read (more of them than the row can rebuild;
+/// `rebuilt`: cells already rebuilt in `bufs`, fewer than `parity`) against its parity, which
+/// is the only thing left to vouch for them. A consistent row is [`Recovered::Intact`]. An
+/// inconsistent RAID6 row with nothing rebuilt whose syndromes name one cell that is unchecked
+/// has that cell rebuilt from the rest (which both parities then agree with); otherwise the
+/// row is [`Recovered::Inconsistent`].
+fn check_unchecked(
+    kernel: &Kernel,
+    bufs: &mut [&mut [u8]],
+    cells: &[Cell],
+    parity: usize,
+    rebuilt: &[usize],
+) -> Recovered {
+    let d = cells.len() - parity;
+    let len = bufs[0].len();
+    let mut pd = vec![0u8; len];
+    let mut qd = vec![0u8; if parity == 2 { len } else { 0 }];
+    {
+        let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &**b).collect();
+        (kernel.gen_pq)(&data, &mut pd, (parity == 2).then_some(&mut qd[..]));
+    }
+    (kernel.xor_into)(&mut pd, &bufs[d][..]);
+    if parity == 2 {
+        (kernel.xor_into)(&mut qd, &bufs[d + 1][..]);
+    }
+    let p_ok = pd.iter().all(|&x| x == 0);
+    let q_ok = qd.iter().all(|&x| x == 0);
+    if p_ok && q_ok {
+        return Recovered::Intact;
+    }
+    let unchecked: Vec<usize> = (0..cells.len())
+        .filter(|&i| cells[i] == Cell::Unchecked)
+        .collect();
+    if parity == 2 && rebuilt.is_empty() {
+        let z = if p_ok {
+            Some(d + 1)
+        } else if q_ok {
+            Some(d)
+        } else {
+            locate(&pd, &qd).filter(|&z| z < d)
+        };
+        if let Some(z) = z.filter(|&z| cells[z] == Cell::Unchecked) {
+            kernel
+                .recover(bufs, parity, &[z])
+                .expect("one cell of a valid row");
+            return Recovered::Rebuilt {
+                rebuilt: vec![z],
+                rewrite: vec![z],
+                vouched: false,
+            };
+        }
+    }
+    Recovered::Inconsistent { unchecked }
+}
+
+/// The data index z with Qd = g^z * Pd for every byte (`pd`, `qd`: the P and Q syndromes of a
+/// RAID6 row, the XOR of the parity as stored and as computed from the data), if there is one:
+/// the one data cell whose error explains both.
+pub fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
+    use crate::parity::gf;
+    let mut z = None;
+    for (&a, &b) in pd.iter().zip(qd) {
+        match (a, b) {
+            (0, 0) => {}
+            (0, _) | (_, 0) => return None,
+            _ => {
+                let e = (gf::LOG[b as usize] as usize + 255 - gf::LOG[a as usize] as usize) % 255;
+                if *z.get_or_insert(e) != e {
+                    return None;
+                }
+            }
+        }
+    }
+    z
 }
 
 /// What to do with the copies of a mirror chunk (or one block of it), from each copy's read.
@@ -501,7 +594,14 @@ mod tests {
             let lost = fates.iter().filter(|f| matches!(f, Fate::Corrupt | Fate::Unreadable | Fate::Absent | Fate::WrongEntries)).count();
             let unchecked = fates.iter().filter(|f| matches!(f, Fate::Unchecked(_))).count();
             let corrupt_unchecked = fates.iter().any(|f| matches!(f, Fate::Unchecked(true)));
-            let excused = corrupt_unchecked && lost + unchecked > parity;
+            let corrupt_count = fates.iter().filter(|f| matches!(f, Fate::Unchecked(true))).count();
+            // Unchecked cells used as read are checked by the parity the rebuild leaves
+            // over: one corrupt cell is always caught (and RAID6 with both parities left
+            // locates it); two can cancel out or pass for one elsewhere.
+            let left = parity.saturating_sub(lost);
+            let excused = corrupt_unchecked
+                && lost + unchecked > parity
+                && (left == 0 || corrupt_count >= 2);
             match &out {
                 Recovered::Intact => {
                     prop_assert_eq!(lost, 0);
@@ -532,6 +632,11 @@ mod tests {
                     }
                 }
                 Recovered::Lost { lost: l, .. } => prop_assert!(l.len() > parity && lost > parity),
+                Recovered::Inconsistent { unchecked: u } => {
+                    // Only when an unchecked cell is corrupt and parity was left to see it.
+                    prop_assert!(corrupt_unchecked && left > 0, "inconsistent: {:?}", fates);
+                    prop_assert!(u.iter().all(|&i| cells[i] == Cell::Unchecked));
+                }
                 Recovered::Contradicted { cell, block } => {
                     // Only when something unchecked fed the reconstruction, and only at a
                     // damaged cell's block.

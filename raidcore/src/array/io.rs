@@ -332,13 +332,6 @@ impl Array {
         (bad, unknown)
     }
 
-    /// Whether every slot of a parity row has a member to read.
-    fn row_complete(&self, row: u64, parity: usize) -> bool {
-        self.row_slots(row, parity)
-            .iter()
-            .all(|&s| self.source(s, row).is_some())
-    }
-
     /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
     /// rebuild or replace target; counts the bytes. A device that fails is failed.
     pub(crate) fn member_write(
@@ -615,12 +608,12 @@ impl Array {
                 None => need.push(d),
             }
         }
-        // Chunks with unknown entries are checked against the rest of the row when the row
-        // has the redundancy for it: reconstruct_span rebuilds them from the other members
-        // (which vouch for themselves) and keeps that. Otherwise they are what there is.
-        if !unknown.is_empty() && self.row_complete(row, parity) {
-            need.extend(&unknown);
-        }
+        // Chunks with unknown entries are checked against the rest of the row (a degraded
+        // RAID6 row included, with the parity it has left): reconstruct_span rebuilds them
+        // from the other members when those vouch for themselves, checks them against the
+        // parity left over otherwise, and fails where the parity disagrees. Only a row with
+        // no redundancy left keeps them as read.
+        need.extend(&unknown);
         need.sort_unstable();
         if need.is_empty() {
             return Ok(());
@@ -767,6 +760,16 @@ impl Array {
                         lost.len()
                     )
                 }
+                Recovered::Inconsistent { unchecked } => bail!(
+                    Checksum,
+                    "row {row}: the parity disagrees at member offset {} with chunks whose checksum entries are unknown (damaged table pages), and which is wrong cannot be told ({})",
+                    off + run.start as u64,
+                    unchecked
+                        .iter()
+                        .map(|&i| name(i))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Recovered::Contradicted { cell, block } => bail!(
                     Checksum,
                     "row {row}: {} fails its checksum at member offset {} and the reconstruction from the other members does not match it either",
@@ -1309,8 +1312,8 @@ impl Array {
 
     /// A read whose bytes feed new parity (row position `pos`): a checksum mismatch is an
     /// error of kind Checksum, so the caller reconstructs and repairs the span instead of
-    /// spreading the damage. A block whose entry is unknown counts as failing when the row has
-    /// the redundancy to check it. What failed is noted in `found`.
+    /// spreading the damage. A block whose entry is unknown counts as failing (the
+    /// reconstruction checks it against the row). What failed is noted in `found`.
     #[allow(clippy::too_many_arguments)]
     fn read_for_update(
         &self,
@@ -1321,11 +1324,11 @@ impl Array {
         within: u64,
         found: &mut Vec<(usize, Known)>,
     ) -> Result<()> {
-        let parity = self.layout.parity_count();
         let slot = slots[pos];
         let ok = match self.member_read_verified(slot, buf, row, within) {
             Ok(Verdict::Good) => true,
-            Ok(Verdict::Unknown) => !self.row_complete(row, parity),
+            // Checked against the rest of the row by the caller's reconstruction.
+            Ok(Verdict::Unknown) => false,
             Ok(Verdict::Bad) => false,
             Err(e) => {
                 found.push((pos, Known::Unreadable));

@@ -785,7 +785,9 @@ fn recover_block(
                 }
             }
         }
-        Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. } => {
             for ti in target_of.iter().flatten() {
                 damage.poisoned.push((*ti, at));
             }

@@ -31,7 +31,6 @@ use crate::array::{now_secs, Array, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
-use crate::parity::gf;
 use crate::plan::{self, Cell, CopyChoice, Recovered};
 
 const B: usize = BLOCK as usize;
@@ -999,7 +998,7 @@ fn resync_parity_block(
         if parity == 2 && differs.len() == 2 {
             let pd: Vec<u8> = pq[0].iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
             let qd: Vec<u8> = pq[1].iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
-            if let Some(z) = locate(&pd, &qd).filter(|&z| z < d) {
+            if let Some(z) = plan::locate(&pd, &qd).filter(|&z| z < d) {
                 let fixed: Vec<u8> = block(z).iter().zip(&pd).map(|(a, b)| a ^ b).collect();
                 array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
@@ -1123,7 +1122,26 @@ fn resync_parity_block(
             )?;
         }
         Recovered::Intact => {}
-        Recovered::Lost { .. } | Recovered::Contradicted { .. }
+        Recovered::Inconsistent { unchecked } if !states.contains(&Cell::Bad) => {
+            // Only blocks whose entries are unknown disagree with the parity, more of them
+            // than it can locate: rot in one cannot be told from a write the crash cut.
+            // Parity made to agree would vouch for whichever it is; the row is reported and
+            // left as it is, and reads of those blocks fail rather than guess.
+            for i in unchecked {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, false),
+                        false,
+                        "after an unclean stop this row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: left as it is, unverified".into(),
+                    ),
+                );
+            }
+        }
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. }
             if let Some((x, fixed)) = one_rebuild_matching_its_entry(
                 array,
                 parity,
@@ -1159,7 +1177,9 @@ fn resync_parity_block(
                 "parity recomputed after an unclean stop from data restored from the other members",
             )?;
         }
-        Recovered::Lost { .. } | Recovered::Contradicted { .. } => {
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
             // one of them next to such a write. The data is kept as read and parity made to
@@ -1364,6 +1384,38 @@ fn resync_degraded_block(
             "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
         );
     }
+    // No block fails its entry: only blocks whose entries are unknown (damaged table pages)
+    // can be wrong. One such block is rebuilt, with the missing one, from the others, which
+    // vouch for themselves. More than one: rot in one cannot be told from a write the crash
+    // cut, and parity made to agree would vouch for whichever it is, so the row is reported
+    // and left as it is (reads of it fail rather than guess).
+    if !(0..total).any(|i| i != m && states[i] == Cell::Bad) {
+        let unchecked: Vec<usize> = (0..total)
+            .filter(|&i| i != m && states[i] == Cell::Unchecked)
+            .collect();
+        if let [x] = unchecked[..] {
+            let fixed = rebuild(&[m, x])?;
+            let vouch: Vec<usize> = (0..total).collect();
+            return apply(
+                rep,
+                &fixed,
+                &vouch,
+                "its checksum entry is unknown and it disagrees with the rest of a degraded row after an unclean stop; rebuilt from the members that verify",
+            );
+        }
+        for i in unchecked {
+            push(
+                rep,
+                problem(
+                    i,
+                    cell_kind(i, d, false),
+                    false,
+                    "after an unclean stop this degraded row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: left as it is, unverified",
+                ),
+            );
+        }
+        return Ok(());
+    }
     // Nothing decides: the data is kept as read and parity made to agree (so a write the
     // crash cut stays readable and the missing block recoverable), but no entry vouches for
     // the blocks failing theirs.
@@ -1498,14 +1550,16 @@ fn check_parity_row(
             }
             continue;
         }
-        // Nothing known bad: recovery has something to go on only when the row is
-        // inconsistent and few enough blocks' entries are unknown for parity to rebuild them;
-        // otherwise no checksum decides, and the syndromes (RAID6) or the data (RAID5) do.
+        // Nothing known bad: with every entry known no checksum decides, and the syndromes
+        // (RAID6) or the data (RAID5) do. Blocks whose entries are unknown go to the row
+        // recovery, which rebuilds them when parity covers them and otherwise checks them
+        // against the parity: located by the syndromes (RAID6) or reported unrepaired, never
+        // taken as right (parity recomputed from them would vouch for rot).
         if bad.is_empty() {
             if !missing.is_empty() {
                 continue; // parity cannot be checked
             }
-            if unknown.is_empty() || unknown.len() > parity || unknown.len() >= avail.len() {
+            if unknown.is_empty() {
                 legacy_block(
                     array,
                     row,
@@ -1633,6 +1687,19 @@ fn check_parity_row(
                     );
                 }
             }
+            Recovered::Inconsistent { unchecked } => {
+                for i in unchecked {
+                    push(
+                        rep,
+                        problem(
+                            i,
+                            cell_kind(i, d, false),
+                            false,
+                            "its checksum page is damaged, as are others of this row, and the row's parity disagrees with them: which is wrong cannot be told".into(),
+                        ),
+                    );
+                }
+            }
             Recovered::Contradicted { .. } => {
                 for i in suspects.into_iter().filter(|&i| states[i] == Cell::Bad) {
                     push(
@@ -1676,7 +1743,7 @@ fn legacy_block(
         Ok(x.to_vec())
     };
     if parity == 2 && p_bad && q_bad {
-        if let Some(z) = locate(pd, qd).filter(|&z| z < d) {
+        if let Some(z) = plan::locate(pd, qd).filter(|&z| z < d) {
             let fixed: Vec<u8> = read(z)?.iter().zip(pd).map(|(a, b)| a ^ b).collect();
             if repair {
                 array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
@@ -1728,24 +1795,6 @@ fn legacy_block(
         );
     }
     Ok(())
-}
-
-/// The data index z with Qd = g^z * Pd for every byte, if there is one.
-fn locate(pd: &[u8], qd: &[u8]) -> Option<usize> {
-    let mut z = None;
-    for (&a, &b) in pd.iter().zip(qd) {
-        match (a, b) {
-            (0, 0) => {}
-            (0, _) | (_, 0) => return None,
-            _ => {
-                let e = (gf::LOG[b as usize] as usize + 255 - gf::LOG[a as usize] as usize) % 255;
-                if *z.get_or_insert(e) != e {
-                    return None;
-                }
-            }
-        }
-    }
-    z
 }
 
 fn mirror_batch(
@@ -2082,13 +2131,14 @@ fn resync_mirror_block<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parity::gf;
 
     #[test]
     fn syndromes_locate_one_bad_data_chunk() {
         // Corrupt data chunk 2 of 4 by e: Pd = e, Qd = g^2 * e.
         let e = [0x13u8, 0, 0xff, 7];
         let qd: Vec<u8> = e.iter().map(|&x| gf::mul(gf::pow2(2), x)).collect();
-        assert_eq!(locate(&e, &qd), Some(2));
-        assert_eq!(locate(&e, &[1, 0, 1, 1]), None);
+        assert_eq!(plan::locate(&e, &qd), Some(2));
+        assert_eq!(plan::locate(&e, &[1, 0, 1, 1]), None);
     }
 }
