@@ -862,7 +862,7 @@ fn a_rebuild_over_a_survivor_returning_rotten_reads_copies_no_rot() {
 /// cannot tell which block of a disagreeing row is wrong, so the old member's data block is
 /// lost (a read error), never copied as it was read.
 #[test]
-#[ignore = "a replace without checksums still copies what it reads: the fix (branch fix-replace) made simulator seed 958 fail and was not merged (issue 31)"]
+#[ignore = "a replace without checksums still copies what it reads: the fix (commits 3645c7e..45fa066, reachable from merge 82510dd) made simulator seed 958 fail and was not kept (issue 31)"]
 fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
     for (level, n) in [("6", 4), ("5", 3)] {
         let dir = tempdir();
@@ -915,7 +915,7 @@ fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
 /// agrees: a 2-way RAID1 whose old member returns rot stops the replace with the error (the
 /// old member keeps serving, nothing rotten reaches the new one); with no rot it completes.
 #[test]
-#[ignore = "a replace without checksums still copies what it reads: the fix (branch fix-replace) made simulator seed 958 fail and was not merged (issue 31)"]
+#[ignore = "a replace without checksums still copies what it reads: the fix (commits 3645c7e..45fa066, reachable from merge 82510dd) made simulator seed 958 fail and was not kept (issue 31)"]
 fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
     let dir = tempdir();
     let ms = members_created_with(dir.path(), "1", 2, "16M", &["--no-checksums"]);
