@@ -878,22 +878,7 @@ fn a_rebuild_over_a_survivor_returning_rotten_reads_copies_no_rot() {
 fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
     for (level, n) in [("6", 4), ("5", 3)] {
         let dir = tempdir();
-        let ms = members_created_with(dir.path(), level, n, "16M", &["--no-checksums"]);
-        let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
-            .as_u64()
-            .unwrap() as usize;
-        let data = pattern(&format!("plain-{level}"), size);
-        write_at(Path::new(&ms[0]), 0, &data, dir.path());
-        let new = dir.path().join("new");
-        sized_like(&new, Path::new(&ms[1]));
-        raidctl([
-            "replace",
-            "--no-rebuild",
-            &ms[0],
-            &ms[1],
-            new.to_str().unwrap(),
-        ])
-        .ok();
+        let (ms, data) = plain_array_replacing_slot_1(dir.path(), level, n);
         let rot = format!("{}:corrupt-on-read=3%", ms[1]);
         let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
         assert_eq!(r.code, 0, "raid{level}: {}", r.stderr);
@@ -930,13 +915,34 @@ fn a_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
 #[ignore = "a replace without checksums still copies what it reads: the fix (commits 3645c7e..45fa066, reachable from merge 82510dd) made simulator seed 958 fail and was not kept (issue 31)"]
 fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
     let dir = tempdir();
-    let ms = members_created_with(dir.path(), "1", 2, "16M", &["--no-checksums"]);
+    let (ms, data) = plain_array_replacing_slot_1(dir.path(), "1", 2);
+    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+    let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
+    assert_ne!(r.code, 0, "the replace copied blocks nothing verifies");
+    assert!(r.stderr.contains("differ"), "{}", r.stderr);
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["members"][1]["path"], ms[1].as_str(), "{v}");
+    assert!(read_at(Path::new(&ms[0]), 0, data.len()).ok().stdout == data);
+    // Without the rot the copies agree and the replace completes.
+    raidctl(["rebuild", &ms[0]]).ok();
+    let v = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(v["state"], "clean", "{v}");
+    let new = dir.path().join("new");
+    assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
+    assert!(rot_left(&ms, &data).is_empty());
+}
+
+/// An array of `level` over `n` members of 16 MiB without checksums, every byte written with a
+/// known pattern, and a replace of slot 1 by a new file registered but not yet run: (members,
+/// the data).
+fn plain_array_replacing_slot_1(dir: &Path, level: &str, n: usize) -> (Vec<String>, Vec<u8>) {
+    let ms = members_created_with(dir, level, n, "16M", &["--no-checksums"]);
     let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
         .as_u64()
         .unwrap() as usize;
-    let data = pattern("plain-mirror", size);
-    write_at(Path::new(&ms[0]), 0, &data, dir.path());
-    let new = dir.path().join("new");
+    let data = pattern(&format!("plain-{level}"), size);
+    write_at(Path::new(&ms[0]), 0, &data, dir);
+    let new = dir.join("new");
     sized_like(&new, Path::new(&ms[1]));
     raidctl([
         "replace",
@@ -946,17 +952,5 @@ fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
         new.to_str().unwrap(),
     ])
     .ok();
-    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
-    let r = raidctl(["rebuild", &ms[0], "--inject", &rot]);
-    assert_ne!(r.code, 0, "the replace copied blocks nothing verifies");
-    assert!(r.stderr.contains("differ"), "{}", r.stderr);
-    let v = status_run(["status", "--json", &ms[0]]).json();
-    assert_eq!(v["members"][1]["path"], ms[1].as_str(), "{v}");
-    assert!(read_at(Path::new(&ms[0]), 0, size).ok().stdout == data);
-    // Without the rot the copies agree and the replace completes.
-    raidctl(["rebuild", &ms[0]]).ok();
-    let v = status_run(["status", "--json", &ms[0]]).json();
-    assert_eq!(v["state"], "clean", "{v}");
-    assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
-    assert!(rot_left(&ms, &data).is_empty());
+    (ms, data)
 }
