@@ -529,3 +529,28 @@ fn a_degraded_raid6_never_blesses_unchecked_rot() {
     pass_with_rot(672);
     pass_with_rot(1322);
 }
+
+/// Issue 31: a 120 s soak at the end of the session that fixed bugs 1-4
+/// (`sim --from 3000000 --seconds 120`: 14 of 862 failed), not yet diagnosed one by one:
+/// - needless loss after a power cut (mostly RAID6; whole rows or regions listed): 3000036,
+///   3000101, 3000180, 3000217, 3000319, 3000602, 3000855 (1 TiB members);
+/// - rot read back as data: 3000135 (RAID6, during the run), 3000136 (RAID6, after a power cut);
+/// - a client write refused where unknown-entry chunks disagree with parity: 3000723, 3000859;
+/// - a second scrub after scrub --repair still finds a problem: 3000189 (RAID10);
+/// - the final replace stops on a row it cannot verify instead of listing the block:
+///   3000386, 3000446.
+#[test]
+#[ignore = "fails until issue 31's remaining cases are fixed"]
+fn soak_seeds_that_still_fail() {
+    let mut failed = Vec::new();
+    for seed in [
+        3000036, 3000101, 3000180, 3000217, 3000319, 3000602, 3000855, 3000135, 3000136, 3000723,
+        3000859, 3000189, 3000386, 3000446,
+    ] {
+        if let Err(f) = raidcore::sim::run(seed) {
+            eprintln!("{f}");
+            failed.push(seed);
+        }
+    }
+    assert!(failed.is_empty(), "failing seeds: {failed:?}");
+}
