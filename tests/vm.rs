@@ -28,7 +28,7 @@ pub const KERNEL: &str = "6.12.117+deb12-amd64";
 /// Console lines kept for a failure message.
 const TAIL_LINES: usize = 200;
 /// Default time limit of one boot, scenario included.
-pub const TIMEOUT: Duration = Duration::from_secs(120);
+pub const TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The cached kernel and initramfs layers.
 struct Base {
