@@ -815,14 +815,7 @@ impl Array {
             }
             match self.layout.redundancy() {
                 Redundancy::Parity { parity } => {
-                    let i = self
-                        .row_slots(row, parity)
-                        .iter()
-                        .position(|&s| s == slot)
-                        .expect("every slot is in every row");
-                    let bufs =
-                        self.reconstruct_span(row, parity, 0..c, &[(i, Known::Unreadable)])?;
-                    cell.copy_from_slice(&bufs[i]);
+                    self.rebuild_cell(slot, row, parity, Known::Unreadable, cell)?
                 }
                 Redundancy::Mirror { copies } => {
                     let Some((chunk, _)) = self.layout.mirror_chunk_at(self.data_rows, slot, row)
@@ -842,6 +835,27 @@ impl Array {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Rebuilds `slot`'s whole cell of parity row `row` into `cell` from the rest of the row
+    /// (`reconstruct_span`, which checks and rewrites what it rebuilds), given what the caller
+    /// already found reading it.
+    fn rebuild_cell(
+        &self,
+        slot: usize,
+        row: u64,
+        parity: usize,
+        known: Known,
+        cell: &mut [u8],
+    ) -> Result<()> {
+        let i = self
+            .row_slots(row, parity)
+            .iter()
+            .position(|&s| s == slot)
+            .expect("every slot is in every row");
+        let bufs = self.reconstruct_span(row, parity, 0..cell.len() as u64, &[(i, known)])?;
+        cell.copy_from_slice(&bufs[i]);
         Ok(())
     }
 
@@ -872,16 +886,9 @@ impl Array {
             }
             match self.layout.redundancy() {
                 Redundancy::Parity { parity } => {
-                    let i = self
-                        .row_slots(row, parity)
-                        .iter()
-                        .position(|&s| s == slot)
-                        .expect("every slot is in every row");
                     // The failing blocks were counted: the recovery reads the cell again
                     // without counting them, rebuilds them and rewrites them.
-                    let bufs =
-                        self.reconstruct_span(row, parity, 0..c as u64, &[(i, Known::Judged)])?;
-                    cell.copy_from_slice(&bufs[i]);
+                    self.rebuild_cell(slot, row, parity, Known::Judged, cell)?
                 }
                 Redundancy::Mirror { copies } => {
                     // The copy that vouches for itself (the read rewrites the copies it tried
