@@ -26,7 +26,7 @@ use std::sync::{MutexGuard, OnceLock};
 
 use crate::sync::{Condvar, Mutex};
 
-use super::{Array, Dev, WriteKind};
+use super::{Array, Dev, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::device::Member;
 use crate::error::Result;
@@ -795,17 +795,19 @@ impl CsumStore {
         Ok(written)
     }
 
-    /// A table page computed from the blocks as they are on the member now.
-    fn page_from_data(&self, m: &dyn Member, page: u64) -> Result<Vec<u8>> {
+    /// The member blocks a table page covers: (first block, count).
+    pub(crate) fn page_blocks(&self, page: u64) -> (u64, u64) {
         let first = page * PER_PAGE;
-        let n = PER_PAGE.min(self.blocks - first);
-        let mut data = AlignedBuf::zeroed((n * BLOCK) as usize);
-        m.read_at(&mut data, self.data_offset + first * BLOCK)?;
+        (first, PER_PAGE.min(self.blocks - first))
+    }
+
+    /// A table page computed from `data`, the blocks it covers.
+    fn page_from_data(&self, data: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; PAGE];
-        for (i, d) in self.geo.algo.digests(&data).into_iter().enumerate() {
+        for (i, d) in self.geo.algo.digests(data).into_iter().enumerate() {
             out[i * ENTRY..(i + 1) * ENTRY].copy_from_slice(&d);
         }
-        Ok(out)
+        out
     }
 
     /// Reads every table page from the member (not the cache) and returns those failing their
@@ -842,20 +844,22 @@ impl CsumStore {
         Ok(bad)
     }
 
-    /// Rewrites a bad table page from the blocks on the member (with newer entries on top).
-    /// The caller has checked those blocks against redundancy, except `unconfirmed` (member
-    /// block numbers): their entries are set to [`UNKNOWN_ENTRY`], so redundancy keeps
-    /// checking them instead of the page vouching for whatever they hold.
+    /// Rewrites a bad table page from `data`, the blocks it covers as on the member now
+    /// ([`CsumStore::page_blocks`]), with newer entries on top. The caller has checked those
+    /// blocks against redundancy, except `unconfirmed` (member block numbers): their entries
+    /// are set to [`UNKNOWN_ENTRY`], so redundancy keeps checking them instead of the page
+    /// vouching for whatever they hold.
     pub(crate) fn repair_page(
         &self,
         m: &dyn Member,
         page: u64,
+        data: Verified<'_>,
         unconfirmed: &[u64],
     ) -> Result<u64> {
         let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
         st.catch_up();
         let mut buf = AlignedBuf::zeroed(PAGE);
-        buf.copy_from_slice(&self.page_from_data(m, page)?);
+        buf.copy_from_slice(&self.page_from_data(data.bytes()));
         for slot in 0..PER_PAGE {
             let s = slot as usize;
             if let Some(d) = st.overlay.get(&(page * PER_PAGE + slot)) {
@@ -913,23 +917,22 @@ impl Array {
         }))
     }
 
-    /// Records the checksums of `buf`, just written to `d` at member offset `off`. A range
-    /// not on 4 KiB boundaries is widened to whole blocks read back from the device.
-    pub(crate) fn csum_record(&self, d: &Dev, off: u64, buf: &[u8]) {
+    /// Records the checksums of `cell`, just written to `d` at member offset `off`. A range
+    /// not on 4 KiB boundaries (no write path makes one while checksums are kept: writes are
+    /// widened to whole blocks first) gets unknown entries for the blocks it touches: the rest
+    /// of those blocks was not verified, and an entry computed over it would vouch for it.
+    pub(crate) fn csum_record(&self, d: &Dev, off: u64, cell: Verified<'_>) {
+        let buf = cell.bytes();
         let Some(s) = self.csum_of(d) else {
             return;
         };
         let full = if off.is_multiple_of(BLOCK) && (buf.len() as u64).is_multiple_of(BLOCK) {
             s.record(off, buf)
         } else {
-            let lo = off / BLOCK * BLOCK;
-            let hi = (off + buf.len() as u64).div_ceil(BLOCK) * BLOCK;
-            let mut whole = AlignedBuf::zeroed((hi - lo) as usize);
-            match d.member.read_at(&mut whole, lo) {
-                Ok(()) => s.record(lo, &whole),
-                // Unreadable now: leave the old entries; reads will find and repair the blocks.
-                Err(_) => false,
-            }
+            let lo = off / BLOCK;
+            let hi = (off + buf.len() as u64).div_ceil(BLOCK);
+            let unknown = vec![UNKNOWN_ENTRY; (hi - lo) as usize];
+            s.record_digests(s.block_of(lo * BLOCK), &unknown)
         };
         if full {
             write_full_log_pages(d, s);
@@ -1137,6 +1140,16 @@ mod tests {
         assert!(!s.st.lock().unwrap().stale_tail);
     }
 
+    /// Repairs table page `page` from the blocks it covers as on `m` (what a scrub does after
+    /// checking them against redundancy).
+    fn repair_from_member(s: &CsumStore, m: &dyn Member, page: u64) {
+        let (first, n) = s.page_blocks(page);
+        let mut data = AlignedBuf::zeroed((n * BLOCK) as usize);
+        m.read_at(&mut data, s.data_offset + first * BLOCK).unwrap();
+        s.repair_page(m, page, crate::array::Verified::agreed(&data), &[])
+            .unwrap();
+    }
+
     #[test]
     fn the_last_table_page_is_rebuilt_from_the_blocks_it_covers_only() {
         // 1024 blocks: 5 table pages, the last covering blocks 1020..1024. The member ends
@@ -1148,7 +1161,8 @@ mod tests {
         let s = CsumStore::open(&m, geo, data_offset, 1024);
         let block = vec![9u8; 4096];
         m.write_at(&block, data_offset + 1023 * BLOCK).unwrap();
-        s.repair_page(&m, 4, &[]).unwrap();
+        assert_eq!(s.page_blocks(4), (1020, 4));
+        repair_from_member(&s, &m, 4);
         assert_eq!(s.expected(&m, 1023, 1), vec![Expect::Known(digest(&block))]);
     }
 
@@ -1299,7 +1313,7 @@ mod tests {
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
-        s.repair_page(&m, 1, &[]).unwrap();
+        repair_from_member(&s, &m, 1);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
         assert!(s.verify_table(&m).unwrap().is_empty());
     }

@@ -12,54 +12,13 @@ use std::sync::Arc;
 use crate::sync::Mutex;
 
 use super::csum::BLOCK;
+use super::row::{Known, Verdict, Verified};
 use super::{Array, Dev, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
 use crate::plan::{self, Cell, CopyChoice, Method, Recovered, RowShape, WritePlan};
-
-/// What a member read's checksums said about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Every block matches its entry (or there is nothing to judge by: no checksums, or a row
-    /// an unclean stop left unjudged on a read-only open).
-    Good,
-    /// Some block differs from its entry.
-    Bad,
-    /// No block differs, but some entries are unknown (their table page is damaged).
-    Unknown,
-}
-
-/// What a caller of `reconstruct_span` already found reading a row cell over the span.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Known {
-    /// The read failed (and was counted): not read again.
-    Unreadable,
-    /// Read, and judged (and counted) against its checksums: read again for its blocks'
-    /// states, not counted again.
-    Judged,
-}
-
-/// Read errors a slot's member may have since the array was opened before it is failed (each
-/// is repaired from redundancy and rewritten; md allows 20 corrected read errors).
-pub const READ_ERROR_LIMIT: u64 = 20;
-
-/// Bytes of member I/O in one row from which its members are driven on parallel threads.
-const PARALLEL_FROM: usize = 128 << 10;
-
-/// Threads that drive one row's members at once, kept for the life of the process (a thread
-/// spawned per row cost 13 % of a served RAID5 read in clone alone).
-fn io_pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(8)
-            .thread_name(|i| format!("raidctl-io-{i}"))
-            .build()
-            .expect("member I/O thread pool")
-    })
-}
 
 /// Counts a request in flight for as long as it lives.
 struct InFlight<'a>(&'a AtomicUsize);
@@ -74,29 +33,6 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A member I/O item: its size decides whether threads are worth it.
-pub(super) trait MemberIo {
-    fn len(&self) -> usize;
-}
-
-impl MemberIo for (usize, &[u8], u64, WriteKind) {
-    fn len(&self) -> usize {
-        self.1.len()
-    }
-}
-
-impl MemberIo for (usize, u64, &[u8]) {
-    fn len(&self) -> usize {
-        self.2.len()
-    }
-}
-
-impl MemberIo for (usize, &mut [u8], u64) {
-    fn len(&self) -> usize {
-        self.1.len()
     }
 }
 
@@ -195,183 +131,6 @@ impl Array {
                         && row < t.checkpoint.load(Ordering::Acquire)
                 })
         })
-    }
-
-    /// Reads one member range; on failure the device is failed and the error returned.
-    pub(crate) fn member_read(
-        &self,
-        slot: usize,
-        buf: &mut [u8],
-        row: u64,
-        within: u64,
-    ) -> Result<()> {
-        let Some(d) = self.source(slot, row) else {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("slot {slot} unavailable"),
-            ));
-        };
-        let off = self.cell_offset(row, within);
-        d.member.read_at(buf, off).map_err(|e| {
-            d.read_errors.fetch_add(1, Ordering::Relaxed);
-            let cause = e.to_string();
-            d.note_error(format!("read at member offset {off}: {cause}"));
-            let e = e.context(format!("slot {slot}"));
-            // As md does: a slot's member stays in after a read error (the caller rebuilds
-            // the range from redundancy and rewrites it, which remaps a bad sector on an SSD;
-            // a member that cannot take the rewrite is failed then). Past
-            // READ_ERROR_LIMIT errors since open it is failed. A target is failed at once.
-            // Failing is best effort here; the caller reconstructs or reports.
-            let why = format!("read error at member offset {off} ({cause})");
-            let member = self.slots[slot]
-                .usable()
-                .is_some_and(|u| Arc::ptr_eq(&u, &d));
-            let _ = if !member {
-                self.fail_target(slot, &why)
-            } else if d.read_errors_open.fetch_add(1, Ordering::Relaxed) + 1 > READ_ERROR_LIMIT {
-                self.fail_member(
-                    slot,
-                    &format!("{why}: more than {READ_ERROR_LIMIT} read errors"),
-                )
-            } else if !self.device_answers(&d) {
-                self.fail_member(
-                    slot,
-                    &format!("{why}, and its superblock cannot be read either"),
-                )
-            } else {
-                Ok(())
-            };
-            e
-        })
-    }
-
-    /// Whether a device still reads its own superblock: a read error on a device that does not
-    /// is a device gone (unplugged, dead), not a bad sector.
-    fn device_answers(&self, d: &Dev) -> bool {
-        let mut probe = AlignedBuf::zeroed(4096);
-        d.member
-            .read_at(&mut probe, crate::format::SB_A_OFFSET)
-            .is_ok()
-    }
-
-    /// As [`Array::member_read`], then checks the blocks against their checksums (mismatches
-    /// are counted on the device).
-    pub(crate) fn member_read_verified(
-        &self,
-        slot: usize,
-        buf: &mut [u8],
-        row: u64,
-        within: u64,
-    ) -> Result<Verdict> {
-        let (bad, unknown) = self.member_read_blocks(slot, buf, row, within, true)?;
-        Ok(if !bad.is_empty() {
-            Verdict::Bad
-        } else if !unknown.is_empty() {
-            Verdict::Unknown
-        } else {
-            Verdict::Good
-        })
-    }
-
-    /// As [`Array::member_read`], then the 4 KiB blocks of `buf` that fail their checksums and
-    /// those whose entries are unknown (indices, ascending; both empty without checksums).
-    /// `count`: count the failing blocks on the device (false when the caller counted them
-    /// at an earlier read of the same range).
-    fn member_read_blocks(
-        &self,
-        slot: usize,
-        buf: &mut [u8],
-        row: u64,
-        within: u64,
-        count: bool,
-    ) -> Result<(Vec<usize>, Vec<usize>)> {
-        self.member_read(slot, buf, row, within)?;
-        Ok(self.judge_blocks(slot, buf, row, within, count))
-    }
-
-    /// The checks of [`Array::member_read_blocks`] over `buf`, just read from `slot`'s member
-    /// at (`row`, `within`): the blocks that fail their checksums (not counting those on the
-    /// bad-block list) and those whose entries are unknown.
-    fn judge_blocks(
-        &self,
-        slot: usize,
-        buf: &[u8],
-        row: u64,
-        within: u64,
-        count: bool,
-    ) -> (Vec<usize>, Vec<usize>) {
-        if self.csum_geo.is_none() {
-            return (Vec::new(), Vec::new());
-        }
-        let Some(d) = self.source(slot, row) else {
-            return (Vec::new(), Vec::new());
-        };
-        let (mut bad, unknown) = self.csum_blocks(&d, row, self.cell_offset(row, within), buf);
-        if !bad.is_empty() {
-            // Blocks on the bad-block list are known lost: their contents are a placeholder
-            // consistent with the row's parity (what the rebuild or resync computed), which
-            // reads of them never return (check_bad) but parity updates and reconstructions
-            // of other blocks need. Their entries (poisoned by a rebuild) do not judge them.
-            let first = (row * self.layout.chunk() + within) / BLOCK;
-            let list = self.bad.lock().expect("bad-block lock");
-            if !list.is_empty() {
-                bad.retain(|&i| {
-                    list.first_bad(slot, first + i as u64..first + i as u64 + 1)
-                        .is_none()
-                });
-            }
-        }
-        if count {
-            if let Some(&i) = bad.first() {
-                d.csum_error(
-                    bad.len() as u64,
-                    self.cell_offset(row, within) + i as u64 * BLOCK,
-                );
-            }
-        }
-        (bad, unknown)
-    }
-
-    /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
-    /// rebuild or replace target; counts the bytes. A device that fails is failed.
-    pub(crate) fn member_write(
-        &self,
-        slot: usize,
-        buf: &[u8],
-        row: u64,
-        within: u64,
-        kind: WriteKind,
-    ) -> Result<()> {
-        let s = &self.slots[slot];
-        let off = self.cell_offset(row, within);
-        if let Some(d) = s.usable() {
-            match d.member.write_at(buf, off) {
-                Ok(()) => {
-                    d.count(kind, buf.len() as u64);
-                    self.csum_record(&d, off, buf);
-                }
-                Err(e) => {
-                    d.write_error(&e);
-                    self.fail_member(slot, &format!("write error at member offset {off}: {e}"))?;
-                }
-            }
-        }
-        if let Some(t) = s
-            .target()
-            .filter(|t| row < t.checkpoint.load(Ordering::Acquire))
-        {
-            match t.dev.member.write_at(buf, off) {
-                Ok(()) => {
-                    t.dev.count(kind, buf.len() as u64);
-                    self.csum_record(&t.dev, off, buf);
-                }
-                Err(e) => {
-                    t.dev.write_error(&e);
-                    self.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The member rows a lock unit occupies: a parity row itself, or the rows holding the
@@ -507,7 +266,13 @@ impl Array {
                     // copies nothing vouched for (which records their entries).
                     for i in rewrite {
                         let (slot, row, _) = at(i);
-                        self.member_write(slot, out, row, within, WriteKind::Data)?;
+                        self.member_write(
+                            slot,
+                            self.judged_good(out),
+                            row,
+                            within,
+                            WriteKind::Data,
+                        )?;
                     }
                 }
                 Ok(())
@@ -784,7 +549,7 @@ impl Array {
             for (i, run) in rewrites {
                 self.member_write(
                     slots[i],
-                    &bufs[i][run.clone()],
+                    self.judged_good(&bufs[i][run.clone()]),
                     row,
                     within.start + run.start as u64,
                     WriteKind::of_cell(i, d_count),
@@ -824,13 +589,19 @@ impl Array {
                         // remapped, and the next plain read of these rows succeeds).
                         cell.fill(0);
                         if self.writable {
-                            self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                            self.member_write(
+                                slot,
+                                Verified::zeros(cell),
+                                row,
+                                0,
+                                WriteKind::Data,
+                            )?;
                         }
                         continue;
                     };
                     self.read_mirror_chunk(chunk, copies, cell, 0)?;
                     if self.writable {
-                        self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                        self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                     }
                 }
             }
@@ -902,7 +673,7 @@ impl Array {
                     // the first good copy without trying this one. A cell that only has
                     // unknown entries is left to the read's own choice of what to rewrite.
                     if self.writable && !bad.is_empty() {
-                        self.member_write(slot, cell, row, 0, WriteKind::Data)?;
+                        self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                     }
                 }
             }
@@ -944,7 +715,13 @@ impl Array {
                         })
                         .collect();
                     self.on_members(cells, |(slot, row, src)| {
-                        self.member_write(slot, src, row, range.start, WriteKind::Data)
+                        self.member_write(
+                            slot,
+                            Verified::client(src),
+                            row,
+                            range.start,
+                            WriteKind::Data,
+                        )
                     })?;
                     self.count_row_write(1, p.range.end - p.range.start == chunk);
                     self.check_alive().map_err(|e| {
@@ -984,55 +761,6 @@ impl Array {
         }
         self.rewrote(offset, data.len() as u64);
         self.maybe_persist()
-    }
-
-    /// Runs `f` for every member I/O of one row: on the I/O pool, one task per member, when
-    /// there are several, they are large enough to be worth it and the members wait on devices
-    /// (separate devices, so their I/O overlaps); in order otherwise. The first error is
-    /// returned after all finish.
-    pub(super) fn on_members<T: MemberIo + Send>(
-        &self,
-        items: Vec<T>,
-        f: impl Fn(T) -> Result<()> + Sync,
-    ) -> Result<()> {
-        let bytes: usize = items.iter().map(|x| x.len()).sum();
-        // With several requests in flight the members are kept busy by the requests already.
-        if items.len() < 2
-            || bytes < PARALLEL_FROM
-            || self.requests.load(Ordering::Relaxed) > 2
-            || !self.waits_on_devices()
-        {
-            return items.into_iter().try_for_each(f);
-        }
-        let results: Vec<Mutex<Option<Result<()>>>> =
-            items.iter().map(|_| Mutex::new(None)).collect();
-        io_pool().scope(|sc| {
-            let f = &f;
-            for (x, slot) in items.into_iter().zip(&results) {
-                sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(x)));
-            }
-        });
-        let mut first = Ok(());
-        for r in results {
-            let r = r
-                .into_inner()
-                .expect("result lock")
-                .expect("ran in the scope");
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
-    }
-
-    /// Whether some member has a device to wait on. Only then do threads pay: a member in
-    /// memory (tmpfs, even with O_DIRECT, or a RAM disk) copies on the caller's core, and
-    /// handing its I/O to the pool adds wake-ups and rayon's idle spinning (served RAID5 reads
-    /// over tmpfs files: 0.49-0.68 s per GiB with the pool, 0.47-0.55 without).
-    pub fn waits_on_devices(&self) -> bool {
-        self.slots
-            .iter()
-            .any(|s| s.usable().is_some_and(|d| !d.member.memory_backed()))
     }
 
     /// With checksums, a write must cover whole 4 KiB blocks: for a piece that does not, reads
@@ -1120,7 +848,7 @@ impl Array {
                 // Some cells are zero now and others not: restore consistency by writing zeros.
                 let zeros = AlignedBuf::zeroed(chunk as usize);
                 for &(s, r) in &cells {
-                    self.member_write(s, &zeros, r, 0, WriteKind::Data)?;
+                    self.member_write(s, Verified::zeros(&zeros), r, 0, WriteKind::Data)?;
                 }
             }
             if matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
@@ -1292,14 +1020,21 @@ impl Array {
             } else {
                 (span.start, span_len)
             };
-            let mut writes: Vec<(usize, &[u8], u64, WriteKind)> = touched
+            let mut writes: Vec<(usize, Verified, u64, WriteKind)> = touched
                 .iter()
-                .map(|(d, r)| (slots[*d], new_of(*d, r), r.start, WriteKind::Data))
+                .map(|(d, r)| {
+                    (
+                        slots[*d],
+                        Verified::client(new_of(*d, r)),
+                        r.start,
+                        WriteKind::Data,
+                    )
+                })
                 .collect();
             for (i, buf) in par.iter().enumerate() {
                 writes.push((
                     slots[d_count + i],
-                    &buf[..p_len],
+                    Verified::parity(&buf[..p_len]),
                     p_within,
                     WriteKind::Parity,
                 ));

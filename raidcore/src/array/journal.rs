@@ -9,7 +9,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Array, WriteKind};
+use super::{Array, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::format::{Extension, Superblock};
@@ -247,7 +247,13 @@ impl Array {
         let Some(e) = entry else { return Ok(false) };
         for (slot, img) in &e.cells {
             if *slot < self.slots.len() {
-                self.member_write(*slot, img, e.row, e.within, WriteKind::Parity)?;
+                self.member_write(
+                    *slot,
+                    Verified::journal(img),
+                    e.row,
+                    e.within,
+                    WriteKind::Parity,
+                )?;
             }
         }
         // The clear makes the replayed cells durable before it removes the entry.

@@ -10,6 +10,8 @@ pub mod csum;
 pub mod events;
 pub mod health;
 mod io;
+mod row;
+pub(crate) use row::Verified;
 pub mod journal;
 mod lifecycle;
 mod locks;
@@ -319,6 +321,8 @@ pub struct Array {
     /// Rows written and not yet durable (writes in flight, and completed since the last flush
     /// began): what a member failure records as suspect. A leaf lock.
     pub(crate) unflushed: unflushed::Unflushed,
+    /// Bytes written to members since open that nothing could verify (row.rs, `Verified`).
+    unchecked: AtomicU64,
 }
 
 /// A request's write in progress: its write-intent bits held (the regions stay marked) and its
@@ -415,6 +419,7 @@ impl Array {
             stripes: stripe::StripeCache::new(),
             bad: Mutex::new(bad),
             unflushed: Default::default(),
+            unchecked: AtomicU64::new(0),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);

@@ -26,7 +26,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::csum::BLOCK;
-use super::{Array, WriteKind};
+use super::{Array, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::Redundancy;
@@ -302,7 +302,7 @@ impl Array {
                 let mut p = AlignedBuf::zeroed(bytes.len());
                 let mut q = AlignedBuf::zeroed(if parity == 2 { bytes.len() } else { 0 });
                 (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
-                let mut writes: Vec<(usize, &[u8], u64, WriteKind)> = Vec::new();
+                let mut writes: Vec<(usize, Verified, u64, WriteKind)> = Vec::new();
                 let mut chunks = 0;
                 for (d, &slot) in slots.iter().enumerate().take(d_count) {
                     let runs = st.dirty.runs(d * per_chunk..(d + 1) * per_chunk);
@@ -310,20 +310,20 @@ impl Array {
                     for r in runs {
                         let within = ((r.start - d * per_chunk) as u64) * BLOCK;
                         let b = r.start * BLOCK as usize..r.end * BLOCK as usize;
-                        writes.push((slot, &st.data[b], within, WriteKind::Data));
+                        writes.push((slot, Verified::client(&st.data[b]), within, WriteKind::Data));
                     }
                 }
                 let full = st.dirty.all(0..d_count * per_chunk);
                 writes.push((
                     slots[d_count],
-                    &p[..],
+                    Verified::parity(&p[..]),
                     bytes.start as u64,
                     WriteKind::Parity,
                 ));
                 if parity == 2 {
                     writes.push((
                         slots[d_count + 1],
-                        &q[..],
+                        Verified::parity(&q[..]),
                         bytes.start as u64,
                         WriteKind::Parity,
                     ));

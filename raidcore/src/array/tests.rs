@@ -835,6 +835,39 @@ fn bitmap_marks_written_regions_and_resync_touches_only_them() {
     assert!(a.dirty_rows().is_empty());
 }
 
+/// The row executor counts every byte it writes that nothing verified (`Verified::unchecked`):
+/// a RAID5 resync after an unclean stop recomputes a torn parity block from data that matches
+/// its checksums (verified: nothing counted), but without checksums from data as read, as md
+/// does (counted). Data rot in a row with checksums is rebuilt from verified cells, not counted.
+#[test]
+fn a_resync_counts_the_bytes_nothing_verified() {
+    for checksums in [true, false] {
+        let (a, _) = make_with(&params(Level::Raid5, 4, 4096), 8 << 20, checksums);
+        a.write(&[9u8; 3 * 4096], 3 * 4096 * 5).unwrap(); // row 5, whole
+        a.flush().unwrap();
+        poke(&a, a.layout().p_slot(5), 5, 0xee);
+        let rep = scrub::run(&a, &[5..6], Mode::Resync, None, &mut |_, _| {}).unwrap();
+        assert!(
+            rep.problems.iter().all(|p| p.repaired),
+            "{:?}",
+            rep.problems
+        );
+        assert_consistent(&a);
+        let expect = if checksums { 0 } else { 4096 };
+        assert_eq!(a.unchecked_bytes(), expect, "checksums: {checksums}");
+    }
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 8 << 20);
+    a.write(&[7u8; 3 * 4096], 3 * 4096 * 2).unwrap();
+    a.flush().unwrap();
+    let (slot, moff) = locate_logical(&a, 3 * 4096 * 2 + 4096);
+    flip(&a, slot, moff);
+    let rep = scrub::run(&a, &[2..3], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    assert_eq!(rep.unrepaired(), 0, "{:?}", rep.problems);
+    assert!(rep.bytes_written > 0);
+    assert_eq!(a.unchecked_bytes(), 0);
+    assert_eq!(read_all(&a)[3 * 4096 * 2..][..3 * 4096], [7u8; 3 * 4096]);
+}
+
 #[test]
 fn scrub_without_checksums_names_the_bad_chunk_and_repairs() {
     // RAID6: a corrupted data chunk is located from the syndromes.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::RateLimit;
-use crate::array::{Array, Dev, RowGuard, Target, TargetKind, WriteKind};
+use crate::array::{Array, RowGuard, Target, TargetKind, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
@@ -264,22 +264,6 @@ impl Pass<'_> {
     }
 }
 
-fn write_target(array: &Array, slot: usize, dev: &Dev, buf: &[u8], row: u64) -> Result<bool> {
-    let off = array.cell_offset(row, 0);
-    match dev.member.write_at(buf, off) {
-        Ok(()) => {
-            dev.count(WriteKind::Rebuild, buf.len() as u64);
-            array.csum_record(dev, off, buf);
-            Ok(true)
-        }
-        Err(e) => {
-            dev.write_error(&e);
-            array.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
-            Ok(false)
-        }
-    }
-}
-
 fn new_pass<'a>(
     array: &'a Array,
     slots: &[usize],
@@ -398,7 +382,12 @@ fn rebuild_pass(
             let write = move || {
                 let mut written = 0;
                 for (ti, (slot, t)) in targets.iter().enumerate() {
-                    match write_target(array, *slot, &t.dev, &mine[ti][..b * c], r0) {
+                    match array.target_write(
+                        *slot,
+                        &t.dev,
+                        Verified::rebuilt_batch(&mine[ti][..b * c]),
+                        r0,
+                    ) {
                         Ok(true) => written += (b * c) as u64,
                         Ok(false) => {}
                         Err(e) => return (mine, Err(e)),
@@ -772,9 +761,16 @@ fn recover_block(
                 if let Some(ti) = target_of[s] {
                     outs[ti][at..at + BLK].copy_from_slice(&blocks[pos]);
                 } else if rewrite.contains(&pos) {
+                    // Vouched: rebuilt from cells that matched their entries; otherwise the
+                    // row agreed with its parity as read (plan::recover accepts nothing else).
+                    let cell = if vouched {
+                        array.judged_good(&blocks[pos])
+                    } else {
+                        Verified::agreed(&blocks[pos])
+                    };
                     array.member_write(
                         s,
-                        &blocks[pos],
+                        cell,
                         r,
                         (j * BLK) as u64,
                         WriteKind::of_cell(pos, d_count),
@@ -881,7 +877,8 @@ fn mirror_blocks(
                 for o in rewrite {
                     let (s2, row2) = others[o];
                     let good = bytes[copy][blk.clone()].to_vec();
-                    array.member_write(s2, &good, row2, blk.start as u64, WriteKind::Data)?;
+                    let good = array.judged_good(&good);
+                    array.member_write(s2, good, row2, blk.start as u64, WriteKind::Data)?;
                     if cells[o] != Cell::Unchecked {
                         damage.repaired += 1;
                     }
@@ -1017,7 +1014,7 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let ok = write_target(array, slot, &t.dev, &buf[..len], r0)?;
+        let ok = array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)?;
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
         pass.rate.pause();
@@ -1057,7 +1054,7 @@ pub(crate) fn refresh_replace_targets(
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
                     array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
-                    write_target(array, slot, &t.dev, &buf[..len], r0)?;
+                    array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)?;
                 }
                 r0 = r1.max(r0 + 1);
             }

@@ -27,11 +27,15 @@ use serde::Serialize;
 use super::RateLimit;
 use crate::array::csum::{self, Digest, Expect, BLOCK};
 use crate::array::health::ScrubRecord;
-use crate::array::{now_secs, Array, TargetKind, WriteKind};
+use crate::array::{now_secs, Array, TargetKind, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
 use crate::plan::{self, Cell, CopyChoice, Recovered};
+
+/// How a resync or repair step vouches for bytes it writes or records (a [`Verified`]
+/// constructor).
+type Vouch = for<'a> fn(&'a [u8]) -> Verified<'a>;
 
 const B: usize = BLOCK as usize;
 /// How often a full scrub records its checkpoint.
@@ -353,7 +357,12 @@ fn repair_tables(
                 .filter(|b| (first_block..last_block).contains(b))
                 .chain(incomplete)
                 .collect();
-            let written = s.repair_page(d.member.as_ref(), page, &unconfirmed)?;
+            let (first, count) = s.page_blocks(page);
+            let mut data = AlignedBuf::zeroed((count * BLOCK) as usize);
+            array.member_read_data(&d, first * BLOCK, &mut data)?;
+            // Checked against redundancy by this scrub, but for `unconfirmed`.
+            let data = Verified::agreed(&data);
+            let written = s.repair_page(d.member.as_ref(), page, data, &unconfirmed)?;
             d.count(WriteKind::Metadata, written);
             rep.bytes_written += written;
         }
@@ -965,16 +974,18 @@ fn resync_parity_block(
         repaired,
         note,
     };
-    let record = |i: usize| {
+    // Records the entry of block `i` as read, for the reason `why` states.
+    let record = |i: usize, why: Vouch| {
         if let Some(dev) = array.source(slots[i], row) {
-            array.csum_record(&dev, array.cell_offset(row, within), block(i));
+            array.csum_record(&dev, array.cell_offset(row, within), why(block(i)));
         }
     };
     // Writes the parity blocks computed from `data` where they differ from the member; records
-    // the entries of those that already match.
+    // the entries of those that already match. `why`: what the data they were computed from is.
     let settle = |rep: &mut ScrubReport,
                   pq: &[Vec<u8>; 2],
                   on_disk: &dyn Fn(usize) -> bool,
+                  why: Vouch,
                   note: &str|
      -> Result<()> {
         for i in d..total {
@@ -983,12 +994,12 @@ fn resync_parity_block(
                 // What the member holds now (a parity block the rebuild just rewrote included).
                 if states[i] != Cell::Good {
                     if let Some(dev) = array.source(slots[i], row) {
-                        array.csum_record(&dev, array.cell_offset(row, within), fresh);
+                        array.csum_record(&dev, array.cell_offset(row, within), why(fresh));
                     }
                 }
                 continue;
             }
-            array.member_write(slots[i], fresh, row, within, WriteKind::Parity)?;
+            array.member_write(slots[i], why(fresh), row, within, WriteKind::Parity)?;
             rep.bytes_written += BLOCK;
             push(rep, problem(i, cell_kind(i, d, false), true, note.into()));
         }
@@ -1000,7 +1011,14 @@ fn resync_parity_block(
             let qd: Vec<u8> = pq[1].iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
             if let Some(z) = plan::locate(&pd, &qd).filter(|&z| z < d) {
                 let fixed: Vec<u8> = block(z).iter().zip(&pd).map(|(a, b)| a ^ b).collect();
-                array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
+                // P and Q agree on the one block they name: independent redundancy.
+                array.member_write(
+                    slots[z],
+                    Verified::agreed(&fixed),
+                    row,
+                    within,
+                    WriteKind::Data,
+                )?;
                 rep.bytes_written += BLOCK;
                 push(
                     rep,
@@ -1014,10 +1032,13 @@ fn resync_parity_block(
                 return Ok(());
             }
         }
+        // Without checksums nothing can tell rot from a torn write here: parity follows the
+        // data as md's resync does, and the bytes are counted as unchecked.
         return settle(
             rep,
             &pq,
             &|i| !differs.contains(&i),
+            Verified::unchecked,
             "parity recomputed from data after an unclean stop",
         );
     }
@@ -1026,6 +1047,7 @@ fn resync_parity_block(
             rep,
             &pq,
             &|i| !differs.contains(&i),
+            Verified::parity,
             "parity recomputed after an unclean stop from data that matches its checksums",
         );
     }
@@ -1034,7 +1056,7 @@ fn resync_parity_block(
         let unknown = states.iter().filter(|&&s| s == Cell::Unchecked).count();
         for (i, &st) in states.iter().enumerate() {
             if st == Cell::Bad || (st == Cell::Unchecked && unknown <= parity) {
-                record(i);
+                record(i, Verified::agreed);
             }
         }
         return Ok(());
@@ -1092,10 +1114,11 @@ fn resync_parity_block(
         Recovered::Rebuilt { rewrite, .. } => {
             for &i in &rewrite {
                 if blocks[i] == block(i) {
-                    record(i);
+                    record(i, Verified::rebuilt);
                     continue;
                 }
-                array.member_write(slots[i], &blocks[i], row, within, WriteKind::of_cell(i, d))?;
+                let fixed = Verified::rebuilt(&blocks[i]);
+                array.member_write(slots[i], fixed, row, within, WriteKind::of_cell(i, d))?;
                 rep.bytes_written += BLOCK;
                 push(
                     rep,
@@ -1118,6 +1141,7 @@ fn resync_parity_block(
                 rep,
                 &pq,
                 &|i| pq[i - d] == blocks[i],
+                Verified::parity,
                 "parity recomputed after an unclean stop from data restored from the other members",
             )?;
         }
@@ -1154,7 +1178,8 @@ fn resync_parity_block(
             // entries lag, exactly one failing block rebuilt from the rest matches its own
             // entry: that checksum vouches for the rebuild and for every cell it used. The
             // block is restored, the others' entries recorded, parity made to agree.
-            array.member_write(slots[x], &fixed[x], row, within, WriteKind::of_cell(x, d))?;
+            let rebuilt = Verified::rebuilt(&fixed[x]);
+            array.member_write(slots[x], rebuilt, row, within, WriteKind::of_cell(x, d))?;
             rep.bytes_written += BLOCK;
             push(
                 rep,
@@ -1166,7 +1191,7 @@ fn resync_parity_block(
                 ),
             );
             for i in (0..d).filter(|&i| i != x && states[i] != Cell::Good) {
-                record(i);
+                record(i, Verified::rebuilt);
             }
             let data: Vec<&[u8]> = fixed[..d].iter().map(|x| &x[..]).collect();
             let pq = fresh_parity(&data);
@@ -1174,6 +1199,7 @@ fn resync_parity_block(
                 rep,
                 &pq,
                 &|i| pq[i - d] == fixed[i],
+                Verified::parity,
                 "parity recomputed after an unclean stop from data restored from the other members",
             )?;
         }
@@ -1188,7 +1214,8 @@ fn resync_parity_block(
             // (reads go by redundancy, which cannot contradict them now), never recorded.
             for i in d..total {
                 if differs.contains(&i) {
-                    array.member_write(slots[i], &pq[i - d], row, within, WriteKind::Parity)?;
+                    let unchecked = Verified::unchecked(&pq[i - d]);
+                    array.member_write(slots[i], unchecked, row, within, WriteKind::Parity)?;
                     rep.bytes_written += BLOCK;
                 }
                 unvouch(array, slots[i], row, within);
@@ -1297,7 +1324,7 @@ fn resync_degraded_block(
         array.kernel().recover(&mut refs, parity, lost)?;
         Ok(bufs)
     };
-    let record = |i: usize, bytes: &[u8]| {
+    let record = |i: usize, bytes: Verified| {
         if let Some(dev) = array.source(slots[i], row) {
             array.csum_record(&dev, array.cell_offset(row, within), bytes);
         }
@@ -1314,22 +1341,29 @@ fn resync_degraded_block(
         note: note.into(),
     };
     // Writes the blocks of `fixed` that differ from what was read (their entries recorded by
-    // the write); records the entries of the others in `vouch`.
-    let apply = |rep: &mut ScrubReport, fixed: &[Vec<u8>], vouch: &[usize], note: &str| {
-        for i in (0..total).filter(|&i| i != m) {
-            if fixed[i] != read[i] {
-                array.member_write(slots[i], &fixed[i], row, within, WriteKind::of_cell(i, d))?;
-                rep.bytes_written += BLOCK;
-                push(
-                    rep,
-                    problem(i, cell_kind(i, d, states[i] == Cell::Bad), true, note),
-                );
-            } else if vouch.contains(&i) && states[i] != Cell::Good {
-                record(i, &fixed[i]);
+    // the write); records the entries of the others in `vouch`. `why`: what `fixed` is.
+    let apply =
+        |rep: &mut ScrubReport, fixed: &[Vec<u8>], vouch: &[usize], why: Vouch, note: &str| {
+            for i in (0..total).filter(|&i| i != m) {
+                if fixed[i] != read[i] {
+                    array.member_write(
+                        slots[i],
+                        why(&fixed[i]),
+                        row,
+                        within,
+                        WriteKind::of_cell(i, d),
+                    )?;
+                    rep.bytes_written += BLOCK;
+                    push(
+                        rep,
+                        problem(i, cell_kind(i, d, states[i] == Cell::Bad), true, note),
+                    );
+                } else if vouch.contains(&i) && states[i] != Cell::Good {
+                    record(i, why(&fixed[i]));
+                }
             }
-        }
-        Ok::<(), crate::Error>(())
-    };
+            Ok::<(), crate::Error>(())
+        };
     // The parity rebuilt with the missing block: Q, unless Q is the missing one.
     let other = if m == d + 1 { d } else { d + 1 };
     let by_p = rebuild(&[m, other])?;
@@ -1338,7 +1372,7 @@ fn resync_degraded_block(
         let unknown = states.iter().filter(|&&s| s == Cell::Unchecked).count();
         for i in (0..total).filter(|&i| i != m) {
             if states[i] == Cell::Bad || (states[i] == Cell::Unchecked && unknown <= 1) {
-                record(i, &read[i]);
+                record(i, Verified::agreed(&read[i]));
             }
         }
         return Ok(());
@@ -1348,6 +1382,7 @@ fn resync_degraded_block(
             rep,
             &by_p,
             &[],
+            Verified::unchecked,
             "parity of a degraded row recomputed from data after an unclean stop",
         );
     }
@@ -1365,6 +1400,7 @@ fn resync_degraded_block(
             rep,
             fixed,
             &vouch,
+            Verified::rebuilt,
             "fails its checksum after an unclean stop with a member missing; restored from both parities, matching its checksum",
         );
     }
@@ -1381,6 +1417,7 @@ fn resync_degraded_block(
             rep,
             &fixed,
             &[],
+            Verified::parity,
             "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
         );
     }
@@ -1400,6 +1437,7 @@ fn resync_degraded_block(
                 rep,
                 &fixed,
                 &vouch,
+                Verified::rebuilt,
                 "its checksum entry is unknown and it disagrees with the rest of a degraded row after an unclean stop; rebuilt from the members that verify",
             );
         }
@@ -1423,6 +1461,7 @@ fn resync_degraded_block(
         rep,
         &by_p,
         &[],
+        Verified::unchecked,
         "parity of a degraded row recomputed from data after an unclean stop",
     )?;
     for i in (0..total).filter(|&i| i != m && states[i] == Cell::Bad) {
@@ -1544,7 +1583,8 @@ fn check_parity_row(
             if repair && !unverifiable && !unknown.is_empty() && unknown.len() <= parity {
                 for &i in &unknown {
                     if let Some(dev) = array.source(slots[i], row) {
-                        array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), block(i));
+                        let agreed = Verified::agreed(block(i));
+                        array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), agreed);
                     }
                 }
             }
@@ -1621,10 +1661,22 @@ fn check_parity_row(
             .collect();
         match outcome {
             Recovered::Intact => {}
-            Recovered::Rebuilt { rewrite, .. } => {
+            Recovered::Rebuilt {
+                rewrite, vouched, ..
+            } => {
                 for i in rewrite {
                     let fresh = &blocks[i];
                     let on_disk = block(i);
+                    // Vouched: rebuilt from cells that matched their entries. Otherwise
+                    // plan::recover accepted it only where it matches its own entry (written
+                    // below) or equals what was read (the row agreed with its parity as read).
+                    let why = if vouched {
+                        array.judged_good(fresh)
+                    } else if &fresh[..] == on_disk {
+                        Verified::agreed(fresh)
+                    } else {
+                        Verified::rebuilt(fresh)
+                    };
                     let dev = array.source(slots[i], row);
                     let at = array.cell_offset(row, (b * B) as u64);
                     if &fresh[..] == on_disk {
@@ -1632,7 +1684,7 @@ fn check_parity_row(
                         // (or unknown), and recording it again is the repair.
                         if repair {
                             if let Some(dev) = &dev {
-                                array.csum_record(dev, at, fresh);
+                                array.csum_record(dev, at, why);
                             }
                         }
                         if states[i] == Cell::Bad {
@@ -1652,7 +1704,7 @@ fn check_parity_row(
                     if repair {
                         array.member_write(
                             slots[i],
-                            fresh,
+                            why,
                             row,
                             (b * B) as u64,
                             WriteKind::of_cell(i, d),
@@ -1746,7 +1798,9 @@ fn legacy_block(
         if let Some(z) = plan::locate(pd, qd).filter(|&z| z < d) {
             let fixed: Vec<u8> = read(z)?.iter().zip(pd).map(|(a, b)| a ^ b).collect();
             if repair {
-                array.member_write(slots[z], &fixed, row, within, WriteKind::Data)?;
+                // P and Q agree on the one block they name: independent redundancy.
+                let fixed = Verified::agreed(&fixed);
+                array.member_write(slots[z], fixed, row, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
             }
             push(
@@ -1774,6 +1828,13 @@ fn legacy_block(
             let mut q = [0u8; B];
             (array.kernel().gen_pq)(&refs, &mut p, (parity == 2).then_some(&mut q[..]));
             let fresh = if idx == d { &p } else { &q };
+            // RAID6: the other parity agrees with the data. RAID5 without checksums has
+            // nothing to check the data by: it is taken as right, as md does.
+            let fresh = if parity == 2 {
+                Verified::agreed(fresh)
+            } else {
+                Verified::unchecked(fresh)
+            };
             array.member_write(slots[idx], fresh, row, within, WriteKind::Parity)?;
             rep.bytes_written += BLOCK;
         }
@@ -1856,6 +1917,7 @@ fn mirror_batch(
             }
             let repair = mode == Mode::Scrub { repair: true };
             // Copy `x` is wrong and `data` is right: rewritten when repairing, reported always.
+            // `data` is a copy that matches its own checksum entry (or a bad copy's).
             let rewrite = |rep: &mut ScrubReport,
                            x: (usize, u64),
                            data: &[u8],
@@ -1863,6 +1925,7 @@ fn mirror_batch(
                            note: &str|
              -> Result<()> {
                 if repair {
+                    let data = Verified::rebuilt(data);
                     array.member_write(x.0, data, x.1, (b * B) as u64, WriteKind::Data)?;
                     rep.bytes_written += BLOCK;
                 }
@@ -1995,7 +2058,7 @@ fn mirror_batch(
                 }
                 let fix = repair && majority.is_some();
                 if fix {
-                    let g = majority.as_ref().expect("decided");
+                    let g = Verified::agreed(majority.as_ref().expect("decided"));
                     array.member_write(x.0, g, x.1, (b * B) as u64, WriteKind::Data)?;
                     rep.bytes_written += BLOCK;
                 }
@@ -2057,16 +2120,22 @@ fn resync_mirror_block<'a>(
         .collect();
     let agree = |i: usize, j: usize| block(avail[i]) == block(avail[j]);
     let all_agree = (1..avail.len()).all(|j| agree(0, j));
-    let source: Option<(usize, &str)> = match plan::choose_copy(&states, agree) {
-        CopyChoice::Use { copy, .. } => Some((copy, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
-        _ if avail.len() >= 2 && all_agree => Some((0, "")),
-        _ if !checksums && avail.len() == 1 => Some((0, "")),
+    // Without checksums a copy "matches" nothing: copying it is unchecked, as in md.
+    let matched: Vouch = if checksums {
+        Verified::rebuilt
+    } else {
+        Verified::unchecked
+    };
+    let source: Option<(usize, Vouch, &str)> = match plan::choose_copy(&states, agree) {
+        CopyChoice::Use { copy, .. } => Some((copy, matched, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
+        _ if avail.len() >= 2 && all_agree => Some((0, Verified::agreed, "")),
+        _ if !checksums && avail.len() == 1 => Some((0, Verified::unchecked, "")),
         _ => (0..avail.len())
             .find(|&i| (0..avail.len()).filter(|&j| agree(i, j)).count() * 2 > avail.len())
-            .map(|i| (i, "differs from the majority of the copies after an unclean stop; rewritten from it"))
-            .or_else(|| (!checksums).then_some((0, "copies differ after an unclean stop and no checksum or majority decides: copied from the first copy, as md does"))),
+            .map(|i| (i, Verified::agreed as Vouch, "differs from the majority of the copies after an unclean stop; rewritten from it"))
+            .or_else(|| (!checksums).then_some((0, Verified::unchecked as Vouch, "copies differ after an unclean stop and no checksum or majority decides: copied from the first copy, as md does"))),
     };
-    let Some((g, note)) = source else {
+    let Some((g, why, note)) = source else {
         // Nothing decides (copies differ and none verifies or has a majority, or a lone copy
         // fails its entry): a write the crash cut looks exactly like rot here. The first
         // copy is kept and copied, as md does, but every copy's entry becomes unknown: nothing
@@ -2087,7 +2156,8 @@ fn resync_mirror_block<'a>(
         let first = block(avail[0]).to_vec();
         for &x in avail {
             if block(x) != &first[..] {
-                array.member_write(x.0, &first, x.1, within, WriteKind::Data)?;
+                let first = Verified::unchecked(&first);
+                array.member_write(x.0, first, x.1, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
             }
             unvouch(array, x.0, x.1, within);
@@ -2099,12 +2169,12 @@ fn resync_mirror_block<'a>(
         if block(x) == &good[..] {
             if checksums && states[i] != Cell::Good {
                 if let Some(dev) = array.source(x.0, x.1) {
-                    array.csum_record(&dev, array.cell_offset(x.1, within), &good);
+                    array.csum_record(&dev, array.cell_offset(x.1, within), why(&good));
                 }
             }
             continue;
         }
-        array.member_write(x.0, &good, x.1, within, WriteKind::Data)?;
+        array.member_write(x.0, why(&good), x.1, within, WriteKind::Data)?;
         rep.bytes_written += BLOCK;
         push(
             rep,
