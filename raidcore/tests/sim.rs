@@ -393,7 +393,13 @@ fn rot_is_never_laundered_without_a_resync_or_replace() {
 /// - rot read back as data (wrong data, no error) after a power cut: 515, 1127, 1175, and 776
 ///   (F1 with table damage; it began failing when reads and the resync started checking
 ///   unknown-entry blocks against parity, which fixed 570, 668, 672, 1102, 1322: not yet
-///   diagnosed);
+///   diagnosed). 515 (RAID5 N=4): a rebuild target's completion is lost with the power cut,
+///   so row 2 comes back degraded; P rotted before the cut and fails its entry; the resync,
+///   finding the row degraded past what parity can check, cannot tell rot from a completed
+///   write whose entry was not logged yet, keeps P as read and marks its entry unknown
+///   (`jobs/scrub.rs`, `unvouch`); the read rebuilds the missing data chunk from the rotten P.
+///   The fix needs entries that cannot lag durable data (or a persisted record of the rows
+///   written since the last flush, issue 30), so a failing entry outside it is rot;
 /// - an error where the oracle proves the data readable: 362, 1319, 1470 (rows whose entries
 ///   the engine marked unknown, which the oracle does not track), 558 (a client write during a
 ///   rebuild refused because unknown-entry chunks disagree with parity);
