@@ -2,6 +2,7 @@
 //! with an NBD client (nbdcopy) doing the I/O, the member timeout, and `--inject` on offline
 //! commands. Each checks the data, the counters and what `status` names.
 
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -825,6 +826,71 @@ fn offline_replace_of_a_member_returning_rotten_reads_copies_no_rot() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// A replace that meets a block nothing can verify or rebuild (here: the same row rotted on
+/// two of a RAID5's three members, more than its parity covers) used to stop with the error
+/// at that row, every time it was run: a failing disk could never be replaced. It now copies
+/// such a block as it is, keeping the old member's checksum entry, and completes: the rotten
+/// blocks read as errors on the new member, exactly as before, never as data, and every other
+/// block reads back right.
+#[test]
+fn a_replace_over_a_block_nothing_can_rebuild_completes_and_never_serves_it() {
+    let dir = tempdir();
+    let (ms, data, new) = full_array(dir.path(), "5", 3);
+    let data_off = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
+        .as_u64()
+        .unwrap();
+    // Row 40 (chunk 64 KiB): the same block rots on slots 0 and 1.
+    let off = data_off + 40 * (64 << 10) + 8192 + 1000;
+    for m in &ms[..2] {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m)
+            .unwrap();
+        let mut b = [0u8; 16];
+        f.read_exact_at(&mut b, off).unwrap();
+        b.iter_mut().for_each(|x| *x ^= 0x5a);
+        f.write_all_at(&b, off).unwrap();
+    }
+    let r = raidctl(["replace", &ms[1], &ms[0], new.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "the replace stopped: {}", r.stderr);
+    let v = status_run(["status", "--json", &ms[1]]).json();
+    assert_eq!(v["state"], "clean", "{v}");
+    assert!(
+        v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["path"].as_str().is_some_and(|p| p.ends_with("new"))),
+        "the new member is in: {v}"
+    );
+    // Every block reads back right, or fails: the row's two rotten blocks (in row 40's data
+    // chunks), never wrong data with exit 0.
+    let array = Path::new(&ms[1]);
+    let row = 2 * (64 << 10);
+    for (from, to) in [(0, 40 * row), (41 * row, data.len())] {
+        let r = read_at(array, from as u64, to - from);
+        assert_eq!(r.code, 0, "read {from}..{to}: {}", r.stderr);
+        assert!(r.stdout == data[from..to], "{from}..{to} read back wrong");
+    }
+    let mut failed = Vec::new();
+    for i in 40 * row / 4096..41 * row / 4096 {
+        let r = read_at(array, (i * 4096) as u64, 4096);
+        if r.code != 0 {
+            failed.push(i);
+        } else {
+            assert!(
+                r.stdout == data[i * 4096..(i + 1) * 4096],
+                "block {i} wrong with exit 0"
+            );
+        }
+    }
+    assert!(
+        !failed.is_empty() && failed.len() <= 2,
+        "only the rotten blocks of row 40 may fail: {failed:?}"
+    );
 }
 
 /// A rebuild from survivors returning rotten reads, where redundancy is left to tell (RAID6

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::sync::Mutex;
 
-use super::csum::BLOCK;
+use super::csum::{Expect, BLOCK};
 use super::row::{Known, Verdict, Verified};
 use super::{Array, Dev, TargetKind, WriteKind};
 use crate::buf::AlignedBuf;
@@ -19,6 +19,16 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Redundancy;
 use crate::parity::gf;
 use crate::plan::{self, Cell, CopyChoice, Method, Recovered, RowShape, WritePlan};
+
+/// A block [`Array::read_rows_verified`] could neither verify nor recover: left as it is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeptAsIs {
+    /// Its offset in the caller's buffer (4 KiB aligned).
+    pub at: usize,
+    /// The entry the old member has for it, which a copy keeps; None when it could not be read
+    /// at all (lost: the copy lists it bad).
+    pub entry: Option<Expect>,
+}
 
 /// Counts a request in flight for as long as it lives.
 struct InFlight<'a>(&'a AtomicUsize);
@@ -630,55 +640,180 @@ impl Array {
         Ok(())
     }
 
-    /// As [`Array::read_rows_or_rebuild`], and nothing in `buf` is left unverified: every
+    /// Reads rows `rows` of `slot`'s member into `buf` for a copy elsewhere with fresh checksum
+    /// entries (replace), so that nothing in `buf` is vouched for unless it was verified: every
     /// 4 KiB block read from the member is checked against its checksum entry, and a cell with
     /// blocks that fail it (or whose entries are unknown) is recovered from the rest of its row
-    /// or its other copies, which vouch for themselves, and rewritten on the member; where that
-    /// cannot be done the read fails. For jobs that copy a member's rows elsewhere with fresh
-    /// checksum entries (replace): a rotten block copied as read would be vouched for there.
+    /// or its other copies, which vouch for themselves, and rewritten on the member.
+    ///
+    /// A block nothing can verify or recover (the row disagrees with its parity where entries
+    /// are unknown, mirror copies differ with no entry to decide, a reconstruction contradicts
+    /// the entry) is left as it is: its bytes as read, and in the returned list with the entry
+    /// the old member has for it, which the copy must keep (so it reads on the new member
+    /// exactly as on the old: an error, or checked by redundancy; never vouched for). A block
+    /// that cannot be read at all and that nothing rebuilds is returned with no entry: lost,
+    /// to be listed bad on the copy. Fails only when the array or the slot's member fails.
+    /// The caller holds the rows' lock.
     pub(crate) fn read_rows_verified(
         &self,
         slot: usize,
         buf: &mut [u8],
         rows: Range<u64>,
-    ) -> Result<()> {
-        self.read_rows_or_rebuild(slot, buf, rows.clone())?;
-        if self.csum_geo.is_none() {
-            return Ok(());
-        }
+    ) -> Result<Vec<KeptAsIs>> {
         let c = self.layout.chunk() as usize;
+        let mut kept = Vec::new();
+        let whole = self.member_read(slot, buf, rows.start, 0).is_ok();
         for (k, row) in rows.enumerate() {
             let cell = &mut buf[k * c..(k + 1) * c];
-            // (A cell rebuilt above was checked by its recovery; judging it again finds it
-            // good.)
+            if !whole && self.member_read(slot, cell, row, 0).is_err() {
+                self.slot_still_usable(slot)?;
+                // Unreadable: rebuilt from redundancy (and rewritten, which remaps a bad
+                // sector), block by block where the whole cell cannot be.
+                if self
+                    .recover_cell(slot, row, cell, Known::Unreadable)
+                    .is_err()
+                {
+                    let blocks: Vec<usize> = (0..c / BLOCK as usize).collect();
+                    self.recover_blocks(slot, row, cell, &blocks, k * c, &mut kept)?;
+                }
+                continue;
+            }
+            if self.csum_geo.is_none() {
+                continue;
+            }
             let (bad, unknown) = self.judge_blocks(slot, cell, row, 0, true);
             if bad.is_empty() && unknown.is_empty() {
                 continue;
             }
-            match self.layout.redundancy() {
-                Redundancy::Parity { parity } => {
-                    // The failing blocks were counted: the recovery reads the cell again
-                    // without counting them, rebuilds them and rewrites them.
-                    self.rebuild_cell(slot, row, parity, Known::Judged, cell)?
+            // The failing blocks were counted: the recovery reads the cell again without
+            // counting them, rebuilds them and rewrites them. (A recovery that fails may have
+            // left anything in the cell: the blocks as read are put back first.)
+            let as_read = cell.to_vec();
+            if self.recover_cell(slot, row, cell, Known::Judged).is_ok() {
+                // A mirror read stops at the first good copy without trying this one: this
+                // slot's failing blocks are rewritten here. (Only unknown entries: the read's
+                // own choice of what to rewrite.)
+                if self.writable
+                    && !bad.is_empty()
+                    && matches!(self.layout.redundancy(), Redundancy::Mirror { .. })
+                {
+                    self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                 }
-                Redundancy::Mirror { copies } => {
-                    // The copy that vouches for itself (the read rewrites the copies it tried
-                    // that failed their checksums).
-                    match self.layout.mirror_chunk_at(self.data_rows, slot, row) {
-                        Some((chunk, _)) => self.read_mirror_chunk(chunk, copies, cell, 0)?,
-                        // A cell no chunk uses: zeros.
-                        None => cell.fill(0),
-                    }
-                    // This slot's failing blocks are rewritten even when the read stopped at
-                    // the first good copy without trying this one. A cell that only has
-                    // unknown entries is left to the read's own choice of what to rewrite.
-                    if self.writable && !bad.is_empty() {
-                        self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
-                    }
+                continue;
+            }
+            self.check_alive()?;
+            cell.copy_from_slice(&as_read);
+            let mut blocks = [bad, unknown].concat();
+            blocks.sort_unstable();
+            blocks.dedup();
+            self.recover_blocks(slot, row, cell, &blocks, k * c, &mut kept)?;
+        }
+        Ok(kept)
+    }
+
+    /// Recovers `slot`'s whole cell of `row` from the rest of its row or its other copies
+    /// (checked by the recovery, and rewritten on the member where it differed).
+    fn recover_cell(&self, slot: usize, row: u64, cell: &mut [u8], known: Known) -> Result<()> {
+        match self.layout.redundancy() {
+            Redundancy::Parity { parity } => self.rebuild_cell(slot, row, parity, known, cell),
+            Redundancy::Mirror { copies } => {
+                match self.layout.mirror_chunk_at(self.data_rows, slot, row) {
+                    Some((chunk, _)) => self.read_mirror_chunk(chunk, copies, cell, 0)?,
+                    // A cell no chunk uses: zeros.
+                    None => cell.fill(0),
                 }
+                if known == Known::Unreadable && self.writable {
+                    self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
+                }
+                Ok(())
             }
         }
+    }
+
+    /// [`Array::read_rows_verified`] for the 4 KiB `blocks` of a cell its recovery could not
+    /// give whole: each is recovered on its own where it can be, else kept as read (with its
+    /// old entry) or, unreadable, returned as lost. `at`: the cell's offset in the caller's
+    /// buffer.
+    fn recover_blocks(
+        &self,
+        slot: usize,
+        row: u64,
+        cell: &mut [u8],
+        blocks: &[usize],
+        at: usize,
+        kept: &mut Vec<KeptAsIs>,
+    ) -> Result<()> {
+        let b = BLOCK as usize;
+        for &i in blocks {
+            let within = (i * b) as u64;
+            let blk = &mut cell[i * b..(i + 1) * b];
+            let recovered = match self.layout.redundancy() {
+                Redundancy::Parity { parity } => {
+                    let pos = self
+                        .row_slots(row, parity)
+                        .iter()
+                        .position(|&s| s == slot)
+                        .expect("every slot is in every row");
+                    self.reconstruct_span(
+                        row,
+                        parity,
+                        within..within + BLOCK,
+                        &[(pos, Known::Judged)],
+                    )
+                    .map(|bufs| blk.copy_from_slice(&bufs[pos]))
+                }
+                Redundancy::Mirror { copies } => {
+                    match self.layout.mirror_chunk_at(self.data_rows, slot, row) {
+                        Some((chunk, _)) => self.read_mirror_chunk(chunk, copies, blk, within),
+                        None => {
+                            blk.fill(0);
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            if recovered.is_ok() {
+                continue;
+            }
+            self.check_alive()?;
+            self.slot_still_usable(slot)?;
+            let entry = match self.member_read(slot, blk, row, within) {
+                Ok(()) => Some(self.old_entry(slot, row, within)),
+                Err(_) => {
+                    self.slot_still_usable(slot)?;
+                    blk.fill(0);
+                    None
+                }
+            };
+            kept.push(KeptAsIs {
+                at: at + i * b,
+                entry,
+            });
+        }
         Ok(())
+    }
+
+    /// An error when `slot`'s member was failed (a read error past the limit, a device gone).
+    fn slot_still_usable(&self, slot: usize) -> Result<()> {
+        if self.slot_usable(slot) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Io,
+                format!("{} failed", self.slot_name(slot)),
+            ))
+        }
+    }
+
+    /// The checksum entry `slot`'s device has for the block at (`row`, `within`).
+    fn old_entry(&self, slot: usize, row: u64, within: u64) -> Expect {
+        self.source(slot, row)
+            .and_then(|d| {
+                let s = self.csum_of(&d)?;
+                let off = self.cell_offset(row, within);
+                s.expected(d.member.as_ref(), s.block_of(off), 1).pop()
+            })
+            .unwrap_or(Expect::Unknown)
     }
 
     /// Writes `data` at logical `offset`.

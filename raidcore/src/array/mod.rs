@@ -11,6 +11,7 @@ pub mod events;
 pub mod health;
 mod io;
 mod row;
+pub(crate) use io::KeptAsIs;
 pub(crate) use row::Verified;
 pub mod journal;
 mod lifecycle;

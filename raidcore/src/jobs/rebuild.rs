@@ -12,7 +12,8 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::RateLimit;
-use crate::array::{Array, RowGuard, Target, TargetKind, Verified, WriteKind};
+use crate::array::csum::Expect;
+use crate::array::{Array, KeptAsIs, RowGuard, Target, TargetKind, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::layout::{Level, Redundancy};
@@ -948,6 +949,42 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
     }
 }
 
+/// After a replace batch from row `r0` was written to the target: the blocks the read could
+/// neither verify nor recover keep, on the target, the entry they had on the old member (the
+/// fresh entries the write recorded would vouch for them), and the ones it could not read at
+/// all are lost: listed bad, their entries matching nothing. Returns how many were lost.
+fn keep_as_is(array: &Array, slot: usize, t: &Target, r0: u64, kept: &[KeptAsIs]) -> u64 {
+    if kept.is_empty() {
+        return 0;
+    }
+    let c = array.layout().chunk();
+    let base = array.cell_offset(r0, 0);
+    let mut lost = 0;
+    for k in kept {
+        let entry = match k.entry {
+            Some(Expect::Known(d)) => d,
+            Some(Expect::Unknown) => crate::array::csum::UNKNOWN_ENTRY,
+            None => {
+                lost += 1;
+                array.mark_lost_block(slot, r0 * c + k.at as u64);
+                [0xff; 16]
+            }
+        };
+        if let Some(s) = array.csum_of(&t.dev) {
+            s.record_digests(s.block_of(base + k.at as u64), &[entry]);
+        }
+    }
+    array.event(
+        "bad-blocks",
+        Some(slot),
+        format!(
+            "replace from row {r0}: {} blocks could be neither verified nor rebuilt and were copied as they are, keeping the old member's checksum entries (they read as before: an error, or checked by redundancy), {lost} of them unreadable and listed bad",
+            kept.len()
+        ),
+    );
+    lost
+}
+
 /// Copies slot `slot`'s live member onto its replace target.
 fn replace_pass(
     array: &Array,
@@ -1001,9 +1038,9 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        // Blocks neither the member nor redundancy can give: the replace stops with the error
-        // and the old member keeps serving.
-        read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
+        // The array failed: the replace stops with the error.
+        let kept =
+            read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
         if !pass.targets_alive() {
             // The source failed during the read (its blocks came from redundancy): the replace
             // is a rebuild of a new target now, whose checkpoint this pass does not move.
@@ -1015,6 +1052,9 @@ fn replace_pass(
             return Ok(pass.report);
         }
         let ok = array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)?;
+        if ok {
+            pass.report.unrecoverable_blocks += keep_as_is(array, slot, &t, r0, &kept);
+        }
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
         pass.rate.pause();
@@ -1053,8 +1093,10 @@ pub(crate) fn refresh_replace_targets(
                     // From the slot's member, or from redundancy where it cannot be read: the
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
-                    array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
-                    array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)?;
+                    let kept = array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
+                    if array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)? {
+                        keep_as_is(array, slot, &t, r0, &kept);
+                    }
                 }
                 r0 = r1.max(r0 + 1);
             }

@@ -26,7 +26,9 @@
 //! Errors the array may return (the oracle's bound, computed from what was injected and what
 //! was in flight; never "whatever the array says"):
 //! - a read may fail only where `unrecoverable` holds (a row with more cells out of service
-//!   or rotten than tolerated; per row, not per 4 KiB column: conservative) or where the model
+//!   or rotten than tolerated, counting cells whose checksum table page was damaged in a row
+//!   with rot or torn by a power cut: nothing can tell rot from a torn write there; per row,
+//!   not per 4 KiB column: conservative) or where the model
 //!   says a crash lost the block and no write has covered it whole since;
 //! - after a power cut, each block on the bad-block list must be within `crash_bound`: torn
 //!   (an unsure block in its column of the row: a write in flight or completed but unflushed)
@@ -243,6 +245,13 @@ struct World {
     /// Checksum table pages damaged, by member path: the blocks they cover may have unknown
     /// entries from then on (conservative: a rewrite that records them again is not tracked).
     damaged_pages: Mutex<BTreeSet<(PathBuf, u64)>>,
+    /// Member rows a power cut may have torn (rows of blocks in flight or unflushed at a cut),
+    /// over the whole run (conservative: a later write that covers them is not tracked).
+    torn_rows: Mutex<BTreeSet<u64>>,
+    /// Replace targets and the members they copy (new path -> old path): a replace copies the
+    /// blocks it can neither verify nor rebuild as they are, rot included, so the copy may hold
+    /// the old member's outstanding rot (conservative: the blocks it rebuilt are clean).
+    copied_from: Mutex<BTreeMap<PathBuf, PathBuf>>,
 }
 
 /// Where a run with large members works: its clients write only the windows; reads back,
@@ -510,6 +519,8 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         slow: AtomicBool::new(false),
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
+        torn_rows: Mutex::new(BTreeSet::new()),
+        copied_from: Mutex::new(BTreeMap::new()),
         epoch_lost: AtomicU64::new(0),
         recent_rows: Mutex::new(VecDeque::new()),
         large: std::sync::OnceLock::new(),
@@ -588,6 +599,13 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 }
                 observe_slots(&world, &array);
                 let torn = world.model.lock().expect("model lock").unsure_blocks();
+                {
+                    let mut rows = world.torn_rows.lock().expect("torn lock");
+                    for &o in &torn {
+                        let len = 4096.min(array.size() - o);
+                        rows.extend(rows_of(array.layout(), o, len));
+                    }
+                }
                 let mut lost_mask = world.epoch_lost.load(Ordering::SeqCst);
                 for s in 0..array.layout().members() {
                     if slot_faulty(&world, &array, s) {
@@ -1222,10 +1240,32 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
         if slot_faulty(w, a, s) {
             continue;
         }
-        let Some(m) = a.slot_path_of(s).and_then(|p| w.store.get(&p)) else {
+        let Some(path) = a.slot_path_of(s) else {
             continue;
         };
-        for r in m.rotten() {
+        let Some(m) = w.store.get(&path) else {
+            continue;
+        };
+        let mut rot = m.rotten();
+        // What a replace copied as it was from the member it replaced.
+        let mut from = w
+            .copied_from
+            .lock()
+            .expect("copied lock")
+            .get(&path)
+            .cloned();
+        while let Some(old) = from.take() {
+            if let Some(o) = w.store.get(&old) {
+                rot.extend(o.rotten());
+            }
+            from = w
+                .copied_from
+                .lock()
+                .expect("copied lock")
+                .get(&old)
+                .cloned();
+        }
+        for r in rot {
             if r.end <= d0 {
                 continue;
             }
@@ -1240,8 +1280,8 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
 
 /// True when some member row under the array range `off..off + len` has more cells out of
 /// service or rotten than the level corrects: slots out of service or faulty count for every
-/// row, rotten cells for their row (and, in a row with rot, cells whose checksum table page
-/// was damaged). Conservative: per row, not per 4 KiB column, and a member with an unreadable
+/// row, rotten cells for their row (and, in a row with rot or that a power cut may have torn,
+/// cells whose checksum table page was damaged). Conservative: per row, not per 4 KiB column, and a member with an unreadable
 /// block counts as lost for every row. Mirrors: also every copy of a chunk out of service or
 /// rotten (copies can sit in two member rows).
 fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
@@ -1252,9 +1292,20 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
     if matches!(l.redundancy(), Redundancy::Mirror { .. }) {
         let faulty = faulty_slots(w, a);
         let rot = rot_by_row(w, a);
+        let damaged = w.damaged_pages.lock().expect("damage lock").clone();
+        let torn = w.torn_rows.lock().expect("torn lock").clone();
         let c = l.chunk();
+        // As for parity rows: in a row with rot or torn by a power cut, a copy whose entries a
+        // damaged table page may have made unknown cannot vouch for itself.
+        let unchecked = |s: usize, r: u64| {
+            !damaged.is_empty()
+                && (rot.contains_key(&r) || torn.contains(&r))
+                && unchecked_slots(a, &damaged, r) & (1 << s) != 0
+        };
         let bad = |s: usize, r: u64| {
-            faulty & (1 << s) != 0 || rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
+            faulty & (1 << s) != 0
+                || rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
+                || unchecked(s, r)
         };
         return (off / c..=(off + len.max(1) - 1) / c).any(|ch| {
             (0..l.copies())
@@ -1288,10 +1339,12 @@ fn row_unrecoverable(w: &World, a: &Array, row: u64) -> bool {
     let damaged = w.damaged_pages.lock().expect("damage lock").clone();
     let rotten = rot.get(&row).copied().unwrap_or(0);
     let mut m = faulty | rotten;
-    // In a row with rot, cells whose checksum entries a damaged table page may have made
-    // unknown cannot vouch for themselves: the row's parity alone is left to tell which
-    // cell is wrong, and it cannot when too many are unchecked.
-    if rotten != 0 && !damaged.is_empty() {
+    // In a row with rot, or one a power cut may have torn, cells whose checksum entries a
+    // damaged table page may have made unknown cannot vouch for themselves: the row's parity
+    // alone is left to tell which cell is wrong (rot and a torn write look alike), and it
+    // cannot when too many are unchecked.
+    let torn = w.torn_rows.lock().expect("torn lock").contains(&row);
+    if (rotten != 0 || torn) && !damaged.is_empty() {
         m |= unchecked_slots(a, &damaged, row);
     }
     m.count_ones() as usize > l.tolerance()
@@ -1621,6 +1674,18 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
             }
             5 if redundant && a.slot_usable(slot) && !a.slot_has_target(slot) => {
                 let (p, m) = w.new_member();
+                // A replace copies the blocks it can neither verify nor rebuild with the old
+                // member's entries: unknown entries from damaged pages may move to the copy.
+                if let Some(old) = a.slot_path_of(slot) {
+                    w.copied_from
+                        .lock()
+                        .expect("copied lock")
+                        .insert(p.clone(), old.clone());
+                    let mut d = w.damaged_pages.lock().expect("damage lock");
+                    let pages: Vec<u64> =
+                        d.iter().filter(|(q, _)| *q == old).map(|x| x.1).collect();
+                    d.extend(pages.into_iter().map(|pg| (p.clone(), pg)));
+                }
                 format!(
                     "replace slot {slot} with {}: {:?}",
                     p.display(),
