@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Instant;
-use crate::sync::Mutex;
+use crate::sync::{Condvar, Mutex};
 
 use super::{Array, WriteKind};
 use crate::buf::AlignedBuf;
@@ -121,15 +121,29 @@ impl BitmapGeometry {
 }
 
 /// Run-time bitmap state.
+///
+/// Marks commit as a group (as md's bitmap does at an unplug): a writer sets its bits in
+/// memory under the lock and, when they are not yet durable, either writes the bitmap itself
+/// (to every member at once, then flushed) or waits for the write in progress and then the
+/// next, which carries every bit set meanwhile. The lock is never held during member I/O, so
+/// writers whose bits are durable already, and marks arriving during a write, do not queue
+/// behind it one write each. One bitmap write at a time (`writing`), so writes land in order.
 pub(crate) struct Bitmap {
     pub(crate) geo: BitmapGeometry,
     state: Mutex<State>,
+    /// Signalled when a bitmap write ends.
+    written: Condvar,
     activity: Vec<Activity>,
 }
 
 struct State {
-    /// Bits as they are on the members.
+    /// Bits as the engine wants them (set by marks, cleared by clears).
     bits: Vec<u8>,
+    /// Bits known durable on the members: a bit set here was written and flushed. (A bit
+    /// cleared here may still be set on a member: harmless, it costs a needless resync.)
+    durable: Vec<u8>,
+    /// A bitmap write is in progress (by whichever writer set this).
+    writing: bool,
 }
 
 /// A region's write activity, updated without the bitmap lock when a write completes.
@@ -192,7 +206,12 @@ impl Bitmap {
             .collect();
         Bitmap {
             geo,
-            state: Mutex::new(State { bits }),
+            state: Mutex::new(State {
+                durable: bits.clone(),
+                bits,
+                writing: false,
+            }),
+            written: Condvar::new(),
             activity,
         }
     }
@@ -222,23 +241,62 @@ impl Array {
         };
         let mut buf = AlignedBuf::zeroed(bm.geo.bytes as usize);
         buf[..bits.len()].copy_from_slice(bits);
-        for d in self.live_devs() {
-            let r = d.member.write_at(&buf, bm.geo.offset).and_then(|_| {
+        let devs = self.live_devs();
+        // Every member at once (one write and flush each, in parallel where they wait on
+        // devices): a mark waits for the slowest member, not for the sum of them.
+        let results = self.on_each_dev(&devs, |d| {
+            d.member.write_at(&buf, bm.geo.offset).and_then(|_| {
                 if flush {
                     d.member.flush()
                 } else {
                     Ok(())
                 }
-            });
+            })
+        });
+        for (d, r) in devs.iter().zip(results) {
             match r {
                 Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
                 Err(e) => {
                     d.write_error(&e);
-                    self.fail_dev(&d, &format!("bitmap write failed: {e}"))?;
+                    self.fail_dev(d, &format!("bitmap write failed: {e}"))?;
                 }
             }
         }
         self.check_alive()
+    }
+
+    /// Writes the bitmap as it is in memory once no other bitmap write is in progress
+    /// (`st` is the bitmap lock's guard, released during the write and returned taken again).
+    /// The bits it clears leave `durable` when it begins; the bits it sets join it when it
+    /// completes, if flushed.
+    fn commit_bitmap<'a>(
+        &'a self,
+        bm: &'a Bitmap,
+        mut st: std::sync::MutexGuard<'a, State>,
+        flush: bool,
+    ) -> (std::sync::MutexGuard<'a, State>, Result<()>) {
+        while st.writing {
+            st = bm.written.wait(st, &bm.state).expect("bitmap lock");
+        }
+        st.writing = true;
+        let bits = st.bits.clone();
+        // Bits this write clears stop counting as durable now, before the lock is released:
+        // a mark arriving during the write must not take them as set on the members.
+        for (d, b) in st.durable.iter_mut().zip(&bits) {
+            *d &= *b;
+        }
+        drop(st);
+        let r = self.write_bitmap(&bits, flush);
+        let mut st = bm.state.lock().expect("bitmap lock");
+        st.writing = false;
+        if r.is_ok() && flush {
+            // (No clear ran in between: one write at a time.)
+            for (d, b) in st.durable.iter_mut().zip(&bits) {
+                *d |= *b;
+            }
+        }
+        bm.written.notify_all();
+        (st, r)
     }
 
     /// Makes the bits of every region touching `rows` durable before those rows change, and
@@ -253,7 +311,6 @@ impl Array {
             .min(bm.activity.len() as u64 - 1)
             .max(first);
         let now = Instant::now();
-        let mut changed = false;
         for r in first..=last {
             bm.activity[r as usize].touch(now);
             bm.activity[r as usize]
@@ -267,20 +324,19 @@ impl Array {
         };
         for r in first..=last {
             let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
-            if st.bits[byte] & bit == 0 {
-                st.bits[byte] |= bit;
-                changed = true;
-            }
+            st.bits[byte] |= bit;
         }
-        if changed {
-            // Held under the lock: writers to these regions wait until the bit is durable.
-            let bits = st.bits.clone();
-            let r = self.write_bitmap(&bits, true);
-            drop(st);
+        // Until every bit of these regions is durable: written by this writer, or by a write
+        // that began after another writer set them (the group).
+        let durable = |st: &State| {
+            (first..=last).all(|r| st.durable[(r / 8) as usize] & (1u8 << (r % 8)) != 0)
+        };
+        while !durable(&st) {
+            let (g, r) = self.commit_bitmap(bm, st, true);
+            st = g;
             r?;
-        } else {
-            drop(st);
         }
+        drop(st);
         Ok(Some(hold))
     }
 
@@ -305,10 +361,9 @@ impl Array {
         let Some(bm) = &self.bitmap else {
             return Ok(());
         };
-        // Under the lock: a concurrent mark writes after this, to the new device too.
+        // Through the one writer: a mark that commits after this writes to the new device too.
         let st = bm.state.lock().expect("bitmap lock");
-        let bits = st.bits.clone();
-        let r = self.write_bitmap(&bits, true);
+        let (st, r) = self.commit_bitmap(bm, st, true);
         drop(st);
         r
     }
@@ -338,8 +393,9 @@ impl Array {
         }
         if changed {
             // A lost clear only costs a needless resync of that region: no flush needed.
-            let bits = st.bits.clone();
-            self.write_bitmap(&bits, false)?;
+            let (st, r) = self.commit_bitmap(bm, st, false);
+            drop(st);
+            r?;
         }
         Ok(())
     }

@@ -481,6 +481,35 @@ impl Array {
         first
     }
 
+    /// Runs `f` (metadata I/O: a bitmap or superblock write and flush) on every device of
+    /// `devs`: at once on the I/O pool when there are several and they wait on devices, in
+    /// order otherwise. The results, in the order of `devs`.
+    pub(super) fn on_each_dev(
+        &self,
+        devs: &[Arc<Dev>],
+        f: impl Fn(&Dev) -> Result<()> + Sync,
+    ) -> Vec<Result<()>> {
+        if devs.len() < 2 || !self.waits_on_devices() {
+            return devs.iter().map(|d| f(d)).collect();
+        }
+        let results: Vec<Mutex<Option<Result<()>>>> =
+            devs.iter().map(|_| Mutex::new(None)).collect();
+        io_pool().scope(|sc| {
+            let f = &f;
+            for (d, slot) in devs.iter().zip(&results) {
+                sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(d)));
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| {
+                r.into_inner()
+                    .expect("result lock")
+                    .expect("ran in the scope")
+            })
+            .collect()
+    }
+
     /// Whether some member has a device to wait on. Only then do threads pay: a member in
     /// memory (tmpfs, even with O_DIRECT, or a RAM disk) copies on the caller's core, and
     /// handing its I/O to the pool adds wake-ups and rayon's idle spinning (served RAID5 reads

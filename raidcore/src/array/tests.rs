@@ -868,6 +868,96 @@ fn a_resync_counts_the_bytes_nothing_verified() {
     assert_eq!(read_all(&a)[3 * 4096 * 2..][..3 * 4096], [7u8; 3 * 4096]);
 }
 
+/// Bitmap marks commit as a group and clears race with them (bitmap.rs): whenever a mark has
+/// returned, its region's bit is set on every member, however marks and clears interleave
+/// (a clear's write that began before a mark set the bit again must not count as making it
+/// durable).
+#[test]
+fn a_marked_region_is_set_on_every_member_while_clears_and_other_marks_race() {
+    /// A member whose bitmap writes take a while, so marks and clears overlap them.
+    struct SlowBitmap(MemMember);
+    impl Member for SlowBitmap {
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> crate::Result<()> {
+            self.0.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> crate::Result<()> {
+            if offset == crate::format::METADATA_OFFSET {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            self.0.write_at(buf, offset)
+        }
+        fn flush(&self) -> crate::Result<()> {
+            self.0.flush()
+        }
+        fn discard(&self, offset: u64, len: u64) -> crate::Result<()> {
+            self.0.discard(offset, len)
+        }
+        fn describe(&self) -> String {
+            "slow bitmap".into()
+        }
+    }
+    let members = (0..4)
+        .map(|i| {
+            let m: Arc<dyn Member> = Arc::new(SlowBitmap(MemMember::named(300 << 20, "m")));
+            (PathBuf::from(format!("m{i}")), m)
+        })
+        .collect();
+    let spec = CreateSpec {
+        name: "t".into(),
+        layout: params(Level::Raid5, 4, 4096),
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: None,
+    };
+    let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    let region = a.bitmap_region_rows().expect("bitmap");
+    let regions = a.rows().div_ceil(region);
+    assert!(regions >= 4, "{regions} regions");
+    let geo = a.bitmap.as_ref().unwrap().geo;
+    let on_disk = |r: u64| {
+        a.live_devs().iter().all(|d| {
+            let mut b = crate::buf::AlignedBuf::zeroed(geo.bytes as usize);
+            d.member.read_at(&mut b, geo.offset).unwrap();
+            b[(r / 8) as usize] & (1 << (r % 8)) != 0
+        })
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            // Bounded: a worker that panics never sets `stop`.
+            let t0 = std::time::Instant::now();
+            while !stop.load(Ordering::Relaxed) && t0.elapsed().as_secs() < 60 {
+                a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+            }
+        });
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let a = &a;
+                sc.spawn(move || {
+                    let mut rng = Rng(t + 1);
+                    for _ in 0..100 {
+                        let r = rng.below(regions);
+                        let hold = a.bitmap_mark(r * region..r * region + 1).unwrap();
+                        // While the hold lives, no clear (nor a clear's write that began
+                        // before the mark) may take the bit off a member.
+                        std::thread::sleep(std::time::Duration::from_millis(3));
+                        assert!(on_disk(r), "region {r}: its bit is not set on every member");
+                        drop(hold);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
 #[test]
 fn scrub_without_checksums_names_the_bad_chunk_and_repairs() {
     // RAID6: a corrupted data chunk is located from the syndromes.
