@@ -196,6 +196,26 @@ impl MemberIo for (usize, &mut [u8], u64) {
     }
 }
 
+/// Runs `f` on every item at once on the I/O pool; the results in the order of `items` (all of
+/// them finish before it returns).
+fn on_pool<T: Send>(items: Vec<T>, f: impl Fn(T) -> Result<()> + Sync) -> Vec<Result<()>> {
+    let results: Vec<Mutex<Option<Result<()>>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    io_pool().scope(|sc| {
+        let f = &f;
+        for (x, slot) in items.into_iter().zip(&results) {
+            sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(x)));
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .expect("result lock")
+                .expect("ran in the scope")
+        })
+        .collect()
+}
+
 impl Array {
     /// Reads one member range; on failure the device is failed and the error returned.
     pub(crate) fn member_read(
@@ -460,25 +480,10 @@ impl Array {
         {
             return items.into_iter().try_for_each(f);
         }
-        let results: Vec<Mutex<Option<Result<()>>>> =
-            items.iter().map(|_| Mutex::new(None)).collect();
-        io_pool().scope(|sc| {
-            let f = &f;
-            for (x, slot) in items.into_iter().zip(&results) {
-                sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(x)));
-            }
-        });
-        let mut first = Ok(());
-        for r in results {
-            let r = r
-                .into_inner()
-                .expect("result lock")
-                .expect("ran in the scope");
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        on_pool(items, f)
+            .into_iter()
+            .find(|r| r.is_err())
+            .unwrap_or(Ok(()))
     }
 
     /// Runs `f` (metadata I/O: a bitmap or superblock write and flush) on every device of
@@ -492,22 +497,7 @@ impl Array {
         if devs.len() < 2 || !self.waits_on_devices() {
             return devs.iter().map(|d| f(d)).collect();
         }
-        let results: Vec<Mutex<Option<Result<()>>>> =
-            devs.iter().map(|_| Mutex::new(None)).collect();
-        io_pool().scope(|sc| {
-            let f = &f;
-            for (d, slot) in devs.iter().zip(&results) {
-                sc.spawn(move |_| *slot.lock().expect("result lock") = Some(f(d)));
-            }
-        });
-        results
-            .into_iter()
-            .map(|r| {
-                r.into_inner()
-                    .expect("result lock")
-                    .expect("ran in the scope")
-            })
-            .collect()
+        on_pool(devs.iter().map(|d| &**d).collect(), f)
     }
 
     /// Whether some member has a device to wait on. Only then do threads pay: a member in
