@@ -2,7 +2,6 @@
 //! with an NBD client (nbdcopy) doing the I/O, the member timeout, and `--inject` on offline
 //! commands. Each checks the data, the counters and what `status` names.
 
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -844,15 +843,7 @@ fn a_replace_over_a_block_nothing_can_rebuild_completes_and_never_serves_it() {
     // Row 40 (chunk 64 KiB): the same block rots on slots 0 and 1.
     let off = data_off + 40 * (64 << 10) + 8192 + 1000;
     for m in &ms[..2] {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(m)
-            .unwrap();
-        let mut b = [0u8; 16];
-        f.read_exact_at(&mut b, off).unwrap();
-        b.iter_mut().for_each(|x| *x ^= 0x5a);
-        f.write_all_at(&b, off).unwrap();
+        rot_bytes(m, off);
     }
     let r = raidctl(["replace", &ms[1], &ms[0], new.to_str().unwrap()]);
     assert_eq!(r.code, 0, "the replace stopped: {}", r.stderr);

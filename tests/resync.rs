@@ -141,18 +141,7 @@ fn data_blocks(member: &str, data: &[u8]) -> Vec<(u64, u64)> {
 
 /// Flips 16 bytes of the block at member offset `off`.
 fn rot(member: &str, off: u64) {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(member)
-        .unwrap();
-    let mut b = [0u8; 16];
-    f.read_exact_at(&mut b, off + 1000).unwrap();
-    for x in &mut b {
-        *x ^= 0x5a;
-    }
-    f.write_all_at(&b, off + 1000).unwrap();
-    f.sync_all().unwrap();
+    rot_bytes(member, off + 1000);
 }
 
 fn read_block(member: &str, off: u64) -> Vec<u8> {

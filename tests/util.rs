@@ -330,3 +330,20 @@ pub fn listed_bad_blocks(status: &serde_json::Value) -> u64 {
         .map(|m| m["bad_blocks"].as_u64().unwrap_or(0))
         .sum()
 }
+
+/// Flips (XOR 0x5a) 16 bytes of the member file `member` at byte `off`, synced: silent rot.
+pub fn rot_bytes(member: &str, off: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(member)
+        .unwrap();
+    let mut b = [0u8; 16];
+    f.read_exact_at(&mut b, off).unwrap();
+    for x in &mut b {
+        *x ^= 0x5a;
+    }
+    f.write_all_at(&b, off).unwrap();
+    f.sync_all().unwrap();
+}
