@@ -175,7 +175,7 @@ fn projection_from_recorded_history_and_collision_window() {
         assert!(m["projection_method"]
             .as_str()
             .unwrap()
-            .starts_with("least squares"));
+            .starts_with("bytes over time"));
     }
     let c = w["collision_window_days"].as_f64().unwrap();
     let mut outs: Vec<f64> = shares(&w, "projected_wearout_unix");
@@ -236,7 +236,8 @@ fn projection_from_recorded_history_and_collision_window() {
         sim.to_string().contains(&format!("measured on {}", ms[0])),
         "{sim}"
     );
-    // With a threshold above the window, --check warns (exit 1) and says why.
+    // With a threshold above the window, --check warns (exit 1) and says why, when the
+    // wear-outs fall within the horizon (these are years out: the horizon is widened).
     let chk = raidctl_at(
         t1,
         &[
@@ -244,6 +245,8 @@ fn projection_from_recorded_history_and_collision_window() {
             "--check",
             "--collision-days",
             &format!("{}", c + 1000.0),
+            "--horizon",
+            "100000",
             &ms[0],
         ],
     );
@@ -260,6 +263,39 @@ fn projection_from_recorded_history_and_collision_window() {
     assert_eq!(pj["write_mix"]["data_bytes_per_parity_byte"], 1.0, "{pj}");
     assert!(pj["rate_source"].as_str().unwrap().starts_with("measured"));
     assert!(pj["message"].as_str().unwrap().len() > 10);
+}
+
+/// Issue 28, item 6: a drive with a rating whose SMART gives no wear (the P3: 7,344 power-on
+/// hours, no usable wear attribute, no host bytes) was shown as 3.6e-07 % worn, from this
+/// array's few bytes alone. Its wear is unknown, with this array's share as a lower bound.
+#[test]
+fn a_rated_drive_without_smart_wear_is_not_shown_as_new() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", &["--endurance", "600"]);
+    random_4k_writes(&ms[0], 10, dir.path());
+    let fx = |n: &str| format!("{}/fixtures/smart/{n}.json", env!("CARGO_MANIFEST_DIR"));
+    let mut args: Vec<String> = vec![
+        "wear".into(),
+        "--json".into(),
+        ms[0].clone(),
+        "--smart".into(),
+    ];
+    args.extend(["sata-p3-2tb"; 4].iter().map(|n| fx(n)));
+    let j = raidctl(&args).ok().json();
+    for m in j["members"].as_array().unwrap() {
+        assert!(m["wear_percent"].is_null(), "{m}");
+        assert!(
+            m["wear_source"].as_str().unwrap().starts_with("unknown:")
+                && m["wear_source"].as_str().unwrap().contains("7344 hours"),
+            "{m}"
+        );
+        let least = m["wear_at_least_percent"].as_f64().unwrap();
+        assert!(least > 0.0 && least < 1e-3, "{m}");
+        assert!(m["projected_wearout"].is_null(), "{m}");
+    }
+    // Without SMART (plain files), the array's bytes are all there is: a figure, as before.
+    let j = raidctl(["wear", "--json", &ms[0]]).ok().json();
+    assert!(j["members"][0]["wear_percent"].as_f64().is_some(), "{j}");
 }
 
 #[test]
@@ -591,7 +627,7 @@ fn next(s: &mut u64) -> u64 {
 /// Issue #16 item 8: the wear table's columns sat 3 characters left of their headers (a JSON
 /// slot number ignored the column width), and far wear-out dates were cut (`147552-09-`).
 #[test]
-fn wear_table_columns_line_up_and_far_dates_are_whole() {
+fn wear_table_columns_line_up_and_dates_past_9999_are_stated_and_not_warned_of() {
     let dir = tempdir();
     let t0: u64 = 1_800_000_000;
     let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
@@ -646,14 +682,28 @@ fn wear_table_columns_line_up_and_far_dates_are_whole() {
             r[path_at..].ends_with(&format!("m{}", &r[..4].trim())),
             "{header}\n{r}"
         );
-        // The wear-out date is whole: year-month-day.
+        // Billions of years out: no date RFC 3339 could write (issue 28, item 5: it printed year
+        // 508656), and the column says so whole.
         let date = r[out_at..path_at].trim();
-        let parts: Vec<&str> = date.split('-').collect();
-        assert!(
-            parts.len() == 3 && parts[1].len() == 2 && parts[2].len() == 2,
-            "cut date {date:?}:\n{header}\n{r}"
-        );
+        assert_eq!(date, "beyond 9999", "{header}\n{r}");
     }
+    // JSON: null dates and a field saying why, never a year past 9999.
+    let w = raidctl_at(t1, &["wear", "--json", &ms[0]]).ok().json();
+    for m in w["members"].as_array().unwrap() {
+        assert!(m["projected_wearout"].is_null(), "{m}");
+        assert_eq!(m["projected_wearout_beyond_9999"], true, "{m}");
+        let range = &m["projected_wearout_range"];
+        assert!(range[0].is_null() && range[1].is_null(), "{m}");
+    }
+    // Identical members wear out "together", billions of years out: no warning, since nothing
+    // happens within the horizon (it warned of a collision 800,000 years away).
+    let check = raidctl_at(t1, &["wear", "--check", &ms[0]]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert_eq!(
+        w["collision_risk"]["probability"], 0.0,
+        "{}",
+        w["collision_risk"]
+    );
 }
 
 /// Issue #16 item 4: under file-copy traffic (full-row writes) F1 barely separates wear, and

@@ -69,12 +69,16 @@ pub struct WearOpts {
     /// Days ahead the wear-out collision risk is counted over
     #[arg(long, default_value_t = 1826.0, value_name = "DAYS")]
     pub horizon: f64,
+    /// Drive-to-drive spread of the life left, in percent (a coefficient of variation), in the
+    /// collision risk
+    #[arg(long, default_value_t = raidcore::wear::ENDURANCE_SPREAD * 100.0, value_name = "PCT")]
+    pub endurance_spread: f64,
 }
 
 impl WearOpts {
     /// The options as sent over the control socket.
     pub fn to_json(&self) -> Value {
-        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate, "horizon": self.horizon})
+        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate, "horizon": self.horizon, "endurance_spread": self.endurance_spread})
     }
 
     pub fn from_json(v: &Value) -> WearOpts {
@@ -91,6 +95,9 @@ impl WearOpts {
             window: v["window"].as_f64().unwrap_or(30.0),
             rebuild_rate: v["rebuild_rate"].as_u64().unwrap_or(200 << 20),
             horizon: v["horizon"].as_f64().unwrap_or(1826.0),
+            endurance_spread: v["endurance_spread"]
+                .as_f64()
+                .unwrap_or(raidcore::wear::ENDURANCE_SPREAD * 100.0),
         }
     }
 }
@@ -219,6 +226,15 @@ fn read_smart(
 
 const STATUS_NAMES: [&str; 3] = ["ok", "warning", "critical"];
 
+/// 9999-12-31T23:59:59Z: the last moment RFC 3339 can write.
+const LAST_DATE: u64 = 253_402_300_799;
+
+/// A wear-out date for JSON: RFC 3339, or null past year 9999 (a rate near zero puts the date
+/// hundreds of thousands of years out; the `_beyond_9999` field says so).
+fn date(t: u64) -> Option<String> {
+    (t <= LAST_DATE).then(|| time(t))
+}
+
 /// Everything the report shows, computed once.
 struct Report {
     json: Value,
@@ -250,6 +266,7 @@ fn analyse(
             rated_endurance: m.wear.endurance_bytes,
             smart_pct: s.as_ref().and_then(|s| s.percent_used),
             smart_host_bytes: s.as_ref().and_then(|s| s.host_bytes_written),
+            smart_power_on_hours: s.as_ref().and_then(|s| s.power_on_hours),
         };
         projections.push(wear::project(now, &input, opts.window));
     }
@@ -276,27 +293,23 @@ fn analyse(
     let member_bytes = sb.data_rows * layout.chunk();
     let rebuild_days = member_bytes as f64 / opts.rebuild_rate.max(1) as f64 / wear::DAY;
     let threshold = collision_days.unwrap_or((3.0 * rebuild_days).max(30.0));
-    // The chance that two members wear out within the threshold of each other, from the
-    // projections' ranges; and the same members under RAID 5 (every member at the mean rate:
-    // the same member bytes, spread evenly), to show what the weights buy.
-    let ranges: Vec<(u64, u64)> = projections.iter().filter_map(|p| p.wearout_range).collect();
-    let risk = wear::collision_risk(now, &ranges, threshold, opts.horizon);
-    let rates: Vec<f64> = projections
+    // The chance that two members wear out within the threshold of each other (one model:
+    // a shared workload rate, each member's own share error, drive spread; wear::collision_risk);
+    // and the same members under RAID 5 (every member at the mean rate: the same member bytes,
+    // spread evenly), to show what the weights buy.
+    let spread = opts.endurance_spread / 100.0;
+    let lives: Vec<wear::LifeInput> = projections.iter().filter_map(wear::LifeInput::of).collect();
+    let risk = wear::collision_risk(&lives, threshold, opts.horizon, spread);
+    let mean_rate = lives.iter().map(|l| l.rate_per_day).sum::<f64>() / lives.len().max(1) as f64;
+    let even_lives: Vec<wear::LifeInput> = lives
         .iter()
-        .filter(|p| p.wearout_range.is_some())
-        .filter_map(|p| p.rate_bytes_per_day)
-        .collect();
-    let mean_rate = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
-    let even: Vec<(u64, u64)> = projections
-        .iter()
-        .filter_map(|p| {
-            let (lo, hi) = p.wearout_range?;
-            let f = p.rate_bytes_per_day? / mean_rate.max(1e-9);
-            let at = |t: u64| now + (t.saturating_sub(now) as f64 * f) as u64;
-            Some((at(lo), at(hi)))
+        .map(|l| wear::LifeInput {
+            rate_per_day: mean_rate,
+            rate_se: l.rate_se / l.rate_per_day * mean_rate,
+            ..*l
         })
         .collect();
-    let risk_even = wear::collision_risk(now, &even, threshold, opts.horizon);
+    let risk_even = wear::collision_risk(&even_lives, threshold, opts.horizon, spread);
     // The separation the weights buy: the first two wear-outs' gap, against the same members
     // at an even rate.
     let even_outs: Vec<Option<u64>> = projections
@@ -361,7 +374,11 @@ fn analyse(
             flag(2, format!("slot {slot}: member {}", m.state.name()));
         }
     }
-    if let Some(c) = collision {
+    // Only wear-outs within the horizon are warned of: a "collision" centuries away is none.
+    let first_out = wearouts.iter().flatten().min().copied();
+    let within_horizon =
+        first_out.is_some_and(|t| (t as f64) <= now as f64 + opts.horizon * wear::DAY);
+    if let (Some(c), true) = (collision, within_horizon) {
         if c < threshold {
             flag(1, format!("the two earliest wear-outs are {c:.0} days apart, below the {threshold:.0}-day threshold"));
         }
@@ -422,11 +439,15 @@ fn analyse(
                 "one_off_bytes_in_window": p.one_off_bytes,
                 "endurance_source": p.endurance_source,
                 "wear_percent": p.wear_pct,
+                "wear_at_least_percent": p.wear_at_least_pct,
                 "wear_source": p.wear_source,
-                "projected_wearout": p.wearout_time.map(time),
-                "projected_wearout_unix": p.wearout_time,
-                "projected_wearout_range": p.wearout_range.map(|(a, b)| [time(a), time(b)]),
-                "projected_wearout_range_unix": p.wearout_range,
+                "projected_wearout": p.wearout_time.and_then(date),
+                "projected_wearout_unix": p.wearout_time.filter(|&t| t <= LAST_DATE),
+                "projected_wearout_beyond_9999": p.wearout_time.is_some_and(|t| t > LAST_DATE),
+                "projected_wearout_range": p.wearout_range.map(|(a, b)| [date(a), date(b)]),
+                "projected_wearout_range_unix": p.wearout_range.map(|(a, b)| {
+                    [a, b].map(|t| (t <= LAST_DATE).then_some(t))
+                }),
                 "projection_method": p.method,
                 "observed_share": observed[i],
                 "expected_share": expected.as_ref().map(|e| e[i]),
@@ -471,8 +492,11 @@ fn analyse(
             "raid5_probability": risk_even,
             "window_days": threshold,
             "horizon_days": opts.horizon,
-            "members_counted": ranges.len(),
-            "model": "each member's wear-out drawn uniformly from its projected range; the probability that, within the horizon, the second wears out within the window (collision_threshold_days) of the first. raid5_probability: the same members with every one at the mean write rate",
+            "members_counted": lives.len(),
+            "confidence": wear::CONFIDENCE,
+            "endurance_spread": spread,
+            "inputs": lives,
+            "model": "Monte Carlo, 20,000 draws: the probability that, within the horizon, any two members wear out within the window (collision_threshold_days) of each other. Each draw takes one shared workload-rate error for all members (the smallest relative rate error of any member), each member's own remaining rate error, its life left between the least and most its SMART figures allow, and a drive-to-drive spread of endurance_spread (a coefficient of variation). raid5_probability: the same members with every one at the mean write rate",
         },
         "status": STATUS_NAMES[status as usize],
         "reasons": reasons,
@@ -686,11 +710,13 @@ fn print_human(r: &Value) {
             .as_f64()
             .map(|x| human(x as u64))
             .unwrap_or_else(|| "-".into());
-        // The date part, whole (a far wear-out has a year of more than four digits).
-        let out = m["projected_wearout"]
-            .as_str()
-            .map(|s| s.split('T').next().unwrap_or(s).to_string())
-            .unwrap_or_else(|| "-".into());
+        let out = match m["projected_wearout"].as_str() {
+            Some(s) => s.split('T').next().unwrap_or(s).to_string(),
+            None if m["projected_wearout_beyond_9999"].as_bool() == Some(true) => {
+                "beyond 9999".into()
+            }
+            None => "-".into(),
+        };
         // As strings: a JSON value ignores the width of a format.
         let slot = m["slot"]
             .as_u64()
@@ -718,9 +744,9 @@ fn print_human(r: &Value) {
             .as_array()
             .filter(|a| a.len() == 2)
             .map(|a| {
-                let d = |v: &Value| {
-                    let s = v.as_str().unwrap_or("");
-                    s.split('T').next().unwrap_or(s).to_string()
+                let d = |v: &Value| match v.as_str() {
+                    Some(s) => s.split('T').next().unwrap_or(s).to_string(),
+                    None => "beyond 9999".into(),
                 };
                 format!("; wear-out between {} and {}", d(&a[0]), d(&a[1]))
             })
@@ -744,7 +770,7 @@ fn print_human(r: &Value) {
     let cr = &r["collision_risk"];
     if cr["members_counted"].as_u64().unwrap_or(0) >= 2 {
         println!(
-            "collision risk: {:.1}% (RAID 5 with the same members: {:.1}%) that a second member wears out within {:.0} days of the first, in the next {:.0} days",
+            "collision risk: {:.1}% (RAID 5 with the same members: {:.1}%) that two members wear out within {:.0} days of each other, in the next {:.0} days",
             cr["probability"].as_f64().unwrap_or(0.0) * 100.0,
             cr["raid5_probability"].as_f64().unwrap_or(0.0) * 100.0,
             cr["window_days"].as_f64().unwrap_or(0.0),
