@@ -76,6 +76,29 @@ pub struct WearOpts {
 }
 
 impl WearOpts {
+    /// Refuses numbers the model cannot use, naming the option.
+    fn validate(&self) -> Result<()> {
+        let bad = |what: &str, v: f64| {
+            Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{what} {v} is out of range"),
+            ))
+        };
+        if !(self.window > 0.0 && self.window.is_finite()) {
+            return bad("--window must be a positive number of days:", self.window);
+        }
+        if !(self.horizon > 0.0 && self.horizon.is_finite()) {
+            return bad("--horizon must be a positive number of days:", self.horizon);
+        }
+        if !(0.0..=100.0).contains(&self.endurance_spread) {
+            return bad(
+                "--endurance-spread must be a percentage from 0 to 100:",
+                self.endurance_spread,
+            );
+        }
+        Ok(())
+    }
+
     /// The options as sent over the control socket.
     pub fn to_json(&self) -> Value {
         json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate, "horizon": self.horizon, "endurance_spread": self.endurance_spread})
@@ -247,6 +270,7 @@ fn analyse(
     opts: &WearOpts,
     collision_days: Option<f64>,
 ) -> Result<(Report, Vec<Option<smart::SmartWear>>)> {
+    opts.validate()?;
     let sb = array.superblock();
     let layout = array.layout();
     let members: Vec<_> = array
