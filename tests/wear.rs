@@ -903,3 +903,50 @@ fn wear_plan_on_a_ten_percent_random_mix_schedules_what_weights_cannot() {
         "legend inside the plot: {legend:?}"
     );
 }
+
+/// Issue 28, item 8: the README's daily `wear --record` failed on an always-served NAS
+/// ("stop it first"), as did `clear` and `set --endurance`. They go through the daemon, which
+/// owns the superblocks; what they record is there after it stops.
+#[test]
+fn wear_record_clear_and_set_work_on_a_served_array() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", &[]);
+    let sock = dir.path().join("s.sock");
+    let mut server = Server::start(&ms[0], &sock);
+    let samples = |w: &serde_json::Value| w["members"][0]["history_samples"].as_u64().unwrap();
+    let before = samples(&raidctl(["wear", "--json", &ms[0]]).ok().json());
+    let fx = format!(
+        "{}/fixtures/smart/nvme-samsung-pm9a1.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // SMART files named relative to this process's directory reach the daemon whole.
+    let rel = std::path::Path::new(&fx)
+        .strip_prefix(std::env::current_dir().unwrap())
+        .map(|p| p.display().to_string())
+        .unwrap_or(fx.clone());
+    let mut args = vec!["wear", "--record", "--json", &ms[0], "--smart"];
+    args.extend([rel.as_str(); 4]);
+    let r = raidctl(&args).ok().json();
+    assert_eq!(r["members"][0]["wear_percent"], 16.0, "{r}");
+    let w = raidctl(["wear", "--json", &ms[0]]).ok().json();
+    assert_eq!(samples(&w), before + 1, "{w}");
+    raidctl(["set", &ms[0], &ms[2], "--endurance", "600"]).ok();
+    raidctl(["set", &ms[0], "1", "--endurance", "300"]).ok();
+    raidctl(["clear", &ms[0]]).ok();
+    let w = raidctl(["wear", "--json", &ms[0]]).ok().json();
+    assert_eq!(
+        w["members"][2]["endurance_bytes"], 600_000_000_000_000u64,
+        "{w}"
+    );
+    assert_eq!(
+        w["members"][1]["endurance_bytes"], 300_000_000_000_000u64,
+        "{w}"
+    );
+    assert!(server.stop().success());
+    let w = raidctl(["wear", "--json", &ms[0]]).ok().json();
+    assert_eq!(samples(&w), before + 1, "{w}");
+    assert_eq!(
+        w["members"][2]["endurance_bytes"], 600_000_000_000_000u64,
+        "{w}"
+    );
+}

@@ -109,3 +109,9 @@ pub fn call(mut stream: UnixStream, req: Value) -> Result<Value> {
     )
     .context("serving daemon"))
 }
+
+/// A member as named on the command line, for the daemon: an existing path made absolute (the
+/// daemon resolves paths from its own directory), a slot number or anything else as given.
+pub fn member_arg(s: &str) -> String {
+    std::fs::canonicalize(s).map_or_else(|_| s.to_string(), |p| p.display().to_string())
+}

@@ -262,6 +262,26 @@ impl Daemon {
                 let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
                 crate::cmd::wear::report_json(a, &opts, req["collision_days"].as_f64())
             }
+            Some("wear-record") => {
+                let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
+                crate::cmd::wear::record_json(a, &opts, req["collision_days"].as_f64())
+            }
+            Some("clear") => {
+                let m = arg("member").map(|m| raidcore::array::MemberRef::parse(&m));
+                let (r, w, c) = a.clear_errors(m.as_ref())?;
+                Ok(json!({"read": r, "write": w, "checksum": c}))
+            }
+            Some("set-endurance") => {
+                let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
+                let bytes = req["endurance_bytes"].as_u64().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidInput,
+                        "set-endurance needs endurance_bytes",
+                    )
+                })?;
+                a.set_endurance(&m, bytes)?;
+                Ok(json!({"endurance_bytes": bytes}))
+            }
             other => Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!("unknown control command {other:?}"),

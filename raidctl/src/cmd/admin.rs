@@ -55,11 +55,21 @@ pub struct WipeArgs {
 }
 
 pub fn clear(a: ClearArgs) -> Result<ExitCode> {
-    refuse_served(&a.array)?;
-    let array = super::assemble(&a.array, true)?;
-    let m = a.member.as_deref().map(MemberRef::parse);
-    let (r, w, c) = array.clear_errors(m.as_ref())?;
-    array.close()?;
+    let (r, w, c) = if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
+        // A served array: the daemon owns the superblocks and clears them itself.
+        let v = crate::control::call(
+            conn,
+            serde_json::json!({"cmd": "clear", "member": a.member.as_deref().map(crate::control::member_arg)}),
+        )?;
+        let n = |k: &str| v[k].as_u64().unwrap_or(0);
+        (n("read"), n("write"), n("checksum"))
+    } else {
+        let array = super::assemble(&a.array, true)?;
+        let m = a.member.as_deref().map(MemberRef::parse);
+        let counts = array.clear_errors(m.as_ref())?;
+        array.close()?;
+        counts
+    };
     eprintln!(
         "raidctl: cleared {r} read, {w} write and {c} checksum errors ({})",
         a.member.as_deref().unwrap_or("every member")
@@ -77,30 +87,23 @@ pub fn set(a: SetArgs) -> Result<ExitCode> {
             ),
         ));
     }
-    refuse_served(&a.array)?;
-    let array = super::assemble(&a.array, true)?;
     let bytes = (a.endurance * 1e12) as u64;
-    array.set_endurance(&MemberRef::parse(&a.member), bytes)?;
-    array.close()?;
+    if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
+        // A served array: the daemon owns the superblocks and records it itself.
+        crate::control::call(
+            conn,
+            serde_json::json!({"cmd": "set-endurance", "member": crate::control::member_arg(&a.member), "endurance_bytes": bytes}),
+        )?;
+    } else {
+        let array = super::assemble(&a.array, true)?;
+        array.set_endurance(&MemberRef::parse(&a.member), bytes)?;
+        array.close()?;
+    }
     eprintln!(
         "raidctl: {}: rated endurance set to {} TB written",
         a.member, a.endurance
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// These change the superblocks, which a serving daemon owns: say so instead of "locked".
-fn refuse_served(a: &ArrayArgs) -> Result<()> {
-    if crate::control::daemon_for(&a.array)?.is_some() {
-        return Err(Error::new(
-            ErrorKind::Busy,
-            format!(
-                "{} is served by `raidctl serve`; stop it first (this command changes the superblocks the daemon owns)",
-                a.array.display()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 pub fn wipe(a: WipeArgs) -> Result<ExitCode> {

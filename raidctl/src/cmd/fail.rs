@@ -22,7 +22,10 @@ pub struct FailArgs {
 
 pub fn run(a: FailArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
-        let r = crate::control::call(c, serde_json::json!({"cmd": "fail", "member": a.member}))?;
+        let r = crate::control::call(
+            c,
+            serde_json::json!({"cmd": "fail", "member": crate::control::member_arg(&a.member)}),
+        )?;
         eprintln!(
             "raidctl: slot {} marked faulty in the served array; it is {}",
             r["slot"],

@@ -669,42 +669,82 @@ pub fn run(a: WearArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--record`: opens the array for writing, adds a history sample with the SMART values read.
+/// `--record`: adds a history sample with the SMART values read, through the serving daemon
+/// when one owns the array (it owns the superblocks), else on the array opened for writing.
 fn record(path: &std::path::Path, a: &WearArgs) -> Result<(Value, u8, Vec<String>)> {
-    let array = open(path, &a.opts.scan, true)?;
-    let (report, smarts) = analyse(&array, &a.opts, a.collision_days)?;
-    {
-        let mut map = HashMap::new();
-        for (m, s) in array
-            .members()
+    if let Some(c) = crate::control::daemon_for(path)? {
+        let mut req = a.opts.to_json();
+        req["cmd"] = json!("wear-record");
+        req["collision_days"] = json!(a.collision_days);
+        // SMART files are read by the daemon: name them from its point of view.
+        req["smart"] = json!(a
+            .opts
+            .smart
             .iter()
-            .filter(|m| m.slot.is_some() && m.state != MemberState::Replacing)
-            .zip(&smarts)
-        {
-            if let Some(s) = s {
-                map.insert(
-                    m.uuid,
-                    (s.percent_used.map(|p| p as f32), s.host_bytes_written),
-                );
-            }
-        }
-        array.sample_wear(&map, true)?;
-        // The daily record is where wear crossing a threshold is noticed: an event for
-        // `raidctl monitor`.
-        if report.status > 0 {
-            array.raise(
-                if report.status >= 2 {
-                    "wear-critical"
-                } else {
-                    "wear-warning"
-                },
-                None,
-                report.reasons.join("; "),
+            .map(|s| match s.as_str() {
+                "auto" | "none" => s.clone(),
+                f => std::fs::canonicalize(f)
+                    .map_or_else(|_| f.to_string(), |p| p.display().to_string()),
+            })
+            .collect::<Vec<_>>());
+        let r = crate::control::call(c, req)?;
+        let status = STATUS_NAMES
+            .iter()
+            .position(|n| r["status"] == *n)
+            .unwrap_or(0) as u8;
+        let reasons = r["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect();
+        return Ok((r, status, reasons));
+    }
+    let array = open(path, &a.opts.scan, true)?;
+    let report = record_on(&array, &a.opts, a.collision_days)?;
+    array.close()?;
+    Ok((report.json, report.status, report.reasons))
+}
+
+/// Adds a history sample to every member of an array open for writing (the daemon's, or one
+/// opened for `--record`), with the SMART values read; returns the report computed before it.
+fn record_on(array: &Array, opts: &WearOpts, collision_days: Option<f64>) -> Result<Report> {
+    let (report, smarts) = analyse(array, opts, collision_days)?;
+    let mut map = HashMap::new();
+    for (m, s) in array
+        .members()
+        .iter()
+        .filter(|m| m.slot.is_some() && m.state != MemberState::Replacing)
+        .zip(&smarts)
+    {
+        if let Some(s) = s {
+            map.insert(
+                m.uuid,
+                (s.percent_used.map(|p| p as f32), s.host_bytes_written),
             );
         }
-        array.close()?;
     }
-    Ok((report.json, report.status, report.reasons))
+    array.sample_wear(&map, true)?;
+    // The daily record is where wear crossing a threshold is noticed: an event for
+    // `raidctl monitor`.
+    if report.status > 0 {
+        array.raise(
+            if report.status >= 2 {
+                "wear-critical"
+            } else {
+                "wear-warning"
+            },
+            None,
+            report.reasons.join("; "),
+        );
+    }
+    Ok(report)
+}
+
+/// `wear --record` through the daemon: what the control socket runs.
+pub fn record_json(array: &Array, opts: &WearOpts, collision_days: Option<f64>) -> Result<Value> {
+    let r = record_on(array, opts, collision_days)?;
+    Ok(r.json)
 }
 
 fn pct(v: &Value) -> String {
