@@ -950,3 +950,76 @@ fn wear_record_clear_and_set_work_on_a_served_array() {
         "{w}"
     );
 }
+
+/// Issue 28, items 3 and 4: the plan's schedule keeps a margin against the measured rate's
+/// error (it replaced the last member at exactly 100 %, and replayed with the measured rates
+/// its last gap collapsed), and a --rate of user bytes gets the array's metadata added.
+#[test]
+fn wear_plan_keeps_a_margin_against_the_measured_rate() {
+    let dir = tempdir();
+    let t0: u64 = 1_800_000_000;
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        "f1",
+        "--size",
+        "40M",
+        "--endurance",
+        "0.0002",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    // Seven days of uneven writes, a sample each day.
+    for (d, n) in [12usize, 30, 6, 24, 10, 36, 18].into_iter().enumerate() {
+        random_4k_writes(&ms[0], n, dir.path());
+        raidctl_at(t0 + (d as u64 + 1) * 86_400, &["wear", "--record", &ms[0]]).ok();
+    }
+    let now = t0 + 7 * 86_400;
+    let plan = raidctl_at(
+        now,
+        &["wear", "plan", "--json", "--target-gap", "5", &ms[0]],
+    )
+    .json();
+    let margin = &plan["schedule"]["margin"];
+    let rel = margin["rate_relative_error"].as_f64().unwrap();
+    assert!(rel > 0.0, "{margin}");
+    assert!(
+        margin["standard_errors"].as_f64().unwrap() > 0.0,
+        "{margin}"
+    );
+    assert!(
+        margin["planned_user_bytes_per_day"].as_f64().unwrap()
+            > plan["user_bytes_per_day"].as_f64().unwrap(),
+        "{margin}"
+    );
+    if plan["schedule"]["holds"] == true {
+        assert!(
+            margin["holds_probability"].as_f64().unwrap() >= 0.9,
+            "{margin}"
+        );
+    }
+    // A --rate is exact (no margin), with the measured metadata share added to it.
+    let given = raidctl_at(
+        now,
+        &[
+            "wear",
+            "plan",
+            "--json",
+            "--target-gap",
+            "5",
+            "--rate",
+            "1G",
+            &ms[0],
+        ],
+    )
+    .json();
+    assert_eq!(given["schedule"]["margin"]["standard_errors"], 0.0);
+    let rate = given["user_bytes_per_day"].as_f64().unwrap();
+    assert!(rate > 1e9, "{rate}");
+    assert!(
+        given["rate_source"].as_str().unwrap().contains("metadata"),
+        "{given}"
+    );
+}

@@ -58,6 +58,8 @@ pub struct Projection {
     pub rate_bytes_per_day: Option<f64>,
     /// Bytes in the window taken for one-offs (rebuilds) and left out of the rate.
     pub one_off_bytes: u64,
+    /// Metadata bytes the rate counts per data-and-parity byte, in the window.
+    pub metadata_share: Option<f64>,
     /// The rate's [`CONFIDENCE`] range (two intervals of a day or more; see [`fit_rate`]).
     pub rate_range: Option<(f64, f64)>,
     /// Standard error of the rate, bytes per day.
@@ -182,10 +184,11 @@ pub fn fit_rate(points: &[(f64, f64)]) -> Option<RateFit> {
 /// Cumulative bytes with one-off writes taken out: metadata and rebuild bytes come as one
 /// counter in the history, and a rebuild writes a whole member at once. An interval's
 /// metadata-and-rebuild increment above the (lower) median of all intervals' is a one-off: its
-/// excess is left out of every later point. Returns the points and the bytes left out.
-fn without_one_offs(raw: &[(f64, f64, f64)]) -> (Vec<(f64, f64)>, f64) {
+/// excess is left out of every later point. Returns the points, the bytes left out, and the
+/// metadata bytes kept per data-and-parity byte (None without data or parity bytes).
+fn without_one_offs(raw: &[(f64, f64, f64)]) -> (Vec<(f64, f64)>, f64, Option<f64>) {
     let Some(first) = raw.first() else {
-        return (Vec::new(), 0.0);
+        return (Vec::new(), 0.0, None);
     };
     let mut incs: Vec<f64> = raw.windows(2).map(|w| (w[1].2 - w[0].2).max(0.0)).collect();
     incs.sort_by(f64::total_cmp);
@@ -196,15 +199,18 @@ fn without_one_offs(raw: &[(f64, f64, f64)]) -> (Vec<(f64, f64)>, f64) {
     let mut out = vec![(first.0, first.1 + first.2)];
     let mut acc = first.1 + first.2;
     let mut dropped = 0.0;
+    let (mut user, mut other) = (0.0, 0.0);
     for w in raw.windows(2) {
         let d_user = (w[1].1 - w[0].1).max(0.0);
         let d_other = (w[1].2 - w[0].2).max(0.0);
         let kept = d_other.min(allowance);
         dropped += d_other - kept;
         acc += d_user + kept;
+        user += d_user;
+        other += kept;
         out.push((w[1].0, acc));
     }
-    (out, dropped)
+    (out, dropped, (user > 0.0).then(|| other / user))
 }
 
 /// Whether SMART says the drive was powered on for more than a day longer than the array's
@@ -249,10 +255,11 @@ pub fn project(now: u64, m: &MemberWearInput, window_days: f64) -> Projection {
             m.array_bytes.saturating_sub(user_now) as f64,
         ));
     }
-    let (pts, one_off) = without_one_offs(&raw);
+    let (pts, one_off, metadata_share) = without_one_offs(&raw);
     p.one_off_bytes = one_off as u64;
     let span = pts.last().map(|l| l.0).unwrap_or(0.0) - pts.first().map(|f| f.0).unwrap_or(0.0);
     if span >= DAY {
+        p.metadata_share = metadata_share;
         if let Some(fit) = fit_rate(&pts) {
             p.rate_bytes_per_day = Some(fit.per_day.max(0.0));
             p.rate_range = fit.range();
@@ -400,7 +407,7 @@ impl LifeInput {
 }
 
 /// A standard normal draw (Box-Muller).
-fn normal(rng: &mut crate::rng::SplitMix64) -> f64 {
+pub(crate) fn normal(rng: &mut crate::rng::SplitMix64) -> f64 {
     let u = |rng: &mut crate::rng::SplitMix64| {
         ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     };

@@ -457,6 +457,8 @@ fn analyse(
                 "history_samples": m.wear.history.len(),
                 "rate_bytes_per_day": p.rate_bytes_per_day,
                 "rate_range_bytes_per_day": p.rate_range,
+                "rate_se_bytes_per_day": p.rate_se,
+                "metadata_per_data_byte_in_window": p.metadata_share,
                 "endurance_bytes": p.endurance_bytes,
                 "endurance_range_bytes": p.endurance_range,
                 "remaining_bytes": p.remaining_bytes,
@@ -899,7 +901,19 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
     let members = r["members"].as_array().cloned().unwrap_or_default();
     let (mut endurance, mut used) = (Vec::new(), Vec::new());
     let mut measured = 0.0;
+    // The shared relative error of the members' rates (the workload's), for the margin.
+    let mut rel_se = f64::INFINITY;
+    let mut shares = Vec::new();
     for m in &members {
+        if let (Some(r), Some(se)) = (
+            m["rate_bytes_per_day"].as_f64(),
+            m["rate_se_bytes_per_day"].as_f64(),
+        ) {
+            if r > 0.0 {
+                rel_se = rel_se.min(se / r);
+            }
+        }
+        shares.extend(m["metadata_per_data_byte_in_window"].as_f64());
         let (Some(e), Some(w)) = (m["endurance_bytes"].as_f64(), m["wear_percent"].as_f64()) else {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -919,8 +933,23 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
         ));
     };
     // Member bytes per user byte are 1 + 1/k for single-parity levels.
+    // Metadata (bitmap, checksum log, superblocks) rides on every member's writes: a fitted
+    // rate counts it already; a --rate of user bytes does not, so the share measured over the
+    // history window is added (none without history).
+    let meta_ratio = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
     let (user_rate, rate_source) = match p.rate {
-        Some(r) if r > 0 => (r as f64, "--rate".to_string()),
+        Some(r) if r > 0 => (
+            r as f64 * (1.0 + meta_ratio),
+            if shares.is_empty() {
+                "--rate (no history to measure this array's metadata share: none added)".to_string()
+            } else {
+                format!(
+                    "--rate, plus {:.1} % metadata (measured over the last {:.0} days)",
+                    meta_ratio * 100.0,
+                    p.opts.window
+                )
+            },
+        ),
         Some(_) => {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -959,7 +988,15 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
         .years
         .map(|y| y * 365.25)
         .unwrap_or_else(|| natural.iter().copied().fold(0.0, f64::max));
-    let sched = plan::schedule(&fleet, &weights, p.target_gap, horizon);
+    // A given --rate is taken as exact; a measured one has an error the schedule keeps a
+    // margin against (wear::plan::schedule_with_margin).
+    let rel_se = if p.rate.is_some() || !rel_se.is_finite() {
+        0.0
+    } else {
+        rel_se
+    };
+    let (sched, z, planned_rate, p_holds) =
+        plan::schedule_with_margin(&fleet, &weights, p.target_gap, horizon, rel_se);
     let now = raidcore::array::now_secs();
     let date = |day: f64| time(now + (day * wear::DAY).round() as u64);
     let rates = fleet.rates(&weights);
@@ -1049,6 +1086,20 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
         "weights_analysis": analysis,
         "suggested_weights": analysis.suggested_weights,
         "schedule": {
+            "margin": {
+                "rate_relative_error": rel_se,
+                "standard_errors": z,
+                "planned_user_bytes_per_day": planned_rate,
+                "holds_probability": p_holds,
+                "confidence": wear::CONFIDENCE,
+                "note": if rel_se > 0.0 {
+                    format!("planned for {:.0} % above the measured rate ({z} standard errors), so that the gaps hold in {:.0} % of 2,000 replays with the rate drawn from its measured error; replacements come that much earlier than the measured rate alone would need", z * rel_se * 100.0, p_holds * 100.0)
+                } else if p.rate.is_some() {
+                    "--rate is taken as exact: no margin (a measured rate gets one from its error)".to_string()
+                } else {
+                    "the rate's error is unknown (fewer than two intervals of a day): no margin".to_string()
+                },
+            },
             "weights": sched.weights,
             "horizon_days": sched.horizon_days,
             "replacements": replacements,
@@ -1091,6 +1142,10 @@ fn print_plan(v: &Value, s: &plan::Schedule, date: &dyn Fn(f64) -> String) {
         v["rate_source"].as_str().unwrap_or("")
     );
     println!("{}", v["message"].as_str().unwrap_or(""));
+    println!(
+        "margin: {}",
+        v["schedule"]["margin"]["note"].as_str().unwrap_or("")
+    );
     println!();
     println!(
         "replacement schedule with weights {}{} over {:.0} days:",
