@@ -903,7 +903,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear)
-            opts="-h -V --scan --smart --window --rebuild-rate --horizon --json --prometheus --check --record --collision-days --help --version plan"
+            opts="-h -V --scan --smart --window --rebuild-rate --horizon --endurance-spread --json --prometheus --check --record --plot --collision-days --help --version plan"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -929,6 +929,14 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --endurance-spread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --collision-days)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -941,7 +949,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__wear__subcmd__plan)
-            opts="-h -V --target-gap --rate --skew --years --keep-roles --scan --smart --window --rebuild-rate --horizon --json --help --version"
+            opts="-h -V --target-gap --rate --skew --years --keep-roles --scan --smart --window --rebuild-rate --horizon --endurance-spread --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -980,6 +988,10 @@ _raidctl() {
                     return 0
                     ;;
                 --horizon)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endurance-spread)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -183,6 +183,8 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l horizon -d 'Days ahead the wear-out collision risk is counted over' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l endurance-spread -d 'Drive-to-drive spread of the life left, in percent (a coefficient of variation), in the collision risk' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l plot -d 'Draw each member\'s wear history and forecast (range band, wear-outs, rebuild window) to this SVG file' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
@@ -200,6 +202,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l window -d 'Days of history the write rate is fitted over' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l rebuild-rate -d 'Rebuild rate assumed for the collision threshold' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l horizon -d 'Days ahead the wear-out collision risk is counted over' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l endurance-spread -d 'Drive-to-drive spread of the life left, in percent (a coefficient of variation), in the collision risk' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l keep-roles -d 'Do not move the parity-heavy role to the most-worn survivor when its member is replaced'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -l json -d 'Print JSON (the input of `raidctl simulate --plan`)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -154,15 +154,25 @@ fn projection_from_recorded_history_and_collision_window() {
         .stderr(std::process::Stdio::null());
     assert!(create.status().unwrap().success());
     raidctl_at(t0, &["wear", "--record", &ms[0]]).ok();
-    random_4k_writes(&ms[0], 40, dir.path());
+    random_4k_writes(&ms[0], 20, dir.path());
+    // One interval gives a rate but no error on it: no range is claimed.
+    let t_mid = t0 + 5 * 86_400;
+    let w = raidctl_at(t_mid, &["wear", "--json", &ms[0]]).ok().json();
+    for m in w["members"].as_array().unwrap() {
+        assert!(m["projected_wearout_unix"].as_f64().is_some(), "{m}");
+        assert!(m["projected_wearout_range_unix"].is_null(), "{m}");
+    }
+    assert_eq!(w["collision_risk"]["rate_errors_measured"], false, "{w}");
+    raidctl_at(t_mid, &["wear", "--record", &ms[0]]).ok();
+    random_4k_writes(&ms[0], 20, dir.path());
     let t1 = t0 + 10 * 86_400;
     raidctl_at(t1, &["wear", "--record", &ms[0]]).ok();
     let w = raidctl_at(t1, &["wear", "--json", &ms[0]]).ok().json();
     for m in w["members"].as_array().unwrap() {
         assert_eq!(
             m["history_samples"].as_u64().unwrap(),
-            2 + 1,
-            "create, two records: {m}"
+            3 + 1,
+            "create, three records: {m}"
         );
         let rate = m["rate_bytes_per_day"]
             .as_f64()
@@ -1022,4 +1032,73 @@ fn wear_plan_keeps_a_margin_against_the_measured_rate() {
         given["rate_source"].as_str().unwrap().contains("metadata"),
         "{given}"
     );
+}
+
+/// Issue 28, item 9: `wear --plot` draws a real array's history and forecast. Every member
+/// gets its line, its legend entry and its wear-out; mirrors, whose lines are the same, are
+/// named as coinciding rather than drawn as one line that hides the others.
+#[test]
+fn wear_plot_draws_every_member_and_names_the_ones_that_coincide() {
+    let dir = tempdir();
+    let t0: u64 = 1_800_000_000;
+    let m: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        "1",
+        "--size",
+        "20M",
+        "--endurance",
+        "0.0001",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    for d in 1..=4u64 {
+        random_4k_writes(&ms[0], 30, dir.path());
+        raidctl_at(t0 + d * 86_400, &["wear", "--record", &ms[0]]).ok();
+    }
+    let now = t0 + 4 * 86_400;
+    let svg = dir.path().join("wear.svg");
+    let svg_s = svg.display().to_string();
+    let run = raidctl_at(now, &["wear", "--json", "--plot", &svg_s, &ms[0]]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let j = run.json();
+    for m in j["members"].as_array().unwrap() {
+        // Create and four records: five points of history, each a wear figure.
+        let h = m["history_wear_percent"].as_array().unwrap();
+        assert_eq!(h.len(), 5, "{m}");
+        assert!(m["projected_wearout_unix"].as_f64().is_some(), "{m}");
+    }
+    assert!(
+        run.stderr.contains("members 0, 1 and 2 coincide"),
+        "{}",
+        run.stderr
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .map(|n| n.text().unwrap_or("").trim().to_string())
+        .collect();
+    for s in 0..3 {
+        assert!(texts.contains(&format!("slot {s}")), "{texts:?}");
+    }
+    assert!(texts.iter().any(|t| t.contains("coincide")), "{texts:?}");
+    // Each member's markers in its own colour: three colours of circle.
+    let colours: std::collections::BTreeSet<&str> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "circle")
+        .filter_map(|n| n.attribute("fill"))
+        .filter(|f| *f != "none")
+        .collect();
+    assert!(colours.len() >= 3, "{colours:?}");
+    // An array with no endurance and no SMART has nothing to draw: said, not an empty chart.
+    let dir2 = tempdir();
+    let bare = array(dir2.path(), "5", &[]);
+    let none = dir2.path().join("none.svg");
+    let r = raidctl(["wear", "--plot", &none.display().to_string(), &bare[0]]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("nothing to plot"), "{}", r.stderr);
 }

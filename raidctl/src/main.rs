@@ -16,6 +16,7 @@ mod nbd;
 mod nbd_device;
 mod notify;
 mod output;
+mod plot;
 mod profile;
 mod progress;
 mod prom;

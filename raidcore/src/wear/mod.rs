@@ -331,18 +331,26 @@ pub fn project(now: u64, m: &MemberWearInput, window_days: f64) -> Projection {
             p.remaining_range = Some((e_lo as f64 * f_lo, e_hi as f64 * f_hi));
             let at = |bytes: f64, rate: f64| now + (bytes / rate.max(1e-9) * DAY).round() as u64;
             p.wearout_time = Some(at(remaining, r));
-            let (r_lo, r_hi) = p.rate_range.unwrap_or((r, r));
-            // With a rate range reaching zero the latest wear-out is unbounded: cap it at a
-            // century rather than print a meaningless date.
-            let latest = if r_lo > 0.0 {
-                at(e_hi as f64 * f_hi, r_lo)
-            } else {
-                now + (36_525.0 * DAY) as u64
-            };
-            p.wearout_range = Some((at(e_lo as f64 * f_lo, r_hi), latest));
+            // Without a measured error on the rate (one interval of a day or more) there is
+            // no honest range: none is given, rather than one as narrow as the endurance's.
+            p.wearout_range = p.rate_range.map(|(r_lo, r_hi)| {
+                // With a rate range reaching zero the latest wear-out is unbounded: cap it at
+                // a century rather than print a meaningless date.
+                let latest = if r_lo > 0.0 {
+                    at(e_hi as f64 * f_hi, r_lo)
+                } else {
+                    now + (36_525.0 * DAY) as u64
+                };
+                (at(e_lo as f64 * f_lo, r_hi), latest)
+            });
             p.method = format!(
-                "bytes over time, {samples} samples in {:.0} days{}, {} endurance, wear {}",
+                "bytes over time, {samples} samples in {:.0} days{}{}, {} endurance, wear {}",
                 span / DAY,
+                if p.rate_range.is_none() {
+                    " (one interval: the rate's error, and so the date's range, is unknown until the history spans two intervals of a day or more)"
+                } else {
+                    ""
+                },
                 if p.one_off_bytes > 0 {
                     format!(
                         " ({} metadata and rebuild bytes above their usual daily amount left out as one-offs)",

@@ -24,6 +24,7 @@ pub mod serve;
 pub mod simulate;
 pub mod status;
 pub mod wear;
+pub mod wear_plot;
 pub mod write;
 
 use std::process::ExitCode;

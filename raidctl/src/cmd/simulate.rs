@@ -181,7 +181,7 @@ fn plot(
     let members: std::collections::BTreeSet<usize> = r.series.iter().map(|p| p.1).collect();
     // The legend goes below the plot, never over it: one row per 5 entries.
     let entries = members.len() + usize::from(base.is_some()) + 3;
-    let legend_h = 20 + 22 * entries.div_ceil(5) as u32;
+    let legend_h = crate::plot::legend_height(entries);
     let root = SVGBackend::new(path, (960, 540 + legend_h)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let (upper, lower) = root.split_vertically(540);
@@ -224,16 +224,19 @@ fn plot(
                 .map_err(|e| err(e.to_string()))?;
         }
     }
-    let mut legend: Vec<(String, RGBAColor, &str)> = Vec::new();
-    for (i, m) in members.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(line(r, *m), color.stroke_width(2)))
-            .map_err(|e| err(e.to_string()))?;
-        legend.push((format!("member {m}"), color, "line"));
+    use crate::plot::Mark;
+    let mut legend: Vec<(String, RGBAColor, Mark)> = Vec::new();
+    let lines: Vec<(usize, Vec<(f64, f64)>)> = members.iter().map(|&m| (m, line(r, m))).collect();
+    for (i, (m, pts)) in lines.iter().enumerate() {
+        crate::plot::member_line(&mut chart, pts, i, lines.len()).map_err(err)?;
+        legend.push((
+            format!("member {m}"),
+            crate::plot::color(i),
+            Mark::Member(i),
+        ));
     }
     if base.is_some() {
-        legend.push(("RAID 5 (dashed)".into(), grey.to_rgba(), "dash"));
+        legend.push(("RAID 5 (dashed)".into(), grey.to_rgba(), Mark::Dash));
     }
     // Markers: x for a wear-out, o for a scheduled replacement, triangle for a role move.
     let at = |e: &sim::SimEvent| (e.day / 365.25, e.wear_pct);
@@ -264,27 +267,15 @@ fn plot(
                 .map(|e| TriangleMarker::new(at(e), 6, green.filled())),
         )
         .map_err(|e| err(e.to_string()))?;
-    legend.push(("wear-out (replaced)".into(), red, "cross"));
-    legend.push(("scheduled replacement".into(), blue, "circle"));
-    legend.push(("parity-heavy role moves".into(), green, "triangle"));
-    let font = ("sans-serif", 14).into_font();
-    for (i, (label, color, kind)) in legend.iter().enumerate() {
-        let (x, y) = (20 + 188 * (i % 5) as i32, 16 + 22 * (i / 5) as i32);
-        let style = color.stroke_width(2);
-        let res = match *kind {
-            "line" => lower.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style)),
-            "dash" => lower
-                .draw(&PathElement::new(vec![(x, y), (x + 6, y)], style))
-                .and_then(|_| lower.draw(&PathElement::new(vec![(x + 12, y), (x + 20, y)], style))),
-            "cross" => lower.draw(&Cross::new((x + 10, y), 6, style)),
-            "circle" => lower.draw(&Circle::new((x + 10, y), 5, style)),
-            _ => lower.draw(&TriangleMarker::new((x + 10, y), 6, color.filled())),
-        };
-        res.map_err(|e| err(e.to_string()))?;
-        lower
-            .draw(&Text::new(label.clone(), (x + 26, y - 7), font.clone()))
+    legend.push(("wear-out (replaced)".into(), red, Mark::Cross));
+    legend.push(("scheduled replacement".into(), blue, Mark::Circle));
+    legend.push(("parity-heavy role moves".into(), green, Mark::Triangle));
+    if let Some(note) = crate::plot::coincide_note(&crate::plot::coinciding(&lines, 0.5), 0.5) {
+        upper
+            .draw(&Text::new(note, (70, 40), ("sans-serif", 13).into_font()))
             .map_err(|e| err(e.to_string()))?;
     }
+    crate::plot::legend(&lower, &legend).map_err(err)?;
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
 }

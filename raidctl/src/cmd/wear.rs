@@ -44,6 +44,10 @@ pub struct WearArgs {
     /// Also record a history sample now (with the SMART values read); opens the array for writing
     #[arg(long)]
     pub record: bool,
+    /// Draw each member's wear history and forecast (range band, wear-outs, rebuild window) to
+    /// this SVG file
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Warn when the two earliest wear-outs are closer than this many days
     /// (default: max(30, 3 x estimated rebuild time))
     #[arg(long, value_name = "DAYS")]
@@ -466,6 +470,7 @@ fn analyse(
                 "endurance_source": p.endurance_source,
                 "wear_percent": p.wear_pct,
                 "wear_at_least_percent": p.wear_at_least_pct,
+                "history_wear_percent": history_wear(m, p),
                 "wear_source": p.wear_source,
                 "projected_wearout": p.wearout_time.and_then(date),
                 "projected_wearout_unix": p.wearout_time.filter(|&t| t <= LAST_DATE),
@@ -487,6 +492,7 @@ fn analyse(
         "level": layout.level().name(),
         "parity_weights": layout.weights(),
         "generated": time(now),
+        "generated_unix": now,
         "window_days": opts.window,
         "members": json_members,
         "write_mix": {
@@ -519,6 +525,7 @@ fn analyse(
             "window_days": threshold,
             "horizon_days": opts.horizon,
             "members_counted": lives.len(),
+            "rate_errors_measured": projections.iter().filter(|p| p.rate_bytes_per_day.is_some()).all(|p| p.rate_se.is_some()),
             "confidence": wear::CONFIDENCE,
             "endurance_spread": spread,
             "inputs": lives,
@@ -536,6 +543,28 @@ fn analyse(
         },
         smarts,
     ))
+}
+
+/// Wear at each history sample, [[unix, percent], ...]: SMART's figure where the sample has
+/// one, else wear now less the bytes written since over the endurance. Empty when wear now or
+/// the endurance is unknown.
+fn history_wear(m: &raidcore::array::MemberInfo, p: &Projection) -> Vec<(u64, f64)> {
+    let (Some(now), Some(e)) = (p.wear_pct, p.endurance_bytes.filter(|&e| e > 0)) else {
+        return Vec::new();
+    };
+    let total = m.wear.total() as f64;
+    m.wear
+        .history
+        .iter()
+        .map(|s| {
+            let at = (s.data_bytes + s.parity_bytes + s.other_bytes) as f64;
+            let pct = s
+                .smart_used_pct
+                .map(f64::from)
+                .unwrap_or(now - (total - at).max(0.0) * 100.0 / e as f64);
+            (s.time, pct.max(0.0))
+        })
+        .collect()
 }
 
 fn prometheus(r: &Value) -> String {
@@ -652,6 +681,13 @@ pub fn run(a: WearArgs) -> Result<ExitCode> {
         (r, status, reasons)
     };
     let r = &r;
+    if let Some(f) = &a.plot {
+        let note = super::wear_plot::plot(f, r)?;
+        eprintln!("raidctl: wrote {}", f.display());
+        if let Some(n) = note {
+            eprintln!("raidctl: {n}");
+        }
+    }
     if a.prometheus {
         print!("{}", prometheus(r));
     } else if a.json {
@@ -842,6 +878,9 @@ fn print_human(r: &Value) {
             cr["window_days"].as_f64().unwrap_or(0.0),
             cr["horizon_days"].as_f64().unwrap_or(0.0)
         );
+        if cr["rate_errors_measured"] == false {
+            println!("  (the write rates' errors are not measured yet: the history holds one interval of a day or more, so only the endurance spread is counted)");
+        }
     } else {
         println!("collision risk: unknown (needs two members with a projected wear-out)");
     }
