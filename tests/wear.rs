@@ -1102,3 +1102,32 @@ fn wear_plot_draws_every_member_and_names_the_ones_that_coincide() {
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("nothing to plot"), "{}", r.stderr);
 }
+
+/// Issue 28, item 8: after a member was rebuilt, the "share" column compared its writes since
+/// it joined with the others' since creation (93 % against 28 % expected) and said "ok".
+/// Shares are counted from when the newest member joined, and one far from its expected value
+/// is a warning.
+#[test]
+fn shares_after_a_rebuild_are_counted_from_when_the_member_joined() {
+    let dir = tempdir();
+    let ms = array(dir.path(), "f1", &[]);
+    random_4k_writes(&ms[0], 150, dir.path());
+    raidctl(["fail", &ms[0], "1"]).ok();
+    raidctl(["remove", &ms[0], "1"]).ok();
+    let new = dir.path().join("n1");
+    std::fs::File::create(&new)
+        .unwrap()
+        .set_len(40 << 20)
+        .unwrap();
+    let new_s = new.display().to_string();
+    raidctl(["add", &ms[0], &new_s]).ok();
+    random_4k_writes(&ms[0], 200, dir.path());
+    let w = raidctl(["wear", "--json", &ms[0]]).ok().json();
+    let skew = &w["skew"];
+    assert_eq!(skew["observed_since_creation"], false, "{skew}");
+    let d = skew["max_abs_difference"].as_f64().unwrap();
+    assert!(d < 0.05, "shares since the rebuild differ by {d}: {skew}");
+    assert_eq!(w["status"], "ok", "{w}");
+    let text = raidctl(["wear", &ms[0]]).ok().stdout_str();
+    assert!(text.contains("when the newest member joined"), "{text}");
+}

@@ -825,10 +825,17 @@ impl Array {
         self.bad.lock().expect("bad-block lock").store(&mut meta);
         self.store_health(&mut meta);
         let interval = meta.history_interval;
-        for d in self.live_devs() {
+        let live = self.live_devs();
+        // A member without history has just joined (add, replace, spare): every member takes
+        // a sample with it, so that shares are compared from that moment on
+        // (wear::shares_since_all_joined).
+        let joined = live
+            .iter()
+            .any(|d| d.wear_base.lock().expect("wear lock").history.is_empty());
+        for d in live {
             // A history sample rides along with any superblock write once one is due.
             let mut w = d.wear();
-            if w.sample(meta.updated, interval, None, false) {
+            if w.sample(meta.updated, interval, None, joined) {
                 d.wear_base.lock().expect("wear lock").history = w.history;
             }
         }

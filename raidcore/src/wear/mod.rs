@@ -502,6 +502,62 @@ pub fn observed_shares(bytes: &[u64]) -> Vec<f64> {
         .collect()
 }
 
+/// Observed shares over the time every member has been in the array: from the newest of the
+/// members' first history samples (when the youngest joined) to now. A member added or
+/// replaced later has written only since it joined, and one that was rebuilt carries its
+/// rebuild in no data or parity counter; shares counted from creation compared a month of one
+/// member with years of the others (issue 28, item 8: 93 % against 28 % expected, "ok").
+/// `members` gives each member's history and its data + parity bytes now. A member's bytes at
+/// the start are its own sample there, else interpolated between the samples around it.
+/// Returns the shares, the start (None: no history at all, shares since creation) and the
+/// data + parity bytes each wrote since.
+pub fn shares_since_all_joined(
+    members: &[(&[WearSample], u64)],
+) -> (Vec<f64>, Option<u64>, Vec<u64>) {
+    let start = members
+        .iter()
+        .filter_map(|(h, _)| h.first().map(|s| s.time))
+        .max();
+    let since: Vec<u64> = members
+        .iter()
+        .map(|&(h, now_bytes)| {
+            let Some(t) = start else { return now_bytes };
+            let user = |s: &WearSample| s.data_bytes + s.parity_bytes;
+            let at_start = match h.iter().position(|s| s.time >= t) {
+                Some(0) => h.first().map_or(0, user),
+                Some(j) => {
+                    let (a, b) = (&h[j - 1], &h[j]);
+                    let f = (t - a.time) as f64 / (b.time - a.time).max(1) as f64;
+                    user(a) + ((user(b).saturating_sub(user(a))) as f64 * f) as u64
+                }
+                // After its last sample: that sample is the closest known point.
+                None => h.last().map_or(0, user),
+            };
+            now_bytes.saturating_sub(at_start)
+        })
+        .collect();
+    (observed_shares(&since), start, since)
+}
+
+/// The members whose observed share is further from the expected one than sampling allows:
+/// four standard errors of a share counted over `writes` independent writes, and at least 5
+/// points; nothing under 100 writes.
+pub fn share_deviations(observed: &[f64], expected: &[f64], writes: u64) -> Vec<usize> {
+    if writes < 100 {
+        return Vec::new();
+    }
+    observed
+        .iter()
+        .zip(expected)
+        .enumerate()
+        .filter(|(_, (&o, &x))| {
+            let tol = (4.0 * (x * (1.0 - x) / writes as f64).sqrt()).max(0.05);
+            (o - x).abs() > tol
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// Days between the two earliest projected wear-out times, if two are known.
 pub fn collision_window_days(wearouts: &[Option<u64>]) -> Option<f64> {
     let mut t: Vec<u64> = wearouts.iter().flatten().copied().collect();
@@ -512,6 +568,43 @@ pub fn collision_window_days(wearouts: &[Option<u64>]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_far_from_its_expected_one_is_flagged_and_noise_is_not() {
+        let e = [0.4, 0.2, 0.2, 0.2];
+        // 93 % against 28 %: flagged (the report after a rebuild said "ok").
+        assert_eq!(
+            share_deviations(&[0.93, 0.02, 0.03, 0.02], &e, 10_000),
+            vec![0, 1, 2, 3]
+        );
+        // Four points off over 10,000 writes: noise allowed (5-point floor).
+        assert!(share_deviations(&[0.44, 0.18, 0.19, 0.19], &e, 10_000).is_empty());
+        // Twenty points off over 120 writes: beyond 4 standard errors (0.18), flagged.
+        assert_eq!(share_deviations(&[0.6, 0.14, 0.13, 0.13], &e, 120), vec![0]);
+        // Too few writes to say.
+        assert!(share_deviations(&[0.9, 0.0, 0.1, 0.0], &e, 99).is_empty());
+    }
+
+    #[test]
+    fn shares_are_counted_from_when_the_last_member_joined() {
+        let s = |t: u64, b: u64| WearSample {
+            time: t,
+            data_bytes: b,
+            parity_bytes: 0,
+            other_bytes: 0,
+            smart_used_pct: None,
+            smart_host_bytes: None,
+        };
+        // Two old members (samples at 0 and 100), one that joined at 50 with nothing written.
+        let old = [s(0, 0), s(100, 1000)];
+        let new = [s(50, 0)];
+        let (sh, since, bytes) =
+            shares_since_all_joined(&[(&old, 1500), (&old, 1500), (&new, 1000)]);
+        assert_eq!(since, Some(50));
+        // The old ones had written 500 by t = 50 (interpolated): 1000 each since.
+        assert_eq!(bytes, vec![1000, 1000, 1000]);
+        assert!(sh.iter().all(|&x| (x - 1.0 / 3.0).abs() < 1e-9), "{sh:?}");
+    }
 
     fn sample(day: u64, bytes: u64) -> WearSample {
         WearSample {

@@ -300,10 +300,17 @@ fn analyse(
     }
     let mix = array.write_mix();
     let k = mix.chunks_per_row_write();
-    let observed = wear::observed_shares(
+    // Observed shares over the time every member has been here (a member that joined later,
+    // or was rebuilt, is compared from that moment on).
+    let (observed, shares_since, share_bytes) = wear::shares_since_all_joined(
         &members
             .iter()
-            .map(|m| m.wear.data_bytes + m.wear.parity_bytes)
+            .map(|m| {
+                (
+                    m.wear.history.as_slice(),
+                    m.wear.data_bytes + m.wear.parity_bytes,
+                )
+            })
             .collect::<Vec<_>>(),
     );
     // The expected byte shares come from the measured byte mix: data bytes per parity byte
@@ -402,6 +409,24 @@ fn analyse(
             flag(2, format!("slot {slot}: member {}", m.state.name()));
         }
     }
+    // A member taking a share of the writes far from what the weights and the mix predict:
+    // the forecasts assume the expected shares, so the difference is worth a look (a member
+    // written by something else, a layout the report misreads). Sampling noise allowed for:
+    // see wear::share_deviations (4 KiB, the smallest write, taken as the unit).
+    if let Some(e) = &expected {
+        let writes = share_bytes.iter().sum::<u64>() / 4096;
+        for i in wear::share_deviations(&observed, e, writes) {
+            flag(
+                1,
+                format!(
+                    "slot {}: takes {:.1}% of data and parity writes, {:.1}% expected from the weights and the write mix",
+                    members[i].slot.unwrap_or(0),
+                    observed[i] * 100.0,
+                    e[i] * 100.0
+                ),
+            );
+        }
+    }
     // Only wear-outs within the horizon are warned of: a "collision" centuries away is none.
     let first_out = wearouts.iter().flatten().min().copied();
     let within_horizon =
@@ -438,7 +463,9 @@ fn analyse(
             ));
         }
     }
-    let max_diff = expected.as_ref().map(|e| {
+    // No writes in the window: no shares to compare (not 0 %).
+    let wrote = share_bytes.iter().any(|&b| b > 0);
+    let max_diff = expected.as_ref().filter(|_| wrote).map(|e| {
         e.iter()
             .zip(&observed)
             .map(|(a, b)| (a - b).abs())
@@ -480,7 +507,8 @@ fn analyse(
                     [a, b].map(|t| (t <= LAST_DATE).then_some(t))
                 }),
                 "projection_method": p.method,
-                "observed_share": observed[i],
+                "observed_share": wrote.then(|| observed[i]),
+                "share_bytes": share_bytes[i],
                 "expected_share": expected.as_ref().map(|e| e[i]),
                 "smart": smarts[i],
             })
@@ -508,7 +536,10 @@ fn analyse(
         "skew": {
             "formula": "expected share of member i = (p_i/k + (1-p_i)/(N-1)), normalised, where p_i = w_i/sum(w) and k = data bytes per parity byte written (write_mix.data_bytes_per_parity_byte)",
             "expected_shares": expected,
-            "observed_shares": observed,
+            "observed_shares": wrote.then_some(&observed),
+            "observed_since": shares_since.and_then(date),
+            "observed_since_unix": shares_since,
+            "observed_since_creation": shares_since == members.iter().filter_map(|m| m.wear.history.first().map(|s| s.time)).min(),
             "max_abs_difference": max_diff,
             "heaviest_expected_excess": excess,
         },
@@ -825,13 +856,16 @@ fn print_human(r: &Value) {
             .map(|x| x.to_string())
             .unwrap_or_else(|| "-".into());
         println!(
-            "{:>4}  {:>10} {:>10} {:>12} {:>9} {:>7.1}% {:>8}  {:<22} {}",
+            "{:>4}  {:>10} {:>10} {:>12} {:>9} {:>8} {:>8}  {:<22} {}",
             slot,
             human(m["bytes_written"]["total"].as_u64().unwrap_or(0)),
             human(m["bytes_written"]["parity"].as_u64().unwrap_or(0)),
             rate,
             pct(&m["wear_percent"]),
-            m["observed_share"].as_f64().unwrap_or(0.0) * 100.0,
+            m["observed_share"]
+                .as_f64()
+                .map(|x| format!("{:.1}%", x * 100.0))
+                .unwrap_or_else(|| "-".into()),
             m["expected_share"]
                 .as_f64()
                 .map(|x| format!("{:.1}%", x * 100.0))
@@ -839,6 +873,14 @@ fn print_human(r: &Value) {
             out,
             m["path"].as_str().unwrap_or("-"),
         );
+    }
+    if r["skew"]["observed_since_creation"] == false {
+        if let Some(d) = r["skew"]["observed_since"].as_str() {
+            println!(
+                "share: writes since {}, when the newest member joined",
+                d.split('T').next().unwrap_or(d)
+            );
+        }
     }
     println!();
     for m in r["members"].as_array().into_iter().flatten() {
