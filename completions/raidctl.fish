@@ -188,7 +188,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_see
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l collision-days -d 'Warn when the two earliest wear-outs are closer than this many days (default: max(30, 3 x estimated rebuild time))' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l prometheus -d 'Print node_exporter textfile metrics (Prometheus text format)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l check -d 'Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr'
+complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l check -d 'Exit 0 ok / 1 warning / 2 critical / 3 unknown (any error), with the reasons on stderr'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l record -d 'Also record a history sample now (with the SMART values read); opens the array for writing'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -s V -l version -d 'Print version'

@@ -1010,6 +1010,35 @@ fn wear_plan_keeps_a_margin_against_the_measured_rate() {
             "{margin}"
         );
     }
+    // The simulator replays the plan at the rate it was planned for (reproducing it: the
+    // outside check saw +11.5 % when it replayed the measured rate against a plan made with
+    // margin), and 500 times with the rate drawn from its measured error.
+    let file = dir.path().join("plan.json");
+    std::fs::write(&file, plan.to_string()).unwrap();
+    let r = raidctl(["simulate", "--plan", &file.display().to_string(), "--json"])
+        .ok()
+        .json();
+    let replay = &r["replay"];
+    if replay["promised_min_gap_days"].is_number() {
+        assert_eq!(replay["within_10_percent"], true, "{replay}");
+    }
+    eprintln!(
+        "plan holds: {}; replay: {replay}",
+        plan["schedule"]["holds"]
+    );
+    let model = &replay["model"];
+    assert_eq!(model["replays"], 500, "{replay}");
+    assert_eq!(model["rate_relative_error"].as_f64(), Some(rel), "{replay}");
+    let (p5, p95) = (
+        model["min_gap_days_p5"].as_f64().unwrap(),
+        model["min_gap_days_p95"].as_f64().unwrap(),
+    );
+    assert!(p5 < p95, "a drawn rate spreads the gaps: {replay}");
+    if plan["schedule"]["holds"] == true {
+        // What the plan claims (90 %), less the replays' sampling noise.
+        let h = model["holds_fraction"].as_f64().unwrap();
+        assert!(h >= 0.85, "{replay}");
+    }
     // A --rate is exact (no margin), with the measured metadata share added to it.
     let given = raidctl_at(
         now,
@@ -1130,4 +1159,216 @@ fn shares_after_a_rebuild_are_counted_from_when_the_member_joined() {
     assert_eq!(w["status"], "ok", "{w}");
     let text = raidctl(["wear", &ms[0]]).ok().stdout_str();
     assert!(text.contains("when the newest member joined"), "{text}");
+}
+
+/// A smartctl -j report (the PM9A1 fixture) with its percentage used set to `pct`.
+fn smart_at(dir: &Path, name: &str, pct: u64) -> String {
+    let fx = format!(
+        "{}/fixtures/smart/nvme-samsung-pm9a1.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fx).unwrap()).unwrap();
+    doc["nvme_smart_health_information_log"]["percentage_used"] = pct.into();
+    let f = dir.join(name);
+    std::fs::write(&f, doc.to_string()).unwrap();
+    f.display().to_string()
+}
+
+/// Three days of history (a sample a day) on four rated 1 GB drives at `level`; returns the
+/// members and the time of the last sample.
+fn three_days(dir: &Path, level: &str) -> (Vec<String>, u64) {
+    let t0: u64 = 1_800_000_000;
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        level,
+        "--size",
+        "40M",
+        "--endurance",
+        "0.001",
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    for d in 1..=3u64 {
+        random_4k_writes(&ms[0], 20, dir);
+        raidctl_at(t0 + d * 86_400, &["wear", "--record", &ms[0]]).ok();
+    }
+    (ms, t0 + 3 * 86_400)
+}
+
+/// Outside attack on issue 28: one member at 40 % and three at 3 % gave "collision risk
+/// 100 %", three wear-outs on one day, and status ok: only the first two wear-outs were
+/// compared. Every adjacent pair is, and a risk of one half or more is a warning.
+#[test]
+fn three_members_wearing_out_together_behind_an_early_one_are_warned_of() {
+    let dir = tempdir();
+    // Mirrors: every member takes the same writes, so the three at 3 % go together.
+    let (ms, now) = three_days(dir.path(), "1");
+    let p40 = smart_at(dir.path(), "p40.json", 40);
+    let p3 = smart_at(dir.path(), "p3.json", 3);
+    let check = raidctl_at(
+        now,
+        &[
+            "wear",
+            "--check",
+            "--horizon",
+            "1000000",
+            &ms[0],
+            "--smart",
+            &p40,
+            &p3,
+            &p3,
+            &p3,
+        ],
+    );
+    assert_eq!(
+        check.code,
+        1,
+        "{}{}",
+        check.stderr,
+        String::from_utf8_lossy(&check.stdout)
+    );
+    assert!(
+        check.stderr.contains("projected to wear out") && check.stderr.contains("days apart"),
+        "{}",
+        check.stderr
+    );
+    assert!(check.stderr.contains("collision risk"), "{}", check.stderr);
+    let prom = raidctl_at(
+        now,
+        &[
+            "wear",
+            "--prometheus",
+            "--horizon",
+            "1000000",
+            &ms[0],
+            "--smart",
+            &p40,
+            &p3,
+            &p3,
+            &p3,
+        ],
+    )
+    .ok()
+    .stdout_str();
+    assert!(prom.contains("raidctl_array_collision_risk{"), "{prom}");
+    assert!(
+        prom.contains("raidctl_array_wear_status{") && prom.contains("} 1\n"),
+        "{prom}"
+    );
+}
+
+/// Outside attack on issue 28: SMART wear recorded with `wear --record --smart` (73 %) was
+/// dropped when `wear` ran without --smart (0.38 %, wear-out years later), and `--check`
+/// passed a drive recorded at 96 %.
+#[test]
+fn recorded_smart_wear_is_used_when_wear_runs_without_smart() {
+    let dir = tempdir();
+    let (ms, now) = three_days(dir.path(), "5");
+    let p73 = smart_at(dir.path(), "p73.json", 73);
+    let mut args = vec!["wear", "--record", &ms[0], "--smart"];
+    args.extend([p73.as_str(); 4]);
+    raidctl_at(now + 86_400, &args).ok();
+    let w = raidctl_at(now + 86_400, &["wear", "--json", &ms[0]])
+        .ok()
+        .json();
+    for m in w["members"].as_array().unwrap() {
+        let pct = m["wear_percent"].as_f64().unwrap();
+        assert!((73.0..73.5).contains(&pct), "{m}");
+        assert!(m["smart_recorded"].is_string(), "{m}");
+        assert!(
+            m["wear_source"]
+                .as_str()
+                .unwrap()
+                .contains("as last recorded"),
+            "{m}"
+        );
+    }
+    let p96 = smart_at(dir.path(), "p96.json", 96);
+    let mut args = vec!["wear", "--record", &ms[0], "--smart"];
+    args.extend([p96.as_str(); 4]);
+    raidctl_at(now + 2 * 86_400, &args).ok();
+    let check = raidctl_at(now + 2 * 86_400, &["wear", "--check", &ms[0]]);
+    assert_eq!(check.code, 2, "{}", check.stderr);
+    assert!(
+        check.stderr.contains("96% of endurance used"),
+        "{}",
+        check.stderr
+    );
+}
+
+/// Outside attack on issue 28: `wear --check` exited 1 ("warning") for a missing array and 2
+/// ("critical") for a bad flag. Whatever stops it from assessing wear is 3, unknown; a bad
+/// --plot path fails before a sample is recorded; a clock set back records nothing.
+#[test]
+fn wear_check_says_unknown_when_it_cannot_assess_and_bad_input_records_nothing() {
+    let dir = tempdir();
+    let (ms, now) = three_days(dir.path(), "5");
+    let missing = dir.path().join("nothing-here").display().to_string();
+    for args in [
+        vec!["wear", "--check", missing.as_str()],
+        vec!["wear", "--check", "--no-such-flag", &ms[0]],
+        vec!["wear", "--check", "--collision-days", "NaN", &ms[0]],
+        vec![
+            "wear", "--check", "--smart", &missing, &missing, &missing, &missing, &ms[0],
+        ],
+    ] {
+        let r = raidctl_at(now, &args);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+    }
+    let samples = |w: &serde_json::Value| w["members"][0]["history_samples"].as_u64().unwrap();
+    let before = samples(&raidctl_at(now, &["wear", "--json", &ms[0]]).ok().json());
+    let bad = dir
+        .path()
+        .join("no-dir")
+        .join("w.svg")
+        .display()
+        .to_string();
+    let r = raidctl_at(now + 86_400, &["wear", "--record", "--plot", &bad, &ms[0]]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("--plot"), "{}", r.stderr);
+    let r = raidctl_at(now - 86_400, &["wear", "--record", &ms[0]]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("earlier than"), "{}", r.stderr);
+    let after = samples(&raidctl_at(now, &["wear", "--json", &ms[0]]).ok().json());
+    assert_eq!(before, after);
+}
+
+/// Outside attack on issue 28: a daemon started as `serve m0` in the members' directory named
+/// its members relatively, and every command from elsewhere, absolute paths included, was
+/// refused as "a copy" of the array.
+#[test]
+fn a_daemon_started_with_a_relative_path_serves_commands_from_anywhere() {
+    use std::io::BufRead;
+    let dir = tempdir();
+    let ms = array(dir.path(), "5", &[]);
+    let sock = dir.path().join("s.sock");
+    let mut child = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "serve",
+            "--foreground",
+            "--socket",
+            &sock.display().to_string(),
+            "m0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("nbd+unix://"), "{line}");
+    let r = raidctl(["wear", "--record", &ms[0]]);
+    let s = raidctl(["status", &ms[0]]);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.code, 0, "{}", s.stderr);
 }

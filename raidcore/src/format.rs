@@ -175,7 +175,10 @@ impl WearRecord {
             .history
             .last()
             .is_none_or(|s| now >= s.time.saturating_add(interval));
-        if !due && !force {
+        // Never a sample older than the newest one (a clock set back): the history is in time
+        // order, and the rate is fitted over it.
+        let back = self.history.last().is_some_and(|s| now < s.time);
+        if back || (!due && !force) {
             return false;
         }
         let (pct, host) = smart.unwrap_or((None, None));

@@ -62,7 +62,12 @@ pub(crate) fn stop_requested() -> bool {
 fn member_list(a: &Array) -> Vec<Value> {
     a.members()
         .into_iter()
-        .map(|m| json!({"slot": m.slot, "path": m.path, "state": m.state.name()}))
+        // Absolute: a client in another directory compares them with its own paths (a
+        // daemon started as `serve m0` named its members relative to where it started).
+        .map(|m| {
+            let path = m.path.map(|p| std::path::absolute(&p).unwrap_or(p));
+            json!({"slot": m.slot, "path": path, "state": m.state.name()})
+        })
         .collect()
 }
 

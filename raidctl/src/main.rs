@@ -34,7 +34,20 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // `wear --check` speaks to a monitoring system: a bad flag is "unknown" (3), not
+            // the usage error's 2, which it would read as "critical".
+            let args: Vec<String> = std::env::args().collect();
+            let check = args.iter().any(|a| a == "wear") && args.iter().any(|a| a == "--check");
+            return match (e.use_stderr(), check) {
+                (true, true) => ExitCode::from(cmd::wear::CHECK_UNKNOWN),
+                _ => ExitCode::from(e.exit_code() as u8),
+            };
+        }
+    };
     events::install(matches!(cli.command, cli::Command::Serve(_)));
     match cmd::run(cli) {
         Ok(code) => code,

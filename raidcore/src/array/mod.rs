@@ -345,9 +345,13 @@ pub fn now_secs() -> u64 {
     }
     static OVERRIDE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     if let Some(t) = *OVERRIDE.get_or_init(|| {
-        std::env::var("RAIDCTL_NOW")
-            .ok()
-            .and_then(|v| v.parse().ok())
+        let v = std::env::var("RAIDCTL_NOW").ok()?;
+        let t = v.parse().ok();
+        if t.is_none() {
+            // Said once, not silently replaced: a report for the wrong day misleads.
+            eprintln!("raidctl: RAIDCTL_NOW={v:?} is not Unix seconds; the system clock is used");
+        }
+        t
     }) {
         return t;
     }
@@ -807,6 +811,22 @@ impl Array {
     ) -> Result<()> {
         let t = now();
         let interval = self.meta.lock().expect("meta lock").history_interval;
+        if force {
+            for d in self.live_devs() {
+                if let Some(last) = d.wear_base.lock().expect("wear lock").history.last() {
+                    if last.time > t {
+                        return Err(Error::new(
+                            ErrorKind::InvalidInput,
+                            format!(
+                                "the clock ({t}, Unix seconds) is earlier than {}'s newest wear sample ({}): not recording a sample out of order; check the system clock (or RAIDCTL_NOW)",
+                                d.path.display(),
+                                last.time
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         for d in self.live_devs() {
             let mut w = d.wear();
             if w.sample(t, interval, smart.get(&d.uuid).copied(), force) {

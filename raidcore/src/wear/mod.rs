@@ -54,6 +54,9 @@ pub struct MemberWearInput {
 /// over the write rate; with a range where the inputs are uncertain.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Projection {
+    /// When the SMART figures used were recorded, if they came from the history rather than
+    /// from SMART now.
+    pub smart_recorded: Option<u64>,
     /// Write rate from the history window, bytes per day, one-off bytes left out.
     pub rate_bytes_per_day: Option<f64>,
     /// Bytes in the window taken for one-offs (rebuilds) and left out of the rate.
@@ -228,6 +231,56 @@ fn ran_before(now: u64, m: &MemberWearInput) -> bool {
 /// remaining endurance over the rate. Endurance is the rated figure, else inferred from SMART (host bytes /
 /// percent used); without either, a SMART percent-used trend is extrapolated to 100 %.
 pub fn project(now: u64, m: &MemberWearInput, window_days: f64) -> Projection {
+    let recorded = if m.smart_pct.is_none() && m.smart_host_bytes.is_none() {
+        with_recorded_smart(m)
+    } else {
+        None
+    };
+    let m = recorded.as_ref().map_or(m, |r| &r.0);
+    let mut p = project_with(now, m, window_days);
+    if let Some((_, t)) = recorded {
+        if p.wear_source.starts_with("SMART") {
+            p.wear_source = format!(
+                "{} as last recorded in the history (smart_recorded), plus this array's bytes since",
+                p.wear_source
+            );
+            p.smart_recorded = Some(t);
+        }
+    }
+    p
+}
+
+/// Without SMART figures now, the newest ones the history recorded (`wear --record
+/// --smart`), brought forward by the bytes this array wrote since: a drive recorded at 73 %
+/// used must not read as new because this report was run without `--smart`. Returns the
+/// input with them and the sample's time; None when no sample has SMART figures.
+fn with_recorded_smart(m: &MemberWearInput) -> Option<(MemberWearInput, u64)> {
+    let s = m
+        .history
+        .iter()
+        .rev()
+        .find(|s| s.smart_used_pct.is_some() || s.smart_host_bytes.is_some())?;
+    let since = m.array_bytes.saturating_sub(s.total());
+    let host = s.smart_host_bytes.map(|h| h.saturating_add(since));
+    // The endurance the percentage implies (rated first), to advance the percentage.
+    let endurance = m.rated_endurance.map(|e| e as f64).or_else(|| {
+        let (h, pct) = (s.smart_host_bytes?, f64::from(s.smart_used_pct?));
+        (pct >= 1.0).then(|| h as f64 / (pct / 100.0))
+    });
+    let pct = s
+        .smart_used_pct
+        .map(|p| f64::from(p) + endurance.map_or(0.0, |e| since as f64 * 100.0 / e.max(1.0)));
+    Some((
+        MemberWearInput {
+            smart_pct: pct,
+            smart_host_bytes: host,
+            ..m.clone()
+        },
+        s.time,
+    ))
+}
+
+fn project_with(now: u64, m: &MemberWearInput, window_days: f64) -> Projection {
     let mut p = Projection::default();
     let since = now as f64 - window_days * DAY;
     let user_now = if m.user_bytes > 0 {

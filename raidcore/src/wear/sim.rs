@@ -235,16 +235,87 @@ struct Anchor {
 
 /// Runs the simulation: event to event, each wear-out time computed from the rates exactly
 /// (no day steps, so equal members wear out at the same instant and gaps carry no noise).
+/// The smallest gap, in days, between consecutive wear-outs or replacements among the first
+/// `count` of them (reshuffles are not wear-outs); None with fewer than two.
+pub fn smallest_gap_of_first(r: &SimResult, count: usize) -> Option<f64> {
+    let outs: Vec<f64> = r
+        .events
+        .iter()
+        .filter(|e| e.kind != "reshuffle")
+        .take(count)
+        .map(|e| e.day)
+        .collect();
+    outs.windows(2).map(|w| w[1] - w[0]).reduce(f64::min)
+}
+
+/// `spec` replayed `draws` times with its write rate drawn from the measurement's error (a
+/// normal factor of relative standard deviation `rel_se`, fixed seed): each replay's
+/// [`smallest_gap_of_first`] `count`. This is how a plan is checked against the model rather
+/// than against its own rate (issue 28: replaying the plan's own rate could not show a gap
+/// that collapses when writes run faster).
+pub fn replays_with_rate_error(
+    spec: &SimSpec,
+    rel_se: f64,
+    draws: usize,
+    count: usize,
+) -> Result<Vec<Option<f64>>> {
+    let mut rng = crate::rng::SplitMix64(0x5e1a_2028);
+    let mut s = spec.clone();
+    // Checked, and the shares measured (an engine run for most workloads), once.
+    simulate(spec)?;
+    let layout = Layout::new(&spec.params)?;
+    let shares = measure_shares(&spec.params, spec.workload)?;
+    let mut out = Vec::with_capacity(draws);
+    for _ in 0..draws {
+        let factor = (1.0 + rel_se * super::normal(&mut rng)).max(0.01);
+        s.user_bytes_per_day = spec.user_bytes_per_day * factor;
+        out.push(smallest_gap_of_first(
+            &simulate_shares(&s, &layout, &shares),
+            count,
+        ));
+    }
+    Ok(out)
+}
+
 pub fn simulate(spec: &SimSpec) -> Result<SimResult> {
-    if spec.endurance_bytes <= 0.0
-        || spec.user_bytes_per_day <= 0.0
-        || spec.years <= 0.0
-        || spec.years > 100.0
-    {
+    // Written so that NaN fails too (a NaN endurance drew 80 MB of "NaN%").
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    let fine = positive(spec.endurance_bytes)
+        && positive(spec.user_bytes_per_day)
+        && positive(spec.capacity_bytes)
+        && positive(spec.years)
+        && spec.years <= 100.0;
+    if !fine {
         bail!(
             InvalidInput,
-            "endurance, write rate and years (at most 100) must be positive"
+            "endurance ({}), write rate ({} bytes a day), capacity ({}) and years ({}, at most 100) must be positive numbers",
+            spec.endurance_bytes,
+            spec.user_bytes_per_day,
+            spec.capacity_bytes,
+            spec.years
         );
+    }
+    match spec.workload {
+        Workload::DataPerParity(k) if !positive(k) => {
+            bail!(
+                InvalidInput,
+                "data bytes per parity byte {k} must be above 0"
+            )
+        }
+        Workload::Mix(f) if !(0.0..=1.0).contains(&f) => {
+            bail!(InvalidInput, "a mix of {f} is not a fraction from 0 to 1")
+        }
+        _ => {}
+    }
+    for (i, m) in spec.start.iter().enumerate() {
+        if !(positive(m.endurance_bytes) && m.used_bytes >= 0.0 && m.used_bytes.is_finite()) {
+            bail!(
+                InvalidInput,
+                "starting member {i}: endurance {} and used bytes {} must be positive numbers",
+                m.endurance_bytes,
+                m.used_bytes
+            );
+        }
     }
     if !(1.0..=100.0).contains(&spec.replace_at_pct) {
         bail!(
@@ -262,7 +333,22 @@ pub fn simulate(spec: &SimSpec) -> Result<SimResult> {
             spec.start.len()
         );
     }
+    // (Members are numbered on through replacements: a number past them never comes up.)
+    for &(m, pct) in &spec.schedule {
+        if !(0.0..=100.0).contains(&pct) {
+            bail!(
+                InvalidInput,
+                "scheduled replacement of member {m} at {pct}%: not a percentage from 0 to 100"
+            );
+        }
+    }
     let shares = measure_shares(&spec.params, spec.workload)?;
+    Ok(simulate_shares(spec, &layout, &shares))
+}
+
+/// The simulation proper, with `spec` checked and its shares measured.
+fn simulate_shares(spec: &SimSpec, layout: &Layout, shares: &[f64]) -> SimResult {
+    let n = layout.members();
     let heavy = (layout.level() == Level::F1)
         .then(|| super::plan::heavy_slot(layout.weights()))
         .flatten();
@@ -385,16 +471,16 @@ pub fn simulate(spec: &SimSpec) -> Result<SimResult> {
         .collect();
     let first_gap_days = (outs.len() >= 2).then(|| outs[1] - outs[0]);
     let smallest_gap_days = outs.windows(2).map(|w| w[1] - w[0]).reduce(f64::min);
-    Ok(SimResult {
+    SimResult {
         level: layout.level().name(),
         weights: layout.weights().to_vec(),
-        shares,
+        shares: shares.to_vec(),
         events,
         original_wearout_days: original,
         first_gap_days,
         smallest_gap_days,
         series,
-    })
+    }
 }
 
 #[cfg(test)]

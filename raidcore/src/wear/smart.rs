@@ -121,6 +121,17 @@ pub fn parse(text: &str) -> Result<SmartWear> {
             w.percent_used_source = "unknown: neither an NVMe nor an ATA report".into()
         }
     }
+    // NVMe and ACS both define the figure as 0 to 255 (past 100 when the drive outlives its
+    // rating); anything else is not a drive's report.
+    if let Some(p) = w.percent_used {
+        if !(0.0..=255.0).contains(&p) {
+            bail!(
+                InvalidInput,
+                "percentage used {p} ({}) is not a SMART figure (0 to 255)",
+                w.percent_used_source
+            );
+        }
+    }
     Ok(w)
 }
 

@@ -98,7 +98,14 @@ struct PlanInput {
     /// How many replacements the plan made, and the smallest gap it promised.
     count: usize,
     promised_gap_days: Option<f64>,
+    /// The rate the schedule was planned for (the measured one raised by its margin).
+    planned_user_bytes_per_day: f64,
+    /// The measured rate's relative standard error (0: taken as exact).
+    rate_rel_se: f64,
 }
+
+/// Replays of a plan with the write rate drawn from its measured error.
+const MODEL_REPLAYS: usize = 500;
 
 fn read_plan(path: &std::path::Path) -> Result<PlanInput> {
     let text = std::fs::read_to_string(path)
@@ -168,6 +175,13 @@ fn read_plan(path: &std::path::Path) -> Result<PlanInput> {
         schedule,
         count: reps.len(),
         promised_gap_days: v["schedule"]["min_gap_days"].as_f64(),
+        planned_user_bytes_per_day: v["schedule"]["margin"]["planned_user_bytes_per_day"]
+            .as_f64()
+            .unwrap_or(f("user_bytes_per_day")?),
+        rate_rel_se: v["schedule"]["margin"]["rate_relative_error"]
+            .as_f64()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .unwrap_or(0.0),
     })
 }
 
@@ -292,18 +306,6 @@ fn summary(r: &SimResult) -> serde_json::Value {
     })
 }
 
-/// The smallest gap between consecutive wear-outs or replacements among the first `count`.
-fn gap_of_first(r: &SimResult, count: usize) -> Option<f64> {
-    let outs: Vec<f64> = r
-        .events
-        .iter()
-        .filter(|e| e.kind != "reshuffle")
-        .take(count)
-        .map(|e| e.day)
-        .collect();
-    outs.windows(2).map(|w| w[1] - w[0]).reduce(f64::min)
-}
-
 /// Data bytes per parity byte an array has written (its measured mix), read without locks.
 fn measured_mix(path: &std::path::Path) -> Result<f64> {
     let args = crate::cli::ArrayArgs {
@@ -364,7 +366,9 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             workload,
             endurance_bytes: p.fresh_endurance,
             capacity_bytes: p.capacity,
-            user_bytes_per_day: p.user_bytes_per_day,
+            // At the rate the schedule was planned for, the replay reproduces the plan; the
+            // model's replays below draw the measured rate instead.
+            user_bytes_per_day: p.planned_user_bytes_per_day,
             years,
             replace_at_pct: a.replace_at,
             reshuffle: p.reshuffle && !a.keep_roles,
@@ -415,20 +419,54 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         b.schedule = vec![];
         Some(sim::simulate(&b)?)
     };
-    let replay = plan.as_ref().map(|p| {
-        let got = gap_of_first(&main, p.count);
-        let diff = match (got, p.promised_gap_days) {
-            (Some(g), Some(w)) if w > 0.0 => Some((g - w) / w * 100.0),
-            _ => None,
-        };
-        json!({
-            "replacements_compared": p.count,
-            "promised_min_gap_days": p.promised_gap_days,
-            "replayed_min_gap_days": got,
-            "difference_percent": diff,
-            "within_10_percent": diff.map(|d| d.abs() <= 10.0),
-        })
-    });
+    let replay = match &plan {
+        None => None,
+        Some(p) => {
+            let got = sim::smallest_gap_of_first(&main, p.count);
+            let diff = match (got, p.promised_gap_days) {
+                (Some(g), Some(w)) if w > 0.0 => Some((g - w) / w * 100.0),
+                _ => None,
+            };
+            // The model's replays: the measured rate with its error drawn, the schedule kept
+            // (replacements at their planned wear).
+            let model = if p.rate_rel_se > 0.0 {
+                let measured = SimSpec {
+                    user_bytes_per_day: p.user_bytes_per_day,
+                    ..base_spec.clone()
+                };
+                let gaps =
+                    sim::replays_with_rate_error(&measured, p.rate_rel_se, MODEL_REPLAYS, p.count)?;
+                let mut g: Vec<f64> = gaps.iter().map(|x| x.unwrap_or(0.0)).collect();
+                g.sort_by(f64::total_cmp);
+                let q = |f: f64| g[((g.len() - 1) as f64 * f).round() as usize];
+                let holds = g
+                    .iter()
+                    .filter(|&&x| x >= p.target_gap_days - raidcore::wear::plan::GAP_TOLERANCE_DAYS)
+                    .count() as f64
+                    / g.len() as f64;
+                json!({
+                    "replays": MODEL_REPLAYS,
+                    "rate_relative_error": p.rate_rel_se,
+                    "target_gap_days": p.target_gap_days,
+                    "holds_fraction": holds,
+                    "min_gap_days_p5": q(0.05),
+                    "min_gap_days_p50": q(0.5),
+                    "min_gap_days_p95": q(0.95),
+                })
+            } else {
+                json!({"note": "the plan's rate is taken as exact (a --rate, or a history too short for its error): no replays with a drawn rate"})
+            };
+            Some(json!({
+                "replacements_compared": p.count,
+                "planned_user_bytes_per_day": p.planned_user_bytes_per_day,
+                "promised_min_gap_days": p.promised_gap_days,
+                "replayed_min_gap_days": got,
+                "difference_percent": diff,
+                "within_10_percent": diff.map(|d| d.abs() <= 10.0),
+                "model": model,
+            }))
+        }
+    };
     // Without the reshuffle, the members that are not parity-heavy take equal shares and, if
     // they start equal, wear out at the same instant: the gap between them is 0 by design.
     let keep_roles_note = (a.keep_roles && main.level == "f1").then(|| {
@@ -493,6 +531,20 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 .as_f64()
                 .map_or("no comparison".into(), |x| format!("{x:+.1}%"))
         );
+        let m = &r["model"];
+        match m["holds_fraction"].as_f64() {
+            Some(h) => println!(
+                "replayed {} times with the rate drawn from its measured error ({:.1} %): the {:.0}-day gap holds in {:.1} % of them; smallest gap 5th/50th/95th percentile {:.0} / {:.0} / {:.0} days",
+                m["replays"],
+                m["rate_relative_error"].as_f64().unwrap_or(0.0) * 100.0,
+                m["target_gap_days"].as_f64().unwrap_or(0.0),
+                h * 100.0,
+                m["min_gap_days_p5"].as_f64().unwrap_or(0.0),
+                m["min_gap_days_p50"].as_f64().unwrap_or(0.0),
+                m["min_gap_days_p95"].as_f64().unwrap_or(0.0),
+            ),
+            None => println!("note: {}", m["note"].as_str().unwrap_or("")),
+        }
     }
     if let Some(n) = keep_roles_note {
         println!("note: {n}");

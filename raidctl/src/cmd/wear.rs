@@ -22,7 +22,7 @@ use crate::units::{human, parse_size};
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     disable_help_subcommand = true,
-    after_long_help = "With --check the exit status is 0 (ok), 1 (warning) or 2 (critical), for monitoring systems."
+    after_long_help = "With --check the exit status is 0 (ok), 1 (warning), 2 (critical) or 3 (unknown: the wear could not be assessed, any error), as monitoring systems (Nagios, Icinga) read it."
 )]
 pub struct WearArgs {
     #[command(subcommand)]
@@ -38,7 +38,7 @@ pub struct WearArgs {
     /// Print node_exporter textfile metrics (Prometheus text format)
     #[arg(long, conflicts_with = "json")]
     pub prometheus: bool,
-    /// Exit 0 ok / 1 warning / 2 critical, with the reasons on stderr
+    /// Exit 0 ok / 1 warning / 2 critical / 3 unknown (any error), with the reasons on stderr
     #[arg(long)]
     pub check: bool,
     /// Also record a history sample now (with the SMART values read); opens the array for writing
@@ -93,6 +93,12 @@ impl WearOpts {
         }
         if !(self.horizon > 0.0 && self.horizon.is_finite()) {
             return bad("--horizon must be a positive number of days:", self.horizon);
+        }
+        if self.rebuild_rate == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "--rebuild-rate must be above 0 bytes per second",
+            ));
         }
         if !(0.0..=100.0).contains(&self.endurance_spread) {
             return bad(
@@ -241,6 +247,16 @@ fn read_smart(
             }
             let mut out = Vec::new();
             for f in files {
+                // smartctl -j writes tens of kilobytes; a file far larger is not one.
+                let len = std::fs::metadata(f)
+                    .map_err(|e| Error::io(e, "stat", f, 0))?
+                    .len();
+                if len > MAX_SMART_FILE {
+                    return Err(Error::new(
+                        ErrorKind::InvalidInput,
+                        format!("{f}: {len} bytes is not a smartctl -j report (at most {MAX_SMART_FILE} bytes read)"),
+                    ));
+                }
                 let text = std::fs::read_to_string(f).map_err(|e| Error::io(e, "read", f, 0))?;
                 out.push(Some(
                     smart::parse(&text).map_err(|e| e.context(f.to_string()))?,
@@ -433,8 +449,39 @@ fn analyse(
         first_out.is_some_and(|t| (t as f64) <= now as f64 + opts.horizon * wear::DAY);
     if let (Some(c), true) = (collision, within_horizon) {
         if c < threshold {
-            flag(1, format!("the two earliest wear-outs are {c:.0} days apart, below the {threshold:.0}-day threshold"));
+            flag(1, format!("the two earliest wear-outs are {c:.1} days apart, below the {threshold:.1}-day threshold"));
         }
+    }
+    // Any later pair too: one early member must not hide three that wear out together.
+    let mut outs: Vec<(u64, usize)> = members
+        .iter()
+        .zip(&wearouts)
+        .filter_map(|(m, t)| Some(((*t)?, m.slot.unwrap_or(0))))
+        .filter(|&(t, _)| (t as f64) <= now as f64 + opts.horizon * wear::DAY)
+        .collect();
+    outs.sort_unstable();
+    // (The first pair is the collision window, above.)
+    for w in outs.windows(2).skip(1) {
+        let gap = (w[1].0 - w[0].0) as f64 / wear::DAY;
+        if gap < threshold {
+            flag(1, format!("slots {} and {} are projected to wear out {gap:.1} days apart, below the {threshold:.1}-day threshold", w[0].1, w[1].1));
+        }
+    }
+    if risk >= COLLISION_RISK_WARN {
+        flag(1, format!("collision risk {:.0}%: two members likely wear out within {threshold:.0} days of each other in the next {:.0} days", risk * 100.0, opts.horizon));
+    }
+    // A history that stopped (no `wear --record`, array not opened) leaves forecasts without
+    // a rate: said, rather than a quiet "ok".
+    let newest_sample = members
+        .iter()
+        .filter_map(|m| m.wear.history.last().map(|s| s.time))
+        .max();
+    let sample_age_days = newest_sample.map(|t| now.saturating_sub(t) as f64 / wear::DAY);
+    if let Some(age) = sample_age_days.filter(|&a| a > opts.window) {
+        notes.push(format!(
+            "the newest history sample is {age:.0} days old, older than the {:.0}-day window: rates and dates need samples within it (run `raidctl wear --record` daily; contrib/raidctl-wear-record@.timer)",
+            opts.window
+        ));
     }
     let mix_note = match k {
         None => "no writes recorded yet".to_string(),
@@ -499,6 +546,7 @@ fn analyse(
                 "wear_at_least_percent": p.wear_at_least_pct,
                 "history_wear_percent": history_wear(m, p),
                 "wear_source": p.wear_source,
+                "smart_recorded": p.smart_recorded.and_then(date),
                 "projected_wearout": p.wearout_time.and_then(date),
                 "projected_wearout_unix": p.wearout_time.filter(|&t| t <= LAST_DATE),
                 "projected_wearout_beyond_9999": p.wearout_time.is_some_and(|t| t > LAST_DATE),
@@ -519,8 +567,9 @@ fn analyse(
         "uuid": crate::output::uuid(&sb.array_uuid),
         "level": layout.level().name(),
         "parity_weights": layout.weights(),
-        "generated": time(now),
+        "generated": date(now),
         "generated_unix": now,
+        "newest_sample_age_days": sample_age_days,
         "window_days": opts.window,
         "members": json_members,
         "write_mix": {
@@ -660,6 +709,25 @@ fn prometheus(r: &Value) -> String {
             "raidctl_array_collision_window_days{{array=\"{arr}\",uuid=\"{uuid}\"}} {c}\n"
         ));
     }
+    let array_gauge = |out: &mut String, name: &str, help: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{array=\"{arr}\",uuid=\"{uuid}\"}} {v}\n"
+            ));
+        }
+    };
+    array_gauge(
+        &mut out,
+        "raidctl_array_collision_risk",
+        "Probability that two members wear out within the collision threshold of each other within the horizon.",
+        r["collision_risk"]["probability"].as_f64(),
+    );
+    array_gauge(
+        &mut out,
+        "raidctl_array_wear_sample_age_days",
+        "Age of the newest wear history sample.",
+        r["newest_sample_age_days"].as_f64(),
+    );
     out.push_str("# HELP raidctl_array_wear_status 0 ok, 1 warning, 2 critical.\n# TYPE raidctl_array_wear_status gauge\n");
     let st = match r["status"].as_str() {
         Some("critical") => 2,
@@ -688,12 +756,53 @@ pub fn run(a: WearArgs) -> Result<ExitCode> {
     if let Some(WearSub::Plan(p)) = a.sub {
         return plan(p);
     }
+    // For a monitoring system (--check) every failure is "unknown" (3, as Nagios has it),
+    // never a wear status: a missing array must not read as a warning.
+    let check = a.check;
+    match report(a) {
+        Err(e) if check => {
+            eprintln!("raidctl: wear unknown: {e}");
+            Ok(ExitCode::from(CHECK_UNKNOWN))
+        }
+        r => r,
+    }
+}
+
+/// The largest --smart file read (smartctl -j writes tens of kilobytes).
+const MAX_SMART_FILE: u64 = 4 << 20;
+
+/// A collision risk at or above this is a warning (whatever the point estimates say).
+pub const COLLISION_RISK_WARN: f64 = 0.5;
+
+/// `wear --check`'s status when the wear could not be assessed (an error of any kind).
+pub const CHECK_UNKNOWN: u8 = 3;
+
+fn report(a: WearArgs) -> Result<ExitCode> {
     let Some(path) = a.array.clone() else {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             "wear needs ARRAY (the path of a member)",
         ));
     };
+    if let Some(c) = a.collision_days {
+        if !(c >= 0.0 && c.is_finite()) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "--collision-days must be a number of days, 0 or more: {c} is out of range"
+                ),
+            ));
+        }
+    }
+    // The plot file is opened before anything is recorded: a bad path fails first.
+    if let Some(f) = &a.plot {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(f)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("--plot {}: {e}", f.display())))?;
+    }
     let (r, status, reasons) = if a.record {
         record(&path, &a)?
     } else {
@@ -1079,7 +1188,11 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
     let (sched, z, planned_rate, p_holds) =
         plan::schedule_with_margin(&fleet, &weights, p.target_gap, horizon, rel_se);
     let now = raidcore::array::now_secs();
-    let date = |day: f64| time(now + (day * wear::DAY).round() as u64);
+    // RFC 3339 up to year 9999; past it "beyond 9999" (a rate near zero puts dates there).
+    let date = |day: f64| {
+        let t = now as f64 + day * wear::DAY;
+        (t.is_finite() && t <= LAST_DATE as f64).then(|| time(t.round() as u64))
+    };
     let rates = fleet.rates(&weights);
     let json_members: Vec<Value> = (0..n)
         .map(|i| {
@@ -1103,10 +1216,30 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
             v
         })
         .collect();
+    // Weights separate the first wear-out from the rest; the others (equal shares) still go
+    // together, which only the schedule's early replacements and role moves stagger.
+    let rest_gap = analysis
+        .suggested_weights
+        .as_ref()
+        .unwrap_or(&analysis.best_weights)
+        .as_slice();
+    let mut outs = fleet.natural_wearouts(rest_gap);
+    outs.sort_by(f64::total_cmp);
+    let later_gap = outs
+        .windows(2)
+        .skip(1)
+        .map(|w| w[1] - w[0])
+        .reduce(f64::min);
     let message = if analysis.reachable {
         format!(
-            "parity weights can reach a {:.0}-day gap between the first two wear-outs: {}",
+            "parity weights can reach a {:.0}-day gap between the first two wear-outs{}: {}",
             p.target_gap,
+            match later_gap {
+                Some(g) if g < p.target_gap => format!(
+                    " only (with them the later members still wear out {g:.0} days apart: the schedule's early replacements keep every gap)"
+                ),
+                _ => String::new(),
+            },
             analysis
                 .suggested_weights
                 .as_ref()
@@ -1143,10 +1276,11 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
             g.unwrap_or(0.0)
         ),
     };
-    let holds = analysis.reachable || sched.holds;
+    // Every consecutive gap, not the first only: the schedule's verdict.
+    let holds = sched.holds;
     let v = json!({
         "target_gap_days": p.target_gap,
-        "now": time(now),
+        "now": date(0.0),
         "now_unix": now,
         "level": layout.level().name(),
         "members": n,
@@ -1197,7 +1331,9 @@ fn plan(p: PlanArgs) -> Result<ExitCode> {
     if p.json {
         crate::output::print_json(&v);
     } else {
-        print_plan(&v, &sched, &date);
+        print_plan(&v, &sched, &|d| {
+            date(d).unwrap_or_else(|| "beyond 9999".into())
+        });
     }
     Ok(if holds {
         ExitCode::SUCCESS

@@ -184,9 +184,11 @@ pub fn plot(path: &std::path::Path, r: &Value) -> Result<Option<String>> {
             continue;
         };
         let (lo_end, hi_end) = (lo.min(x_max), hi.min(x_max));
+        // Between the earliest line (capped at 100 %) and the latest, to the edge.
         let band = vec![
             (0.0, w0),
             (lo_end, wear_at(w0, lo, lo_end)),
+            (hi_end, wear_at(w0, lo, hi_end).min(100.0)),
             (hi_end, wear_at(w0, hi, hi_end)),
         ];
         chart
