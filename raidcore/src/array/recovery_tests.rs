@@ -240,3 +240,37 @@ fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
         (vec![], vec![])
     );
 }
+
+/// Mutation gap (issue 31, row.rs judge_blocks): the bad-block lookup's offset (row x chunk
+/// + within, in blocks) was never checked away from row 0 and block 0: a block on the list
+/// whose placeholder fails its entry must not be judged bad, and a block beside it must.
+#[test]
+fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
+    let chunk = 8192u64;
+    let (a, _faults, _) = filled(Level::Raid5, 3, chunk, 11);
+    let row = 3u64;
+    let slot = a.layout().data_slot(row, 0);
+    flip(&a, slot, a.cell_offset(row, 4096 + 100));
+    let mut buf = vec![0u8; 4096];
+    a.member_read(slot, &mut buf, row, 4096).unwrap();
+    // Unlisted: the flipped block fails its entry.
+    assert_eq!(a.judge_blocks(slot, &buf, row, 4096, false).0, vec![0]);
+    assert!(a.mark_lost_block(slot, row * chunk + 4096));
+    assert_eq!(
+        a.judge_blocks(slot, &buf, row, 4096, false),
+        (vec![], vec![])
+    );
+    // The whole chunk: block 1 is listed, block 0 is fine; a flip in block 0 is judged.
+    flip(&a, slot, a.cell_offset(row, 100));
+    let mut buf = vec![0u8; chunk as usize];
+    a.member_read(slot, &mut buf, row, 0).unwrap();
+    assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![0]);
+    // Next row: block 0 listed, block 1 not; both flipped: only block 1 is judged bad.
+    let row = 4u64;
+    let slot = a.layout().data_slot(row, 0);
+    flip(&a, slot, a.cell_offset(row, 100));
+    flip(&a, slot, a.cell_offset(row, 4096 + 100));
+    assert!(a.mark_lost_block(slot, row * chunk));
+    a.member_read(slot, &mut buf, row, 0).unwrap();
+    assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![1]);
+}

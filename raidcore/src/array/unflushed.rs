@@ -236,6 +236,37 @@ mod tests {
         drop(later);
     }
 
+    /// Mutation gaps (issue 31): a write that completed after a flush began was merged into
+    /// the older epoch's list (`end`'s epoch guard made true), or every completed list was
+    /// dropped by a flush (`flush_done`'s comparison reversed): either way a write not yet
+    /// durable was no longer suspect when a member failed.
+    #[test]
+    fn a_write_completed_after_a_flush_began_stays_suspect_after_that_flush() {
+        let u = Unflushed::default();
+        drop(u.begin(0..1));
+        let m = u.flush_begin();
+        drop(u.begin(10..11));
+        assert!(!u.flush_done(&m));
+        u.fail(0, Vec::new());
+        assert_eq!(u.suspects(1), vec![vec![10..11]]);
+        // The next flush makes it durable.
+        let m = u.flush_begin();
+        assert!(u.flush_done(&m));
+        assert_eq!(u.suspects(1), vec![Vec::<Range<u64>>::new()]);
+    }
+
+    /// Mutation gap (issue 31): the extra rows of a failure (dirty regions recorded before
+    /// the array was opened) were never made suspect when the check was reversed.
+    #[test]
+    fn a_failure_suspects_its_extra_rows_until_the_next_flush() {
+        let u = Unflushed::default();
+        u.fail(1, vec![30..32, 5..7, 6..8]);
+        assert_eq!(u.suspects(2), vec![vec![], vec![5..8, 30..32]]);
+        let m = u.flush_begin();
+        assert!(u.flush_done(&m));
+        assert_eq!(u.suspects(2), vec![Vec::<Range<u64>>::new(); 2]);
+    }
+
     #[test]
     fn the_list_stays_bounded_and_only_widens() {
         let mut l = Vec::new();
