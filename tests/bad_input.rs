@@ -400,8 +400,9 @@ fn second_process_cannot_open_an_array_for_writing() {
     use std::io::Write;
     let dir = tempdir();
     let m = array(dir.path(), "m", "1", 2);
-    // A writer fed one block holds the array open while it waits for more input; its first
-    // write marks the array dirty, which `examine` (lock-free) can see.
+    // A writer fed from a pipe holds the array open while it stages its input (it writes
+    // only once the pipe ends, so that input too long changes nothing). A second writer
+    // (of nothing) succeeds until the first has the array open, then is refused.
     let mut child = Command::new(BIN)
         .args(["write", &m[0].display().to_string()])
         .stdin(std::process::Stdio::piped())
@@ -409,22 +410,61 @@ fn second_process_cannot_open_an_array_for_writing() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&pattern("first", 4 << 20)).unwrap();
-    let mut held = false;
+    let mut second = None;
     for _ in 0..500 {
-        let ex = raidctl(["examine", "--json", &m[1].display().to_string()])
-            .ok()
-            .json();
-        if ex["clean"] == false {
-            held = true;
+        let r = raidctl(["write", "--input", "/dev/null", &m[1].display().to_string()]);
+        if r.code != 0 {
+            second = Some(r);
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(held, "the first writer never started writing");
-    let second = raidctl(["write", "--input", "/dev/null", &m[1].display().to_string()]);
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    second.fails(4, &["locked by another raidctl process"]);
+    second
+        .expect("the second writer was never refused")
+        .fails(4, &["locked by another raidctl process"]);
+    // What the first wrote is there.
+    let back = raidctl(["read", "--length", "4M", &m[1].display().to_string()]).ok();
+    assert!(back.stdout == pattern("first", 4 << 20));
+}
+
+/// Issue 29, item 6: `write` from stdin longer than the array wrote the first 41 MB, then
+/// exited 2. A pipe is staged first (in memory, or past 64 MiB in a temporary file): input
+/// that does not fit is refused with the array unchanged, at both sizes.
+#[test]
+fn oversize_stdin_leaves_the_array_unchanged() {
+    use std::io::Write;
+    let dir = tempdir();
+    for (name, size) in [("small", "8M"), ("large", "40M")] {
+        let m: Vec<PathBuf> = (0..3)
+            .map(|i| dir.path().join(format!("{name}{i}")))
+            .collect();
+        raidctl(args(&["create", "--level", "5", "--size", size], &m)).ok();
+        let m0 = m[0].display().to_string();
+        let before = raidctl(["read", &m0]).ok().stdout;
+        let len = before.len() + 1;
+        let mut child = Command::new(BIN)
+            .args(["write", &m0])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // Written from a thread: the writer stops reading once it has seen too much.
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&pattern("too long", len));
+        });
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("nothing was written"), "{err}");
+        assert!(
+            raidctl(["read", &m0]).ok().stdout == before,
+            "{name}: the array changed"
+        );
+    }
 }
 
 /// Issue 15 bug 10: a `create` refused part-way left the member files it had made, and a typo
