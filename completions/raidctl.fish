@@ -82,7 +82,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l prometheus -d '
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l program -d 'Run PROGRAM for each event as `PROGRAM EVENT ARRAY-UUID MEMBER` (MEMBER empty when the event is about the whole array), with RAIDCTL_EVENT, RAIDCTL_ARRAY_UUID, RAIDCTL_ARRAY_NAME, RAIDCTL_SLOT, RAIDCTL_MEMBER, RAIDCTL_DETAIL, RAIDCTL_TIME and RAIDCTL_EVENT_JSON in its environment. It is given 60 s, then killed' -r -F
-complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l mail -d 'Mail each event to ADDR through sendmail (/usr/sbin/sendmail -t)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l mail -d 'Mail each event to ADDR through sendmail (/usr/sbin/sendmail, or RAIDCTL_SENDMAIL); refused when there is none' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l interval -d 'Seconds between looks at the event logs' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l scan -d 'Also look for offline arrays\' members here when checking which arrays are unhealthy (repeatable; block devices are always looked at)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l poll -d 'Seconds between checks of every array\'s state (a member file gone while nothing runs the array raises no event of its own); an array is reported when it turns unhealthy' -r

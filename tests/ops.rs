@@ -610,3 +610,88 @@ wait || true
         "{log}"
     );
 }
+
+/// Issue 29, item 5: an array name holding "\nBcc: ..." went into the monitor's Subject
+/// unescaped, with sendmail -t reading recipients from the headers; create took names with
+/// newlines and status printed escapes raw. Names with control characters are refused; the
+/// mail names its recipient on sendmail's command line and keeps every header one line; a
+/// monitor asked to mail without a sendmail refuses to start.
+#[test]
+fn a_hostile_array_name_neither_adds_a_mail_recipient_nor_reaches_a_terminal_raw() {
+    let dir = tempdir();
+    let m: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let mut args = vec![
+        "create".to_string(),
+        "--level".into(),
+        "5".into(),
+        "--size".into(),
+        "16M".into(),
+        "--name".into(),
+        "nas\nBcc: evil@example.com".into(),
+    ];
+    args.extend(strs(&m));
+    let r = raidctl(&args);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("control characters"), "{}", r.stderr);
+    assert!(!m[0].exists() || std::fs::metadata(&m[0]).unwrap().len() == 0);
+    // An event naming such an array (a superblock from elsewhere, or an older raidctl).
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("events")).unwrap();
+    std::fs::write(state.join("monitor.pos"), "{}").unwrap();
+    let ev = serde_json::json!({
+        "event": "member-failed",
+        "array_name": "nas\nBcc: evil@example.com\u{1b}[2J",
+        "array_uuid": "00000000-0000-0000-0000-000000000001",
+        "detail": "slot 1 failed",
+    });
+    std::fs::write(
+        state
+            .join("events")
+            .join("00000000-0000-0000-0000-000000000001.jsonl"),
+        format!("{ev}\n"),
+    )
+    .unwrap();
+    let out = dir.path().join("mail");
+    let fake = dir.path().join("sendmail");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"ARGS: $*\" >> {o}\ncat >> {o}\necho '--END--' >> {o}\n",
+            o = out.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |sendmail: &Path| {
+        Command::new(BIN)
+            .args(["monitor", "--oneshot", "--mail", "admin@example.com"])
+            .env("RAIDCTL_STATE_DIR", &state)
+            .env("RAIDCTL_RUN_DIR", dir.path())
+            .env("RAIDCTL_SENDMAIL", sendmail)
+            .output()
+            .unwrap()
+    };
+    let o = run(&fake);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mail = std::fs::read_to_string(&out).unwrap();
+    let ours = mail
+        .split("--END--")
+        .find(|m| m.contains("00000000-0000-0000-0000-000000000001"))
+        .unwrap_or_else(|| panic!("no mail for the event: {mail}"));
+    assert!(ours.contains("ARGS: -i -- admin@example.com"), "{ours}");
+    assert!(!ours.contains(" -t"), "{ours}");
+    let headers: Vec<&str> = ours
+        .trim_start()
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(headers.len(), 2, "To and Subject only: {headers:?}");
+    assert!(headers.iter().all(|h| !h.starts_with("Bcc")), "{headers:?}");
+    assert!(!ours.contains('\u{1b}'), "{ours}");
+    // No sendmail: refused, not a monitor that drops every alert.
+    let o = run(&dir.path().join("no-such-sendmail"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs a sendmail"));
+}

@@ -6,6 +6,23 @@ pub fn uuid(u: &[u8; 16]) -> String {
     uuid::Uuid::from_bytes(*u).hyphenated().to_string()
 }
 
+/// `s` with its control characters escaped (`\n`, `\u{1b}`): names and paths come from
+/// superblocks and the file system, and must not move a terminal's cursor or forge lines.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Seconds since the epoch as RFC 3339 UTC.
 pub fn time(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -38,6 +55,12 @@ pub fn print_json(v: &serde_json::Value) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn printable_escapes_control_characters_only() {
+        assert_eq!(super::printable("nas-1 ü"), "nas-1 ü");
+        assert_eq!(super::printable("a\nBcc: x\u{1b}[2J"), "a\\nBcc: x\\u{1b}[2J");
+    }
+
     #[test]
     fn rfc3339() {
         assert_eq!(super::time(0), "1970-01-01T00:00:00Z");

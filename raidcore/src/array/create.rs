@@ -108,6 +108,15 @@ impl Array {
                 format::MAX_NAME
             );
         }
+        // The name goes into mail headers, terminals and logs: no control characters (a
+        // newline in it once added a Bcc: to the monitor's mail).
+        if spec.name.is_empty() || spec.name.chars().any(char::is_control) {
+            bail!(
+                InvalidInput,
+                "array name {:?} must be non-empty and hold no control characters (newlines, tabs, escapes)",
+                spec.name
+            );
+        }
         if !spec.endurance_bytes.is_empty() && spec.endurance_bytes.len() != paths.len() {
             bail!(
                 InvalidInput,

@@ -180,7 +180,11 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
             ""
         }
     );
-    println!("array        \"{}\" {}", sb.name, uuid(&sb.array_uuid));
+    println!(
+        "array        \"{}\" {}",
+        crate::output::printable(&sb.name),
+        uuid(&sb.array_uuid)
+    );
     println!(
         "level        {} x{} chunk {} weights {:?} copies {}",
         sb.layout.level.name(),
@@ -251,7 +255,7 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
             "slot {i:<3}     {:<10} {}  {}",
             s.state.name(),
             uuid(&s.member_uuid),
-            s.path_hint
+            crate::output::printable(&s.path_hint)
         );
     }
     Ok(ExitCode::SUCCESS)

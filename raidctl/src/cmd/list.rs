@@ -145,7 +145,7 @@ fn print_human(list: &[Value]) {
         println!("no arrays found (member files are found only under --scan DIR)");
         return;
     }
-    let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let s = |v: &Value| crate::output::printable(v.as_str().unwrap_or("-"));
     println!(
         "{:<36}  {:<12} {:<6} {:>10} {:<11} {:>7}  where",
         "uuid", "name", "level", "size", "state", "members"

@@ -32,7 +32,8 @@ pub struct MonitorArgs {
     /// RAIDCTL_EVENT_JSON in its environment. It is given 60 s, then killed
     #[arg(long, value_name = "PATH")]
     pub program: Option<PathBuf>,
-    /// Mail each event to ADDR through sendmail (/usr/sbin/sendmail -t)
+    /// Mail each event to ADDR through sendmail (/usr/sbin/sendmail, or RAIDCTL_SENDMAIL);
+    /// refused when there is none
     #[arg(long, value_name = "ADDR")]
     pub mail: Option<String>,
     /// Handle the events logged since the last run and report arrays unhealthy now, then exit
@@ -181,7 +182,11 @@ fn unhealthy(scan: &[PathBuf]) -> Vec<Value> {
         .collect()
 }
 
+/// The mail program: RAIDCTL_SENDMAIL, else sendmail where Debian's MTAs put it.
 fn sendmail() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("RAIDCTL_SENDMAIL") {
+        return Some(PathBuf::from(p)).filter(|p| p.exists());
+    }
     ["/usr/sbin/sendmail", "/usr/lib/sendmail"]
         .iter()
         .map(PathBuf::from)
@@ -271,16 +276,24 @@ impl Actions<'_> {
 
     fn mail(&self, sm: &Path, addr: &str, ev: &Value) {
         let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
-        let msg = format!(
-            "To: {addr}\nSubject: raidctl: {} on {} ({})\n\n{}\n\n{}\n",
-            s("event"),
-            s("array_name"),
-            s("array_uuid"),
-            s("detail"),
-            serde_json::to_string_pretty(ev).unwrap_or_default()
+        let msg = mail_text(
+            addr,
+            &format!(
+                "raidctl: {} on {} ({})",
+                s("event"),
+                s("array_name"),
+                s("array_uuid")
+            ),
+            &format!(
+                "{}\n\n{}\n",
+                s("detail"),
+                serde_json::to_string_pretty(ev).unwrap_or_default()
+            ),
         );
+        // The recipient on the command line, not taken from the headers (-t): whatever a
+        // header holds, it adds no recipient.
         let child = std::process::Command::new(sm)
-            .arg("-t")
+            .args(["-i", "--", addr])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn();
@@ -294,6 +307,18 @@ impl Actions<'_> {
             Err(e) => eprintln!("raidctl monitor: sendmail: {e}"),
         }
     }
+}
+
+/// A mail message for sendmail: header values with control characters replaced (a name
+/// holding "\nBcc: someone" must stay one Subject line) and folded at no point, then the body.
+fn mail_text(to: &str, subject: &str, body: &str) -> String {
+    let clean = |v: &str| -> String {
+        v.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .take(200)
+            .collect()
+    };
+    format!("To: {}\nSubject: {}\n\n{body}", clean(to), clean(subject))
 }
 
 pub fn run(a: MonitorArgs) -> Result<ExitCode> {
@@ -316,8 +341,23 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
         ));
     }
     let sendmail = sendmail();
-    if a.mail.is_some() && sendmail.is_none() {
-        eprintln!("raidctl monitor: warning: --mail given but no sendmail found (/usr/sbin/sendmail); events are not mailed");
+    if let Some(addr) = &a.mail {
+        // As mdadm: a monitor that cannot deliver what it is asked to is refused, not run.
+        if sendmail.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "--mail needs a sendmail program (/usr/sbin/sendmail, from any MTA: apt install msmtp-mta, or RAIDCTL_SENDMAIL=PATH); none found",
+            ));
+        }
+        if addr.is_empty()
+            || addr.starts_with('-')
+            || addr.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("--mail {addr:?} is not a mail address"),
+            ));
+        }
     }
     let act = Actions { args: &a, sendmail };
     // The first run ever starts at the end of the logs: their history is not news.

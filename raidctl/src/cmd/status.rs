@@ -200,7 +200,7 @@ pub fn job_json(r: &Value, running: bool) -> Value {
 }
 
 fn print_human(r: &Value) {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let s = |v: &Value| crate::output::printable(v.as_str().unwrap_or(""));
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let extra = if let Some(w) = r["parity_weights"]
         .as_array()
@@ -351,7 +351,7 @@ fn print_human(r: &Value) {
             n(&m["write_errors"]),
             n(&m["checksum_errors"]),
             n(&m["bad_blocks"]),
-            m["path"].as_str().unwrap_or("-"),
+            crate::output::printable(m["path"].as_str().unwrap_or("-")),
             m["reason"]
                 .as_str()
                 .map(|r| format!("  ({r})"))
