@@ -695,3 +695,46 @@ fn a_hostile_array_name_neither_adds_a_mail_recipient_nor_reaches_a_terminal_raw
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("needs a sendmail"));
 }
+
+/// Issue 29, item 7: through the daemon, `fail` of a hot spare said "slot
+/// 18446744073709551615 marked faulty" and `add` of a spare "(slot null); it rebuilds";
+/// offline they said what happened. Both ways now agree.
+#[test]
+fn a_spare_added_and_failed_reads_the_same_served_or_not() {
+    let dir = tempdir();
+    let m = members_created(dir.path(), "5", 3, "16M");
+    let spare = |n: &str| {
+        let p = dir.path().join(n);
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        p.display().to_string()
+    };
+    let m0 = m[0].clone();
+    let (s1, s2) = (spare("s1"), spare("s2"));
+    let off_add = raidctl(["add", &m0, &s1]).ok().stderr;
+    assert!(off_add.contains("added as a hot spare"), "{off_add}");
+    let off_fail = raidctl(["fail", &m0, &s1]).ok().stderr;
+    assert!(
+        off_fail.contains("spare") && off_fail.contains("removed"),
+        "{off_fail}"
+    );
+    let sock = dir.path().join("s.sock");
+    let mut server = Server::start(&m0, &sock);
+    let on_add = raidctl(["add", &m0, &s2]).ok().stderr;
+    assert!(on_add.contains("as a hot spare"), "{on_add}");
+    assert!(
+        !on_add.contains("null") && !on_add.contains("rebuilds"),
+        "{on_add}"
+    );
+    let on_fail = raidctl(["fail", &m0, &s2]).ok().stderr;
+    assert!(
+        on_fail.contains("spare") && on_fail.contains("removed"),
+        "{on_fail}"
+    );
+    assert!(!on_fail.contains("18446744073709551615"), "{on_fail}");
+    let st = raidctl(["status", "--json", &m0]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert!(server.stop().success());
+}

@@ -211,7 +211,11 @@ impl Daemon {
                 let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
                 let slot = a.fail(&m)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(json!({"slot": slot, "state": a.state().name()}))
+                // usize::MAX: the member was a spare, removed (as offline).
+                let slot = (slot != usize::MAX).then_some(slot);
+                Ok(
+                    json!({"slot": slot, "spare_removed": slot.is_none(), "state": a.state().name()}),
+                )
             }
             Some("remove") => {
                 a.remove(&raidcore::array::MemberRef::parse(

@@ -58,7 +58,10 @@ mod tests {
     #[test]
     fn printable_escapes_control_characters_only() {
         assert_eq!(super::printable("nas-1 ü"), "nas-1 ü");
-        assert_eq!(super::printable("a\nBcc: x\u{1b}[2J"), "a\\nBcc: x\\u{1b}[2J");
+        assert_eq!(
+            super::printable("a\nBcc: x\u{1b}[2J"),
+            "a\\nBcc: x\\u{1b}[2J"
+        );
     }
 
     #[test]

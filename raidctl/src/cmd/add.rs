@@ -87,11 +87,16 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
             c,
             serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles, "max_rate": a.rebuild.max_rate}),
         )?;
-        eprintln!(
-            "raidctl: {} added to the served array (slot {}); it rebuilds in the background",
-            a.new.display(),
-            r["slot"]
-        );
+        match r["slot"].as_u64() {
+            Some(slot) => eprintln!(
+                "raidctl: {} added to the served array (slot {slot}); it rebuilds in the background",
+                a.new.display()
+            ),
+            None => eprintln!(
+                "raidctl: {} added to the served array as a hot spare",
+                a.new.display()
+            ),
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;

@@ -26,11 +26,14 @@ pub fn run(a: FailArgs) -> Result<ExitCode> {
             c,
             serde_json::json!({"cmd": "fail", "member": crate::control::member_arg(&a.member)}),
         )?;
-        eprintln!(
-            "raidctl: slot {} marked faulty in the served array; it is {}",
-            r["slot"],
-            r["state"].as_str().unwrap_or("")
-        );
+        match r["slot"].as_u64() {
+            Some(slot) => eprintln!(
+                "raidctl: slot {slot} marked faulty ({}) in the served array; it is {}",
+                a.member,
+                r["state"].as_str().unwrap_or("")
+            ),
+            None => eprintln!("raidctl: spare {} removed from the served array", a.member),
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
