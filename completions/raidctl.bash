@@ -495,7 +495,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__loop__subcmd__detach)
-            opts="-h -V --dir --help --version"
+            opts="-h -V --dir --force --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

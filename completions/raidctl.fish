@@ -176,6 +176,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_su
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -l dir -d 'Detach every loop device whose backing file is in this directory' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -l force -d 'Also detach devices a raidctl process holds (a served array\'s members): the array loses them'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand loop; and __fish_seen_subcommand_from detach" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand wear; and not __fish_seen_subcommand_from plan" -l scan -d 'Also look for members here (repeatable)' -r -F

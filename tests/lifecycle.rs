@@ -412,6 +412,12 @@ fn loop_helpers_create_and_detach() {
     let mut args = vec!["create".to_string(), "--level".into(), "5".into()];
     args.extend(devs.iter().cloned());
     raidctl(&args).ok();
+    // Issue 29, item 8: the members of a served array were detached without a word.
+    let mut server = Server::start(&devs[0], &dir.path().join("s.sock"));
+    raidctl(["loop", "detach", "--dir", &sim.display().to_string()])
+        .fails(4, &["held by raidctl process", "--force"]);
+    assert!(raidctl(["status", "--json", &devs[0]]).ok().json()["state"] == "clean");
+    assert!(server.stop().success());
     let detached = raidctl(["loop", "detach", "--dir", &sim.display().to_string()])
         .ok()
         .stdout_str();

@@ -360,6 +360,12 @@ fn prometheus_output_parses_and_carries_member_state() {
     assert!(parse_prometheus(&w.stdout_str())
         .iter()
         .any(|s| s.starts_with("raidctl_member_bytes_written_total")));
+    // One name for one counter (issue 29, item 8: status said written_bytes, wear
+    // bytes_written).
+    let st = raidctl(["status", "--prometheus", &m[0]]);
+    assert!(parse_prometheus(&st.stdout_str())
+        .iter()
+        .any(|s| s.starts_with("raidctl_member_bytes_written_total")));
 }
 
 /// The demo of the README's first command: its degraded read runs with a member really

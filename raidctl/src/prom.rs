@@ -204,7 +204,7 @@ pub fn render(reports: &[Value]) -> String {
     );
     member_family(
         &mut out,
-        "raidctl_member_written_bytes_total",
+        "raidctl_member_bytes_written_total",
         "counter",
         "Bytes the array wrote to the member, by kind.",
         &|m| {

@@ -236,6 +236,15 @@ pub fn inspect(path: &Path) -> std::io::Result<DeviceInfo> {
         meta.len()
     };
     if let Some((name, q)) = queue_dir(maj, min) {
+        if info.size_bytes == 0 && meta.file_type().is_block_device() {
+            // A device this process may not open (a mounted system disk under a sandbox):
+            // sysfs gives its size (a partition's own) in 512-byte sectors.
+            if let Some(sectors) =
+                read_num(PathBuf::from(format!("/sys/dev/block/{maj}:{min}/size")))
+            {
+                info.size_bytes = sectors * 512;
+            }
+        }
         if info.kind.is_empty() {
             info.kind = format!("file on {name}");
         }

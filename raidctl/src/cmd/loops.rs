@@ -47,6 +47,10 @@ pub enum LoopCommand {
         /// Detach every loop device whose backing file is in this directory
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Also detach devices a raidctl process holds (a served array's members): the
+        /// array loses them
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -98,7 +102,11 @@ pub fn run(a: LoopArgs) -> Result<ExitCode> {
                 }
             }
         }
-        LoopCommand::Detach { mut devices, dir } => {
+        LoopCommand::Detach {
+            mut devices,
+            dir,
+            force,
+        } => {
             if let Some(dir) = dir {
                 devices.extend(loopdev::devices_backed_in(&dir).into_iter().map(|(d, _)| d));
             }
@@ -107,6 +115,21 @@ pub fn run(a: LoopArgs) -> Result<ExitCode> {
                     ErrorKind::InvalidInput,
                     "no loop devices to detach",
                 ));
+            }
+            // A member of a running array (raidctl holds its lock) is not pulled from under
+            // it without --force; checked for all before any is detached.
+            if !force {
+                for d in &devices {
+                    if let Some((pid, cmd)) = raidcore::device::probe::lock_holder(d) {
+                        return Err(Error::new(
+                            ErrorKind::InUse,
+                            format!(
+                                "{} is held by raidctl process {pid} ({cmd}): a member of a running array; stop it first, or give --force to detach anyway",
+                                d.display()
+                            ),
+                        ));
+                    }
+                }
             }
             for d in devices {
                 loopdev::detach(&d)?;
