@@ -513,7 +513,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__monitor)
-            opts="-h -V --program --mail --oneshot --interval --scan --poll --json --help --version"
+            opts="-h -V --program --mail --oneshot --interval --scan --poll --json --coalesce --mail-per-hour --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -536,6 +536,14 @@ _raidctl() {
                     return 0
                     ;;
                 --poll)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --coalesce)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mail-per-hour)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -86,6 +86,8 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l mail -d 'Mai
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l interval -d 'Seconds between looks at the event logs' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l scan -d 'Also look for offline arrays\' members here when checking which arrays are unhealthy (repeatable; block devices are always looked at)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l poll -d 'Seconds between checks of every array\'s state (a member file gone while nothing runs the array raises no event of its own); an array is reported when it turns unhealthy' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l coalesce -d 'Seconds over which repeated member-errors and bad-blocks events of one member are coalesced for the program and mail: the first at once, then one summary with the count per window (0: every event)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l mail-per-hour -d 'Most mails an hour for member-errors and bad-blocks; those past it are counted and named in the next mail (state changes are always mailed)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l oneshot -d 'Handle the events logged since the last run and report arrays unhealthy now, then exit (for a timer or cron job)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l json -d 'Print each event as one JSON object per line'
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -227,8 +227,9 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
     wait_for("the daemon", || run.join(format!("{uuid}.ctl")).exists());
     let read = || std::fs::read_to_string(&got).unwrap_or_default();
     raidctl_env(&env, &["fail", &m[0], "2"]).ok();
-    wait_for("member-failed to reach the program", || {
-        read().contains("member-failed")
+    // Each event runs the program in turn: wait for both (the second can trail the first).
+    wait_for("member-failed and degraded to reach the program", || {
+        read().contains("member-failed") && read().contains("degraded")
     });
     let lines = read();
     let line = lines
@@ -743,4 +744,96 @@ fn a_spare_added_and_failed_reads_the_same_served_or_not() {
     let st = raidctl(["status", "--json", &m0]).ok().json();
     assert_eq!(st["state"], "clean", "{st}");
     assert!(server.stop().success());
+}
+
+/// Issue 29, item 4: two bit-rot episodes gave 210 member-errors events, several a second,
+/// and `monitor --mail` mailed every one. Bursts of one member's member-errors (or
+/// bad-blocks) are coalesced: the first at once, then one summary with the count; a member
+/// failing in the middle still goes out at once.
+#[test]
+fn two_hundred_error_events_make_a_handful_of_mails_and_program_runs() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("events")).unwrap();
+    std::fs::write(state.join("monitor.pos"), "{}").unwrap();
+    let uuid = "00000000-0000-0000-0000-0000000000a2";
+    let mut log = String::new();
+    for i in 0..200 {
+        let slot = i % 2;
+        log.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"event": "member-errors", "array_name": "nas", "array_uuid": uuid,
+                "slot": slot, "detail": format!("1 new checksum error ({i})")})
+        ));
+        if i == 100 {
+            log.push_str(&format!(
+                "{}\n",
+                serde_json::json!({"event": "member-failed", "array_name": "nas",
+                    "array_uuid": uuid, "slot": 1, "detail": "write error"})
+            ));
+        }
+    }
+    std::fs::write(state.join("events").join(format!("{uuid}.jsonl")), log).unwrap();
+    let (mail, runs) = (dir.path().join("mail"), dir.path().join("runs"));
+    let script = |path: &Path, body: String| {
+        std::fs::write(path, body).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let fake = dir.path().join("sendmail");
+    script(
+        &fake,
+        format!(
+            "#!/bin/sh\ncat >> {m}\necho '--END--' >> {m}\n",
+            m = mail.display()
+        ),
+    );
+    let prog = dir.path().join("prog");
+    script(
+        &prog,
+        format!(
+            "#!/bin/sh\necho \"$1 $2 $RAIDCTL_SLOT\" >> {}\n",
+            runs.display()
+        ),
+    );
+    let o = Command::new(BIN)
+        .args(["monitor", "--oneshot", "--mail", "root", "--program"])
+        .arg(&prog)
+        .env("RAIDCTL_STATE_DIR", &state)
+        .env("RAIDCTL_RUN_DIR", dir.path())
+        .env("RAIDCTL_SENDMAIL", &fake)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Every event is still printed.
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        printed.lines().filter(|l| l.contains(uuid)).count(),
+        201,
+        "{printed}"
+    );
+    let mails = std::fs::read_to_string(&mail).unwrap();
+    let ours: Vec<&str> = mails
+        .split("--END--")
+        .filter(|m| m.contains(uuid))
+        .collect();
+    // Per slot: the first error and one summary; and the failure.
+    assert_eq!(ours.len(), 5, "{mails}");
+    assert_eq!(
+        ours.iter().filter(|m| m.contains("member-failed")).count(),
+        1
+    );
+    assert_eq!(
+        ours.iter()
+            .filter(|m| m.contains("99 more member-errors events"))
+            .count(),
+        2,
+        "{mails}"
+    );
+    let runs = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(
+        runs.lines().filter(|l| l.contains(uuid)).count(),
+        5,
+        "{runs}"
+    );
 }

@@ -54,6 +54,37 @@ pub struct MonitorArgs {
     /// Print each event as one JSON object per line
     #[arg(long)]
     pub json: bool,
+    /// Seconds over which repeated member-errors and bad-blocks events of one member are
+    /// coalesced for the program and mail: the first at once, then one summary with the
+    /// count per window (0: every event)
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub coalesce: f64,
+    /// Most mails an hour for member-errors and bad-blocks; those past it are counted and
+    /// named in the next mail (state changes are always mailed)
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub mail_per_hour: u32,
+}
+
+/// Event kinds that come in bursts (one per error seen): coalesced. Every other kind (a
+/// member failed, degraded, a rebuild) is a state change and always goes out at once.
+const NOISY: [&str; 2] = ["member-errors", "bad-blocks"];
+
+/// Repeats of one noisy event kind of one member within a window.
+struct Burst {
+    /// When the window opened (the event that went out).
+    since: Instant,
+    /// Events held since, and the last of them.
+    held: u64,
+    last: Value,
+}
+
+/// What the monitor holds back: bursts by (array, member or slot, kind), and the mail rate.
+#[derive(Default)]
+struct Hold {
+    bursts: BTreeMap<(String, String, String), Burst>,
+    /// Times of the mails sent in the last hour, and events not mailed for the limit.
+    mails: std::collections::VecDeque<Instant>,
+    unmailed: u64,
 }
 
 /// How far each log has been handled: file name to byte offset.
@@ -196,10 +227,113 @@ fn sendmail() -> Option<PathBuf> {
 struct Actions<'a> {
     args: &'a MonitorArgs,
     sendmail: Option<PathBuf>,
+    hold: std::cell::RefCell<Hold>,
 }
 
 impl Actions<'_> {
+    /// Prints `ev`; runs the program and mails it unless it repeats a burst (then it is
+    /// counted, and [`Actions::flush_bursts`] sends the summary).
     fn handle(&self, ev: &Value) {
+        self.print(ev);
+        let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        if self.args.coalesce > 0.0 && NOISY.contains(&s("event").as_str()) {
+            let who = ev["slot"]
+                .as_u64()
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| s("member"));
+            let key = (s("array_uuid"), who, s("event"));
+            let mut hold = self.hold.borrow_mut();
+            if let Some(b) = hold.bursts.get_mut(&key) {
+                if b.since.elapsed().as_secs_f64() < self.args.coalesce {
+                    b.held += 1;
+                    b.last = ev.clone();
+                    return;
+                }
+            }
+            hold.bursts.insert(
+                key,
+                Burst {
+                    since: Instant::now(),
+                    held: 0,
+                    last: ev.clone(),
+                },
+            );
+        }
+        self.deliver(ev);
+    }
+
+    /// Sends the summary of every burst whose window ended (all of them when `all`: a
+    /// --oneshot run ends), and forgets quiet ones.
+    fn flush_bursts(&self, all: bool) {
+        let due: Vec<Value> = {
+            let mut hold = self.hold.borrow_mut();
+            let window = self.args.coalesce;
+            let mut out = Vec::new();
+            hold.bursts.retain(|_, b| {
+                if !all && b.since.elapsed().as_secs_f64() < window {
+                    return true;
+                }
+                if b.held == 0 {
+                    return false;
+                }
+                let mut ev = b.last.clone();
+                ev["coalesced"] = json!(b.held);
+                ev["detail"] = json!(format!(
+                    "{} more {} events in {:.0} s; the last: {}",
+                    b.held,
+                    ev["event"].as_str().unwrap_or(""),
+                    b.since.elapsed().as_secs_f64(),
+                    ev["detail"].as_str().unwrap_or("")
+                ));
+                out.push(ev);
+                // A new window: the next repeat is held again.
+                b.since = Instant::now();
+                b.held = 0;
+                true
+            });
+            out
+        };
+        for ev in &due {
+            self.deliver(ev);
+        }
+    }
+
+    /// The program and the mail (within the hourly limit).
+    fn deliver(&self, ev: &Value) {
+        if let Some(p) = &self.args.program {
+            self.run_program(p, ev);
+        }
+        if let (Some(addr), Some(sm)) = (&self.args.mail, &self.sendmail) {
+            let unmailed = {
+                let mut hold = self.hold.borrow_mut();
+                while hold
+                    .mails
+                    .front()
+                    .is_some_and(|t| t.elapsed() > Duration::from_secs(3600))
+                {
+                    hold.mails.pop_front();
+                }
+                // State changes (a member failed, an array degraded) are mailed whatever
+                // the count; only bursts wait.
+                let noisy = NOISY.contains(&ev["event"].as_str().unwrap_or(""));
+                if noisy && hold.mails.len() as u32 >= self.args.mail_per_hour {
+                    hold.unmailed += 1;
+                    if hold.unmailed == 1 {
+                        eprintln!(
+                            "raidctl monitor: {} mails in the last hour: further events are counted, and named in the next mail",
+                            self.args.mail_per_hour
+                        );
+                    }
+                    return;
+                }
+                hold.mails.push_back(Instant::now());
+                std::mem::take(&mut hold.unmailed)
+            };
+            self.mail(sm, addr, ev, unmailed);
+        }
+    }
+
+    fn print(&self, ev: &Value) {
         let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
         if self.args.json {
             println!("{ev}");
@@ -219,12 +353,6 @@ impl Actions<'_> {
             );
         }
         let _ = std::io::stdout().flush();
-        if let Some(p) = &self.args.program {
-            self.run_program(p, ev);
-        }
-        if let (Some(addr), Some(sm)) = (&self.args.mail, &self.sendmail) {
-            self.mail(sm, addr, ev);
-        }
     }
 
     fn run_program(&self, p: &Path, ev: &Value) {
@@ -274,8 +402,13 @@ impl Actions<'_> {
         }
     }
 
-    fn mail(&self, sm: &Path, addr: &str, ev: &Value) {
+    fn mail(&self, sm: &Path, addr: &str, ev: &Value, unmailed: u64) {
         let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        let skipped = if unmailed > 0 {
+            format!("\n\n({unmailed} earlier events were not mailed: the limit is {} mails an hour; `raidctl monitor` printed them, and the event logs hold them)", self.args.mail_per_hour)
+        } else {
+            String::new()
+        };
         let msg = mail_text(
             addr,
             &format!(
@@ -285,7 +418,7 @@ impl Actions<'_> {
                 s("array_uuid")
             ),
             &format!(
-                "{}\n\n{}\n",
+                "{}{skipped}\n\n{}\n",
                 s("detail"),
                 serde_json::to_string_pretty(ev).unwrap_or_default()
             ),
@@ -359,7 +492,17 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
             ));
         }
     }
-    let act = Actions { args: &a, sendmail };
+    if !(a.coalesce >= 0.0 && a.coalesce <= 86_400.0) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("--coalesce {} must be 0 to 86400 seconds", a.coalesce),
+        ));
+    }
+    let act = Actions {
+        args: &a,
+        sendmail,
+        hold: Default::default(),
+    };
     // The first run ever starts at the end of the logs: their history is not news.
     let mut pos = load_positions().unwrap_or_else(|| {
         logs()
@@ -403,6 +546,7 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
                 save_positions(&pos);
             }
         }
+        act.flush_bursts(a.oneshot);
         if a.oneshot {
             return Ok(ExitCode::SUCCESS);
         }
