@@ -451,3 +451,54 @@ fn loop_helpers_create_and_detach() {
     ])
     .fails(4, &["exists"]);
 }
+
+/// Issue 29, item 1: after a replace, the disk taken out keeps a valid superblock of the
+/// array (its slot faulty); `serve UUID=` / `status UUID=` took the first device carrying
+/// the uuid and gave up when that was the old disk ("was failed out of its array"). The
+/// member named is one the newest superblock counts as active; the replace says to wipe the
+/// old disk.
+#[test]
+fn assembly_by_uuid_passes_over_a_replaced_disk_left_in_the_box() {
+    let dir = tempdir();
+    let sim = dir.path().join("lp");
+    let out = raidctl([
+        "loop",
+        "create",
+        "--dir",
+        &sim.display().to_string(),
+        "--count",
+        "4",
+        "--size",
+        "16M",
+        "--json",
+    ])
+    .ok()
+    .json();
+    let devs: Vec<String> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap().to_string())
+        .collect();
+    // Detached however the test ends.
+    struct Detach(String);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            raidctl(["loop", "detach", "--force", "--dir", &self.0]);
+        }
+    }
+    let _detach = Detach(sim.display().to_string());
+    raidctl(["create", "--level", "5", &devs[0], &devs[1], &devs[2]]).ok();
+    let uuid = raidctl(["examine", "--json", &devs[1]]).ok().json()["array_uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The first attached (the lowest number, found first) is the one replaced.
+    let rep = raidctl(["replace", &devs[1], &devs[0], &devs[3]])
+        .ok()
+        .stderr;
+    let by_uuid = raidctl(["status", "--json", &format!("UUID={uuid}")]);
+    assert!(rep.contains("raidctl wipe"), "{rep}");
+    assert_eq!(by_uuid.code, 0, "{}", by_uuid.stderr);
+    assert_eq!(by_uuid.json()["state"], "clean");
+}

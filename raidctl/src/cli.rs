@@ -77,16 +77,15 @@ pub struct ArrayArgs {
     pub force_assemble: bool,
 }
 
-/// ARRAY: a member path as given, or `UUID=<uuid>`: the first member of that array found on
-/// any block device (every one is looked at, as assembly does).
+/// ARRAY: a member path as given, or `UUID=<uuid>`: a member of that array found on any
+/// block device (every one is looked at, as assembly does), one the newest superblock counts
+/// as active (not a disk failed or replaced out of it and left in the box).
 fn parse_array(s: &str) -> Result<PathBuf, String> {
     let Some(u) = s.strip_prefix("UUID=").or_else(|| s.strip_prefix("uuid=")) else {
         return Ok(PathBuf::from(s));
     };
     let want = uuid::Uuid::parse_str(u).map_err(|e| format!("{u} is not a uuid: {e}"))?;
-    raidcore::array::discover(&raidcore::array::Files, &[])
-        .into_iter()
-        .find(|d| d.array_uuid == *want.as_bytes())
-        .map(|d| d.path)
+    let found = raidcore::array::discover(&raidcore::array::Files, &[]);
+    raidcore::array::member_to_assemble(&found, want.as_bytes())
         .ok_or_else(|| format!("no member of array {want} on any block device"))
 }

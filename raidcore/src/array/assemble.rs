@@ -149,6 +149,34 @@ pub struct Discovered {
     pub array_uuid: [u8; 16],
     pub member_uuid: [u8; 16],
     pub name: String,
+    /// The superblock's event count: the newest copy of an array's metadata has the most.
+    pub events: u64,
+    /// The members this superblock records as active in a slot.
+    pub active: Vec<[u8; 16]>,
+}
+
+/// Of the members found for `array_uuid`, one the newest superblock among them (most events)
+/// records as active: the member to name the array by. A disk failed out of the array, or
+/// replaced and left in the box, keeps a valid superblock of the array that no longer counts
+/// it; the first found was taken, and assembly by `UUID=` failed whenever it enumerated
+/// first (issue 29, item 1). None when none is found; the first found when none is active.
+pub fn member_to_assemble(found: &[Discovered], array_uuid: &[u8; 16]) -> Option<PathBuf> {
+    let ours: Vec<&Discovered> = found
+        .iter()
+        .filter(|d| d.array_uuid == *array_uuid)
+        .collect();
+    let newest = ours.iter().max_by_key(|d| d.events)?;
+    // The first found of those with the most events (ties keep the discovery order).
+    let mut pick: Option<&&Discovered> = None;
+    for d in ours
+        .iter()
+        .filter(|d| newest.active.contains(&d.member_uuid))
+    {
+        if pick.is_none_or(|p| d.events > p.events) {
+            pick = Some(d);
+        }
+    }
+    pick.or(ours.first()).map(|d| d.path.clone())
 }
 
 /// Every raidctl member in `locations` (directories or paths) and on every block device of the
@@ -171,6 +199,14 @@ pub fn discover(src: &dyn MemberSource, locations: &[PathBuf]) -> Vec<Discovered
                 array_uuid: l.sb.array_uuid,
                 member_uuid: l.sb.member_uuid,
                 name: l.sb.name.clone(),
+                events: l.sb.events,
+                active: l
+                    .sb
+                    .slots
+                    .iter()
+                    .filter(|s| s.state == format::SlotState::Active)
+                    .map(|s| s.member_uuid)
+                    .collect(),
             });
         }
     }

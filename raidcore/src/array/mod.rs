@@ -26,7 +26,9 @@ use std::sync::Arc;
 use crate::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use assemble::{discover, AssembleOptions, Discovered, Files, InjectingFiles, MemberSource};
+pub use assemble::{
+    discover, member_to_assemble, AssembleOptions, Discovered, Files, InjectingFiles, MemberSource,
+};
 pub use create::{preflight, CreateSpec};
 pub use lifecycle::{MemberRef, RoleChange};
 pub use stripe::DEFAULT_STRIPE_CACHE;

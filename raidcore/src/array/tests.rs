@@ -1884,3 +1884,38 @@ fn a_degraded_raid6_read_checks_unchecked_blocks_with_the_parity_left() {
         Err(e) => assert_eq!(e.kind(), ErrorKind::Checksum, "{e}"),
     }
 }
+
+/// Issue 29, item 1: a disk replaced out of an array (its superblock says slot 3, faulty)
+/// enumerated first and `serve UUID=` took it and gave up. The member named is one the newest
+/// superblock counts as active.
+#[test]
+fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
+    use super::assemble::{member_to_assemble, Discovered};
+    let d = |path: &str, member: u8, events: u64, active: &[u8]| Discovered {
+        path: PathBuf::from(path),
+        array_uuid: [7; 16],
+        member_uuid: [member; 16],
+        name: "nas".into(),
+        events,
+        active: active.iter().map(|&m| [m; 16]).collect(),
+    };
+    let found = vec![
+        // The old disk: its own superblock still lists it (stale, fewer events).
+        d("/dev/old", 9, 10, &[1, 2, 9]),
+        d("/dev/other-array", 1, 99, &[1]),
+        d("/dev/a", 1, 14, &[1, 2, 3]),
+        d("/dev/b", 2, 14, &[1, 2, 3]),
+    ];
+    let mut found = found;
+    found[1].array_uuid = [8; 16];
+    assert_eq!(
+        member_to_assemble(&found, &[7; 16]),
+        Some(PathBuf::from("/dev/a"))
+    );
+    assert_eq!(member_to_assemble(&found, &[5; 16]), None);
+    // Only the old disk found: it is named (assembly then says what it is).
+    assert_eq!(
+        member_to_assemble(&found[..1], &[7; 16]),
+        Some(PathBuf::from("/dev/old"))
+    );
+}

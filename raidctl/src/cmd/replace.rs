@@ -43,6 +43,7 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
         if let Some(c) = r["role_change"].as_str() {
             eprintln!("raidctl: {c}");
         }
+        eprintln!("raidctl: {WIPE_NOTE}");
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
@@ -58,5 +59,10 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
     if let Some(c) = change {
         eprintln!("raidctl: {}", c.description);
     }
-    super::rebuild::after_change(array, &a.rebuild)
+    let code = super::rebuild::after_change(array, &a.rebuild)?;
+    eprintln!("raidctl: {WIPE_NOTE}");
+    Ok(code)
 }
+
+/// What to do with the disk a replace takes out: it keeps a superblock of the array.
+const WIPE_NOTE: &str = "the old member keeps this array's superblock (marked faulty) once the replace is done: run `raidctl wipe` on it before reusing it (assembly by UUID= passes over it, but other tools will see a raidctl member)";
