@@ -19,6 +19,9 @@ _raidctl() {
             raidctl,add)
                 cmd="raidctl__subcmd__add"
                 ;;
+            raidctl,assemble)
+                cmd="raidctl__subcmd__assemble"
+                ;;
             raidctl,bench)
                 cmd="raidctl__subcmd__bench"
                 ;;
@@ -113,7 +116,7 @@ _raidctl() {
 
     case "${cmd}" in
         raidctl)
-            opts="-h -V --help --version create status list monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect inject drill serve scrub bench profile completions generate"
+            opts="-h -V --help --version create status list assemble monitor clear set wipe examine read write fail remove add replace rebuild loop wear simulate inspect inject drill serve scrub bench profile completions generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -142,6 +145,32 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        raidctl__subcmd__assemble)
+            opts="-h -V --scan --dir --config --dry-run --timeout --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -29,6 +29,7 @@ complete -c raidctl -n "__fish_raidctl_needs_command" -s V -l version -d 'Print 
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "create" -d 'Create an array over MEMBERs (files or block devices)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "status" -d 'Show an array\'s state and its members'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "list" -d 'List every array found: served ones, and those on block devices or in --scan directories'
+complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "assemble" -d 'Serve every array found on block devices (and --dir locations) that nothing serves yet'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "monitor" -d 'Watch every array\'s events: print them, run a program, send mail (as mdadm --monitor)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "clear" -d 'Reset members\' read, write and checksum error counters (as zpool clear)'
 complete -c raidctl -n "__fish_raidctl_needs_command" -f -a "set" -d 'Change a member\'s settings: its rated endurance'
@@ -81,6 +82,14 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l json -d 'Print 
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -l prometheus -d 'Print Prometheus text of every array and member (for node_exporter\'s textfile collector): state, disks by state, sync progress, errors, bytes written, bad blocks'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand list" -s V -l version -d 'Print version'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l dir -d 'Also look for members here: a directory or a path (repeatable); block devices are always looked at' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l config -d 'Serve only the arrays this file lists (default /etc/raidctl.conf, when it exists)' -r -F
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l timeout -d 'Seconds to wait for each daemon to answer (assembly may resync first)' -r
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l scan -d 'Look for arrays (required: the only mode so far)'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l dry-run -d 'Say what would be served; start nothing'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l json -d 'Print JSON'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -s V -l version -d 'Print version'
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l program -d 'Run PROGRAM for each event as `PROGRAM EVENT ARRAY-UUID MEMBER` (MEMBER empty when the event is about the whole array), with RAIDCTL_EVENT, RAIDCTL_ARRAY_UUID, RAIDCTL_ARRAY_NAME, RAIDCTL_SLOT, RAIDCTL_MEMBER, RAIDCTL_DETAIL, RAIDCTL_TIME and RAIDCTL_EVENT_JSON in its environment. It is given 60 s, then killed' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l mail -d 'Mail each event to ADDR through sendmail (/usr/sbin/sendmail, or RAIDCTL_SENDMAIL); refused when there is none' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand monitor" -l interval -d 'Seconds between looks at the event logs' -r

@@ -502,3 +502,85 @@ fn assembly_by_uuid_passes_over_a_replaced_disk_left_in_the_box() {
     assert_eq!(by_uuid.code, 0, "{}", by_uuid.stderr);
     assert_eq!(by_uuid.json()["state"], "clean");
 }
+
+/// Issue 29, item 2: there was no "assemble everything" (mdadm --assemble --scan, zpool
+/// import -a): every array needed a unit naming it. `assemble --scan` serves each array a
+/// config lists (or every one found), leaves served ones alone, and says what it did.
+#[test]
+fn assemble_scan_serves_the_listed_arrays_once() {
+    let dir = tempdir();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let mk = |sub: &str, level: &str, n: usize| {
+        let d = dir.path().join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        let ms = members_created(&d, level, n, "16M");
+        let u = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_uuid"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (d, u)
+    };
+    let (d1, u1) = mk("a", "1", 2);
+    let (d2, u2) = mk("b", "5", 3);
+    let conf = dir.path().join("raidctl.conf");
+    std::fs::write(
+        &conf,
+        format!("# test arrays\nARRAY {u1}\nARRAY {u2} --stripe-cache 0\nARRAY 00000000-0000-0000-0000-00000000dead\n"),
+    )
+    .unwrap();
+    let assemble = |extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(["assemble", "--scan", "--json", "--config"])
+            .arg(&conf)
+            .args([
+                "--dir",
+                &d1.display().to_string(),
+                "--dir",
+                &d2.display().to_string(),
+            ])
+            .args(extra)
+            .env("RAIDCTL_RUN_DIR", &run)
+            .stdin(std::process::Stdio::null());
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap(),
+        )
+    };
+    let (_, dry) = assemble(&["--dry-run"]);
+    assert_eq!(dry["arrays"][0]["action"], "would-serve", "{dry}");
+    let (code, first) = assemble(&[]);
+    let pids: Vec<i32> = first["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["pid"].as_i64().map(|p| p as i32))
+        .collect();
+    // Stopped however the test ends.
+    struct Stop(Vec<i32>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            for &p in &self.0 {
+                // SAFETY: kill(2) of the daemons this test started.
+                unsafe { libc::kill(p, libc::SIGTERM) };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
+    let _stop = Stop(pids.clone());
+    let actions: Vec<&str> = first["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, vec!["served", "served", "not-found"], "{first}");
+    assert_eq!(code, Some(1), "the missing array is a failure: {first}");
+    assert_eq!(pids.len(), 2);
+    assert!(run.join(format!("{u1}.ctl")).exists() && run.join(format!("{u2}.ctl")).exists());
+    // A second run starts nothing.
+    let (_, again) = assemble(&[]);
+    assert_eq!(again["arrays"][0]["action"], "already-served", "{again}");
+    assert_eq!(again["arrays"][1]["action"], "already-served", "{again}");
+}

@@ -31,6 +31,7 @@ pub enum Command {
     Create(cmd::create::CreateArgs),
     Status(cmd::status::StatusArgs),
     List(cmd::list::ListArgs),
+    Assemble(cmd::assemble::AssembleArgs),
     Monitor(cmd::monitor::MonitorArgs),
     Clear(cmd::admin::ClearArgs),
     Set(cmd::admin::SetArgs),

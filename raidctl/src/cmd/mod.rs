@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod admin;
+pub mod assemble;
 pub mod bench;
 pub mod bench_array;
 pub mod create;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Create(a) => create::run(a),
         Command::Status(a) => status::run(a),
         Command::List(a) => list::run(a),
+        Command::Assemble(a) => assemble::run(a),
         Command::Clear(a) => admin::clear(a),
         Command::Set(a) => admin::set(a),
         Command::Wipe(a) => admin::wipe(a),
