@@ -837,3 +837,41 @@ fn two_hundred_error_events_make_a_handful_of_mails_and_program_runs() {
         "{runs}"
     );
 }
+
+/// Issue 29, item 7: through the daemon, a relative member path was resolved in the
+/// daemon's directory ("m1 is not a member"). fail, replace and remove name members
+/// relative to where the command runs, as offline.
+#[test]
+fn relative_member_paths_mean_the_same_to_a_served_array() {
+    let dir = tempdir();
+    let m = members_created(dir.path(), "5", 3, "16M");
+    std::fs::File::create(dir.path().join("n2"))
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let sock = dir.path().join("s.sock");
+    let mut server = Server::start(&m[0], &sock);
+    let here = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = here(&["replace", "m0", "m2", "n2"]);
+    assert_eq!(code, Some(0), "{err}");
+    wait_for("the replace to finish", || {
+        raidctl(["status", "--json", &m[0]]).json()["state"] == "clean"
+            && raidctl(["status", "--json", &m[0]]).json()["job"].is_null()
+    });
+    let (code, err) = here(&["fail", "m0", "m1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("slot 1"), "{err}");
+    let (code, err) = here(&["remove", "m0", "m1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(server.stop().success());
+}

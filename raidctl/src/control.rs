@@ -113,5 +113,9 @@ pub fn call(mut stream: UnixStream, req: Value) -> Result<Value> {
 /// A member as named on the command line, for the daemon: an existing path made absolute (the
 /// daemon resolves paths from its own directory), a slot number or anything else as given.
 pub fn member_arg(s: &str) -> String {
+    if s.parse::<usize>().is_ok() {
+        // A slot number, even where a file of that name sits in this directory.
+        return s.to_string();
+    }
     std::fs::canonicalize(s).map_or_else(|_| s.to_string(), |p| p.display().to_string())
 }

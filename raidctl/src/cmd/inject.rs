@@ -97,11 +97,7 @@ pub fn run(a: InjectArgs) -> Result<ExitCode> {
             ),
         ));
     };
-    let member = a.member.as_deref().map(|m| {
-        std::fs::canonicalize(m)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| m.to_string())
-    });
+    let member = a.member.as_deref().map(crate::control::member_arg);
     let r = crate::control::call(
         c,
         json!({"cmd": "inject", "member": member, "faults": f, "clear": a.clear, "return": a.return_}),
