@@ -583,4 +583,21 @@ fn assemble_scan_serves_the_listed_arrays_once() {
     let (_, again) = assemble(&[]);
     assert_eq!(again["arrays"][0]["action"], "already-served", "{again}");
     assert_eq!(again["arrays"][1]["action"], "already-served", "{again}");
+    // Flags that name another array (outside attack: `ARRAY u2 UUID=u1 --export` served u1)
+    // or are no serve flags are refused, nothing started; an array listed twice too.
+    std::fs::write(&conf, format!("ARRAY {u2} UUID={u1} --export\n")).unwrap();
+    let (code, bad) = assemble(&["--dry-run"]);
+    assert_eq!(code, Some(1), "{bad}");
+    assert_eq!(bad["arrays"][0]["action"], "failed", "{bad}");
+    std::fs::write(&conf, format!("ARRAY {u2} --no-such-flag\n")).unwrap();
+    let (_, bad) = assemble(&["--dry-run"]);
+    assert_eq!(bad["arrays"][0]["action"], "failed", "{bad}");
+    std::fs::write(&conf, format!("ARRAY {u2}\nARRAY {u2}\n")).unwrap();
+    let o = Command::new(BIN)
+        .args(["assemble", "--scan", "--config"])
+        .arg(&conf)
+        .env("RAIDCTL_RUN_DIR", &run)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }

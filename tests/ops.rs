@@ -639,7 +639,13 @@ fn a_hostile_array_name_neither_adds_a_mail_recipient_nor_reaches_a_terminal_raw
     args.extend(strs(&m));
     let r = raidctl(&args);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("control characters"), "{}", r.stderr);
+    assert!(r.stderr.contains("control"), "{}", r.stderr);
+    // Nor a bidirectional override, nor only spaces (outside attack on issue 29).
+    for name in ["nas\u{202e}evil", "   "] {
+        args[6] = name.into();
+        let r = raidctl(&args);
+        assert_eq!(r.code, 2, "{name:?}: {}", r.stderr);
+    }
     assert!(!m[0].exists() || std::fs::metadata(&m[0]).unwrap().len() == 0);
     // An event naming such an array (a superblock from elsewhere, or an older raidctl).
     let state = dir.path().join("state");
@@ -874,4 +880,59 @@ fn relative_member_paths_mean_the_same_to_a_served_array() {
     let (code, err) = here(&["remove", "m0", "m1"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(server.stop().success());
+}
+
+/// Outside attack on issue 29: a monitor that stopped at offset P, while the log filled,
+/// rotated and the new log grew past P, read the new log from P: the rest of the old log and
+/// the start of the new one (a member-failed, a degraded) were never handled. Rotation is
+/// told by the log's inode, not its size.
+#[test]
+fn a_monitor_behind_a_rotated_log_handles_every_event_once() {
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let events = state.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    std::fs::write(state.join("monitor.pos"), "{}").unwrap();
+    let uuid = "00000000-0000-0000-0000-0000000000c3";
+    let log = events.join(format!("{uuid}.jsonl"));
+    let line = |kind: &str, i: usize| {
+        format!(
+            "{}\n",
+            serde_json::json!({"event": kind, "array_name": "nas", "array_uuid": uuid,
+                "slot": 1, "detail": format!("#{i}")})
+        )
+    };
+    let run = || {
+        let o = Command::new(BIN)
+            .args(["monitor", "--oneshot", "--json", "--coalesce", "0"])
+            .env("RAIDCTL_STATE_DIR", &state)
+            .env("RAIDCTL_RUN_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains(uuid))
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["detail"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    std::fs::write(&log, line("scrub-finished", 0)).unwrap();
+    assert_eq!(run(), vec!["#0"]);
+    // The log gets more, is rotated, and the new one grows past the old position.
+    let mut old = std::fs::read_to_string(&log).unwrap();
+    old.push_str(&line("member-failed", 1));
+    std::fs::write(&log, &old).unwrap();
+    std::fs::rename(&log, events.join(format!("{uuid}.jsonl.1"))).unwrap();
+    let mut new = line("degraded", 2);
+    for i in 3..6 {
+        new.push_str(&line("member-errors", i));
+    }
+    std::fs::write(&log, new).unwrap();
+    assert_eq!(run(), vec!["#1", "#2", "#3", "#4", "#5"]);
+    assert!(run().is_empty(), "nothing is repeated");
 }

@@ -149,8 +149,10 @@ pub struct Discovered {
     pub array_uuid: [u8; 16],
     pub member_uuid: [u8; 16],
     pub name: String,
-    /// The superblock's event count: the newest copy of an array's metadata has the most.
+    /// The superblock's event count and generation: the newest copy of an array's metadata
+    /// has the most events, then the highest generation (writes bump the generation only).
     pub events: u64,
+    pub generation: u64,
     /// The members this superblock records as active in a slot.
     pub active: Vec<[u8; 16]>,
 }
@@ -165,14 +167,17 @@ pub fn member_to_assemble(found: &[Discovered], array_uuid: &[u8; 16]) -> Option
         .iter()
         .filter(|d| d.array_uuid == *array_uuid)
         .collect();
-    let newest = ours.iter().max_by_key(|d| d.events)?;
-    // The first found of those with the most events (ties keep the discovery order).
+    let age = |d: &Discovered| (d.events, d.generation);
+    let newest = ours.iter().max_by_key(|d| age(d))?;
+    // The first found of those with the newest metadata (ties keep the discovery order): a
+    // stale copy of an active member (a disk image cloned before later writes) carries the
+    // same member uuid and events, with an older generation.
     let mut pick: Option<&&Discovered> = None;
     for d in ours
         .iter()
         .filter(|d| newest.active.contains(&d.member_uuid))
     {
-        if pick.is_none_or(|p| d.events > p.events) {
+        if pick.is_none_or(|p| age(d) > age(p)) {
             pick = Some(d);
         }
     }
@@ -200,6 +205,7 @@ pub fn discover(src: &dyn MemberSource, locations: &[PathBuf]) -> Vec<Discovered
                 member_uuid: l.sb.member_uuid,
                 name: l.sb.name.clone(),
                 events: l.sb.events,
+                generation: l.generation,
                 active: l
                     .sb
                     .slots

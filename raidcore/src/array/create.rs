@@ -110,10 +110,16 @@ impl Array {
         }
         // The name goes into mail headers, terminals and logs: no control characters (a
         // newline in it once added a Bcc: to the monitor's mail).
-        if spec.name.is_empty() || spec.name.chars().any(char::is_control) {
+        // Nor characters that reorder or break a line where it is shown (bidirectional
+        // overrides, zero-width and line separators), nor only spaces.
+        let hidden = |c: char| {
+            c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        };
+        if spec.name.trim().is_empty() || spec.name.chars().any(hidden) {
             bail!(
                 InvalidInput,
-                "array name {:?} must be non-empty and hold no control characters (newlines, tabs, escapes)",
+                "array name {:?} must hold a visible character and no control or layout characters (newlines, tabs, escapes, bidirectional overrides, zero-width or line separators)",
                 spec.name
             );
         }

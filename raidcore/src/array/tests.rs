@@ -1897,6 +1897,7 @@ fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
         member_uuid: [member; 16],
         name: "nas".into(),
         events,
+        generation: 1,
         active: active.iter().map(|&m| [m; 16]).collect(),
     };
     let found = vec![
@@ -1913,6 +1914,14 @@ fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
         Some(PathBuf::from("/dev/a"))
     );
     assert_eq!(member_to_assemble(&found, &[5; 16]), None);
+    // A stale clone of an active member: same uuid and events, an older generation.
+    let mut clone = d("/dev/clone-of-a", 1, 14, &[1, 2, 3]);
+    clone.generation = 0;
+    let with_clone = vec![clone, found[2].clone(), found[3].clone()];
+    assert_eq!(
+        member_to_assemble(&with_clone, &[7; 16]),
+        Some(PathBuf::from("/dev/a"))
+    );
     // Only the old disk found: it is named (assembly then says what it is).
     assert_eq!(
         member_to_assemble(&found[..1], &[7; 16]),

@@ -90,12 +90,46 @@ fn parse_config(text: &str, name: &str) -> Result<Vec<Listed>> {
                 "{f}: give serve flags only (the array is named by its uuid)"
             )));
         }
+        if out.iter().any(|l: &Listed| l.uuid == *u.as_bytes()) {
+            return Err(bad(format!("array {u} is listed twice")));
+        }
         out.push(Listed {
             uuid: *u.as_bytes(),
             flags,
         });
     }
     Ok(out)
+}
+
+/// Checks that `serve FLAGS MEMBER` parses as a serve of `member` and nothing else: a
+/// config line's "flags" once named another array (`UUID=...`) and started a daemon for it.
+fn check_flags(flags: &[String], member: &Path) -> Result<()> {
+    use clap::Parser;
+    let mut argv = vec!["raidctl".to_string(), "serve".into()];
+    argv.extend(flags.iter().cloned());
+    argv.push(member.display().to_string());
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("serve flags {:?}: {why}", flags.join(" ")),
+        )
+    };
+    match crate::cli::Cli::try_parse_from(&argv) {
+        Ok(cli) => match cli.command {
+            crate::cli::Command::Serve(s) if s.array.array == member => Ok(()),
+            _ => Err(bad(format!(
+                "they name an array other than {} (give serve flags only)",
+                member.display()
+            ))),
+        },
+        Err(e) => Err(bad(e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("not serve flags")
+            .trim_start_matches("error: ")
+            .to_string())),
+    }
 }
 
 /// Whether a daemon answers on the array's control socket.
@@ -190,6 +224,23 @@ pub fn run(a: AssembleArgs) -> Result<ExitCode> {
         }
         None => None,
     };
+    // One assemble at a time: two would both start a daemon for the same array.
+    let run = crate::daemon::run_dir();
+    std::fs::create_dir_all(&run)
+        .map_err(|e| Error::io(e, "create", &run.display().to_string(), 0))?;
+    let lock_path = run.join("assemble.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .map_err(|e| Error::io(e, "create", &lock_path.display().to_string(), 0))?;
+    // Held until this command ends.
+    let _lock =
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| {
+            Error::io(
+                std::io::Error::from_raw_os_error(e as i32),
+                "lock",
+                &lock_path.display().to_string(),
+                0,
+            )
+        })?;
     let found = raidcore::array::discover(&raidcore::array::Files, &a.dir);
     // The arrays to serve, in the order found (or listed), each with its flags.
     let mut wanted: Vec<([u8; 16], Vec<String>)> = Vec::new();
@@ -213,7 +264,13 @@ pub fn run(a: AssembleArgs) -> Result<ExitCode> {
             .find(|d| d.array_uuid == *au)
             .map(|d| d.name.clone());
         let member = raidcore::array::member_to_assemble(&found, au);
+        let checked = member.as_deref().map(|m| check_flags(flags, m));
         let (action, detail) = match (&member, served(&u)) {
+            (Some(_), _) if matches!(checked, Some(Err(_))) => {
+                failed += 1;
+                let e = checked.and_then(|c| c.err()).map(|e| e.to_string());
+                ("failed", e.unwrap_or_default())
+            }
             (None, _) => {
                 failed += 1;
                 (

@@ -112,10 +112,23 @@ fn reports(scan: &[PathBuf]) -> Vec<Value> {
     let mut arrays: BTreeMap<String, Value> = served();
     // Members found on block devices and in the directories given, grouped by array.
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for d in raidcore::array::discover(&raidcore::array::Files, scan) {
-        groups.entry(uuid(&d.array_uuid)).or_default().push(d.path);
+    let found = raidcore::array::discover(&raidcore::array::Files, scan);
+    for d in &found {
+        groups
+            .entry(uuid(&d.array_uuid))
+            .or_default()
+            .push(d.path.clone());
     }
-    for (u, paths) in groups {
+    for (u, mut paths) in groups {
+        // Assembled from a member the newest superblock counts as active, not from a disk
+        // failed or replaced out of the array (it reported the array as unassembled).
+        let first = found
+            .iter()
+            .find(|d| uuid(&d.array_uuid) == u)
+            .and_then(|d| raidcore::array::member_to_assemble(&found, &d.array_uuid));
+        if let Some(i) = first.and_then(|f| paths.iter().position(|p| *p == f)) {
+            paths.swap(0, i);
+        }
         if arrays.contains_key(&u) {
             continue;
         }
@@ -174,7 +187,8 @@ fn print_human(list: &[Value]) {
             ));
         }
         if let Some(err) = e["error"].as_str() {
-            where_ = err.to_string();
+            // Errors name member paths: escaped like every other field.
+            where_ = crate::output::printable(err);
         }
         println!(
             "{:<36}  {:<12} {:<6} {:>10} {:<11} {:>7}  {where_}",

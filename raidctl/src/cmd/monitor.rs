@@ -132,33 +132,44 @@ fn logs() -> Vec<(String, PathBuf)> {
     v
 }
 
-/// New complete lines of `path` from `pos` on, each with the offset just past it. A log
-/// shorter than `pos` was rotated: the rest of the rotated copy (`.1`) comes first (with
-/// offsets of 0, so the position moves to the new log), then the new log from its start.
-fn new_lines(path: &Path, mut pos: u64) -> Vec<(Value, u64)> {
+/// New complete lines of `path` from `pos` on, each with the offset just past it, and the
+/// log's inode now. The log was rotated when its inode is not `ino` (the one `pos` was read
+/// in), or, without a recorded inode, when it is shorter than `pos`: then the rest of the
+/// rotated copy (`.1`, when it is that file) comes first (with offsets of 0, so the position
+/// moves to the new log), then the new log from its start. By size alone a new log that had
+/// grown past `pos` was read from `pos`: the rest of the old one and the start of the new
+/// one were skipped, member-failed events among them.
+fn new_lines(path: &Path, mut pos: u64, ino: Option<u64>) -> (Vec<(Value, u64)>, Option<u64>) {
+    use std::os::unix::fs::MetadataExt;
     let Ok(mut f) = std::fs::File::open(path) else {
-        return Vec::new();
+        return (Vec::new(), ino);
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = f.metadata().ok();
+    let (len, cur) = (
+        meta.as_ref().map_or(0, |m| m.len()),
+        meta.as_ref().map(|m| m.ino()),
+    );
+    let rotated = match (ino, cur) {
+        (Some(was), Some(now)) => was != now,
+        _ => len < pos,
+    };
     let mut out = Vec::new();
-    if len < pos {
+    if rotated {
         let mut old = path.as_os_str().to_owned();
         old.push(".1");
-        out = read_from(Path::new(&old), pos)
-            .into_iter()
-            .map(|(v, _)| (v, 0))
-            .collect();
+        if let Ok(mut of) = std::fs::File::open(Path::new(&old)) {
+            let same = of.metadata().ok().map(|m| m.ino());
+            if ino.is_none() || same == ino {
+                out = read_lines(&mut of, pos)
+                    .into_iter()
+                    .map(|(v, _)| (v, 0))
+                    .collect();
+            }
+        }
         pos = 0;
     }
     out.extend(read_lines(&mut f, pos));
-    out
-}
-
-fn read_from(path: &Path, pos: u64) -> Vec<(Value, u64)> {
-    match std::fs::File::open(path) {
-        Ok(mut f) => read_lines(&mut f, pos),
-        Err(_) => Vec::new(),
-    }
+    (out, cur)
 }
 
 /// Complete lines of `f` from `pos` on (at most 4 MiB at a time), each with the offset just
@@ -180,6 +191,10 @@ fn read_lines(f: &mut std::fs::File, pos: u64) -> Vec<(Value, u64)> {
         // A line that does not parse (a torn write of a crashed writer) is passed over.
         let v = serde_json::from_slice(line).unwrap_or(Value::Null);
         out.push((v, pos + at as u64));
+    }
+    // 4 MiB without a line end is no event: passed over, not waited on for good.
+    if at == 0 && buf.len() == 4 << 20 {
+        out.push((Value::Null, pos + buf.len() as u64));
     }
     out
 }
@@ -334,7 +349,8 @@ impl Actions<'_> {
     }
 
     fn print(&self, ev: &Value) {
-        let s = |k: &str| ev[k].as_str().unwrap_or("").to_string();
+        // Escaped: names, paths and details come from superblocks and file names.
+        let s = |k: &str| crate::output::printable(ev[k].as_str().unwrap_or(""));
         if self.args.json {
             println!("{ev}");
         } else {
@@ -345,7 +361,8 @@ impl Actions<'_> {
                 s("array_name"),
                 s("array_uuid"),
                 match (ev["slot"].as_u64(), ev["member"].as_str()) {
-                    (Some(slot), Some(m)) => format!(" slot {slot} {m}"),
+                    (Some(slot), Some(m)) =>
+                        format!(" slot {slot} {}", crate::output::printable(m)),
                     (Some(slot), None) => format!(" slot {slot}"),
                     _ => String::new(),
                 },
@@ -435,7 +452,27 @@ impl Actions<'_> {
                 if let Some(mut i) = c.stdin.take() {
                     let _ = i.write_all(msg.as_bytes());
                 }
-                let _ = c.wait();
+                // As the program: 60 s, then killed (a hung MTA must not stop the monitor).
+                let end = Instant::now() + Duration::from_secs(60);
+                loop {
+                    match c.try_wait() {
+                        Ok(Some(st)) => {
+                            if !st.success() {
+                                eprintln!("raidctl monitor: {} exited with {st}: the mail may not have gone", sm.display());
+                            }
+                            break;
+                        }
+                        Ok(None) if Instant::now() < end => {
+                            std::thread::sleep(Duration::from_millis(20))
+                        }
+                        _ => {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                            eprintln!("raidctl monitor: {} took over 60 s; killed", sm.display());
+                            break;
+                        }
+                    }
+                }
             }
             Err(e) => eprintln!("raidctl monitor: sendmail: {e}"),
         }
@@ -537,7 +574,17 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
         }
         for (name, path) in logs() {
             let from = *pos.entry(name.clone()).or_insert(0);
-            for (ev, end) in new_lines(&path, from) {
+            let ino_key = format!("{name}.inode");
+            let (lines, ino) = new_lines(&path, from, pos.get(&ino_key).copied());
+            if let Some(i) = ino {
+                if pos.get(&ino_key) != Some(&i) {
+                    pos.insert(ino_key.clone(), i);
+                    if lines.is_empty() {
+                        save_positions(&pos);
+                    }
+                }
+            }
+            for (ev, end) in lines {
                 if !ev.is_null() {
                     act.handle(&ev);
                 }

@@ -88,7 +88,13 @@ pub fn run(a: WriteArgs) -> Result<ExitCode> {
     let (input, in_name, in_len): (Box<dyn Read>, String, Option<u64>) = match &a.input {
         Some(p) => {
             let f = File::open(p).map_err(|e| Error::io(e, "open", &p.display().to_string(), 0))?;
-            let len = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            // A regular file's size, unless 0: /proc and /sys files say 0 whatever they hold,
+            // and are staged like a pipe.
+            let len = f
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file() && m.len() > 0)
+                .map(|m| m.len());
             (Box::new(f), p.display().to_string(), len)
         }
         None => (
