@@ -802,15 +802,25 @@ fn two_hundred_error_events_make_a_handful_of_mails_and_program_runs() {
             runs.display()
         ),
     );
-    let o = Command::new(BIN)
-        .args(["monitor", "--oneshot", "--mail", "root", "--program"])
-        .arg(&prog)
-        .env("RAIDCTL_STATE_DIR", &state)
-        .env("RAIDCTL_RUN_DIR", dir.path())
-        .env("RAIDCTL_SENDMAIL", &fake)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Two runs from a timer (the state between them kept in STATE_DIR/monitor.hold): the
+    // second, after the 600-s window, sends the summaries.
+    let oneshot = |at: u64| {
+        let o = Command::new(BIN)
+            .args(["monitor", "--oneshot", "--mail", "root", "--program"])
+            .arg(&prog)
+            .env("RAIDCTL_STATE_DIR", &state)
+            .env("RAIDCTL_RUN_DIR", dir.path())
+            .env("RAIDCTL_SENDMAIL", &fake)
+            .env("RAIDCTL_NOW", at.to_string())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o
+    };
+    let o = oneshot(1_800_000_000);
+    let mails_now = |s: &str| s.split("--END--").filter(|m| m.contains(uuid)).count();
+    assert_eq!(mails_now(&std::fs::read_to_string(&mail).unwrap()), 3);
+    oneshot(1_800_000_000 + 601);
     // Every event is still printed.
     let printed = String::from_utf8_lossy(&o.stdout);
     assert_eq!(

@@ -70,21 +70,65 @@ pub struct MonitorArgs {
 const NOISY: [&str; 2] = ["member-errors", "bad-blocks"];
 
 /// Repeats of one noisy event kind of one member within a window.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Burst {
-    /// When the window opened (the event that went out).
-    since: Instant,
+    /// When the window opened (the event that went out), Unix seconds.
+    since: u64,
     /// Events held since, and the last of them.
     held: u64,
     last: Value,
 }
 
 /// What the monitor holds back: bursts by (array, member or slot, kind), and the mail rate.
-#[derive(Default)]
+/// Kept in STATE_DIR/monitor.hold between runs, so that `--oneshot` from a timer coalesces
+/// and limits across runs as a running monitor does.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Hold {
-    bursts: BTreeMap<(String, String, String), Burst>,
-    /// Times of the mails sent in the last hour, and events not mailed for the limit.
-    mails: std::collections::VecDeque<Instant>,
+    bursts: Vec<((String, String, String), Burst)>,
+    /// Times of the mails sent in the last hour (Unix seconds), and events not mailed for the
+    /// limit.
+    mails: std::collections::VecDeque<u64>,
     unmailed: u64,
+}
+
+fn hold_path() -> PathBuf {
+    state_dir().join("monitor.hold")
+}
+
+impl Hold {
+    fn load() -> Hold {
+        std::fs::read(hold_path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the state when it differs from `saved` (what was last written), which it
+    /// updates: a monitor polling every second rewrites nothing while nothing happens.
+    fn save(&self, saved: &mut Vec<u8>) {
+        if let Ok(b) = serde_json::to_vec(self) {
+            if b == *saved {
+                return;
+            }
+            *saved = b.clone();
+            let tmp = hold_path().with_extension("hold.tmp");
+            if std::fs::write(&tmp, b).is_ok() {
+                let _ = std::fs::rename(&tmp, hold_path());
+            }
+        }
+    }
+
+    fn burst(&mut self, key: &(String, String, String)) -> Option<&mut Burst> {
+        self.bursts
+            .iter_mut()
+            .find(|b| b.0 == *key)
+            .map(|b| &mut b.1)
+    }
+}
+
+/// Seconds since the epoch (RAIDCTL_NOW overrides, for tests of the windows).
+fn now() -> u64 {
+    raidcore::array::now_secs()
 }
 
 /// How far each log has been handled: file name to byte offset.
@@ -258,34 +302,35 @@ impl Actions<'_> {
                 .unwrap_or_else(|| s("member"));
             let key = (s("array_uuid"), who, s("event"));
             let mut hold = self.hold.borrow_mut();
-            if let Some(b) = hold.bursts.get_mut(&key) {
-                if b.since.elapsed().as_secs_f64() < self.args.coalesce {
+            if let Some(b) = hold.burst(&key) {
+                if (now().saturating_sub(b.since) as f64) < self.args.coalesce {
                     b.held += 1;
                     b.last = ev.clone();
                     return;
                 }
             }
-            hold.bursts.insert(
+            hold.bursts.retain(|b| b.0 != key);
+            hold.bursts.push((
                 key,
                 Burst {
-                    since: Instant::now(),
+                    since: now(),
                     held: 0,
                     last: ev.clone(),
                 },
-            );
+            ));
         }
         self.deliver(ev);
     }
 
-    /// Sends the summary of every burst whose window ended (all of them when `all`: a
-    /// --oneshot run ends), and forgets quiet ones.
-    fn flush_bursts(&self, all: bool) {
+    /// Sends the summary of every burst whose window ended, and forgets quiet ones.
+    fn flush_bursts(&self) {
         let due: Vec<Value> = {
             let mut hold = self.hold.borrow_mut();
             let window = self.args.coalesce;
             let mut out = Vec::new();
-            hold.bursts.retain(|_, b| {
-                if !all && b.since.elapsed().as_secs_f64() < window {
+            let t = now();
+            hold.bursts.retain_mut(|(_, b)| {
+                if (t.saturating_sub(b.since) as f64) < window {
                     return true;
                 }
                 if b.held == 0 {
@@ -297,12 +342,12 @@ impl Actions<'_> {
                     "{} more {} events in {:.0} s; the last: {}",
                     b.held,
                     ev["event"].as_str().unwrap_or(""),
-                    b.since.elapsed().as_secs_f64(),
+                    t.saturating_sub(b.since),
                     ev["detail"].as_str().unwrap_or("")
                 ));
                 out.push(ev);
                 // A new window: the next repeat is held again.
-                b.since = Instant::now();
+                b.since = t;
                 b.held = 0;
                 true
             });
@@ -321,10 +366,11 @@ impl Actions<'_> {
         if let (Some(addr), Some(sm)) = (&self.args.mail, &self.sendmail) {
             let unmailed = {
                 let mut hold = self.hold.borrow_mut();
+                let t = now();
                 while hold
                     .mails
                     .front()
-                    .is_some_and(|t| t.elapsed() > Duration::from_secs(3600))
+                    .is_some_and(|&m| t.saturating_sub(m) > 3600)
                 {
                     hold.mails.pop_front();
                 }
@@ -341,7 +387,7 @@ impl Actions<'_> {
                     }
                     return;
                 }
-                hold.mails.push_back(Instant::now());
+                hold.mails.push_back(t);
                 std::mem::take(&mut hold.unmailed)
             };
             self.mail(sm, addr, ev, unmailed);
@@ -538,8 +584,9 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
     let act = Actions {
         args: &a,
         sendmail,
-        hold: Default::default(),
+        hold: std::cell::RefCell::new(Hold::load()),
     };
+    let mut saved = serde_json::to_vec(&*act.hold.borrow()).unwrap_or_default();
     // The first run ever starts at the end of the logs: their history is not news.
     let mut pos = load_positions().unwrap_or_else(|| {
         logs()
@@ -593,7 +640,8 @@ pub fn run(a: MonitorArgs) -> Result<ExitCode> {
                 save_positions(&pos);
             }
         }
-        act.flush_bursts(a.oneshot);
+        act.flush_bursts();
+        act.hold.borrow().save(&mut saved);
         if a.oneshot {
             return Ok(ExitCode::SUCCESS);
         }
