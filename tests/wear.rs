@@ -471,6 +471,30 @@ fn inspect_reports_device_facts() {
     assert_eq!(j[1]["size_bytes"], 32 << 20);
     assert!(j[1]["logical_block_size"].as_u64().unwrap() >= 512);
     assert!(j[1]["zoned"].is_string());
+    // A device this process may not open (issue 29, item 8: a mounted system disk showed
+    // 0 B): its size comes from sysfs. Run as nobody, the loop device (root, 0600) is one.
+    // The binary is linked (or copied) where nobody can run it, whatever the checkout's
+    // directory allows.
+    use std::os::unix::fs::PermissionsExt;
+    let open = std::env::temp_dir().join(format!("raidctl-inspect-{}", std::process::id()));
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = open.join("raidctl");
+    let _ = std::fs::remove_file(&bin);
+    if std::fs::hard_link(BIN, &bin).is_err() {
+        std::fs::copy(BIN, &bin).unwrap();
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["inspect", "--json"])
+        .arg(&lo.dev)
+        .output()
+        .expect("setpriv (util-linux)");
+    let _ = std::fs::remove_dir_all(&open);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(j[0]["size_bytes"], 32 << 20, "{j}");
 }
 
 /// Issue #15 bug 5 through the binary: the superblock body grew with every wear sample until
