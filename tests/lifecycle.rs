@@ -379,29 +379,33 @@ fn hot_spare_rebuilds_at_the_next_writable_open() {
     assert!(read_at(&m[0], 0, want.len()).ok().stdout == want);
 }
 
-#[test]
-fn loop_helpers_create_and_detach() {
-    let dir = tempdir();
-    let sim = dir.path().join("sim");
-    let out = raidctl([
+/// `count` loop devices of 16 MiB over files in `dir` (raidctl loop create): their paths.
+fn loops_in(dir: &Path, count: usize) -> Vec<String> {
+    raidctl([
         "loop",
         "create",
         "--dir",
-        &sim.display().to_string(),
+        &dir.display().to_string(),
         "--count",
-        "3",
+        &count.to_string(),
         "--size",
         "16M",
         "--json",
     ])
     .ok()
-    .json();
-    let devs: Vec<String> = out
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["device"].as_str().unwrap().to_string())
-        .collect();
+    .json()
+    .as_array()
+    .unwrap()
+    .iter()
+    .map(|d| d["device"].as_str().unwrap().to_string())
+    .collect()
+}
+
+#[test]
+fn loop_helpers_create_and_detach() {
+    let dir = tempdir();
+    let sim = dir.path().join("sim");
+    let devs = loops_in(&sim, 3);
     assert_eq!(devs.len(), 3);
     for d in &devs {
         let size =
@@ -461,25 +465,7 @@ fn loop_helpers_create_and_detach() {
 fn assembly_by_uuid_passes_over_a_replaced_disk_left_in_the_box() {
     let dir = tempdir();
     let sim = dir.path().join("lp");
-    let out = raidctl([
-        "loop",
-        "create",
-        "--dir",
-        &sim.display().to_string(),
-        "--count",
-        "4",
-        "--size",
-        "16M",
-        "--json",
-    ])
-    .ok()
-    .json();
-    let devs: Vec<String> = out
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["device"].as_str().unwrap().to_string())
-        .collect();
+    let devs = loops_in(&sim, 4);
     // Detached however the test ends.
     struct Detach(String);
     impl Drop for Detach {

@@ -243,7 +243,16 @@ impl Server {
     }
 
     pub fn start_with(member: &str, socket: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
+        Server::start_in(None, member, socket, extra)
+    }
+
+    /// As [`Server::start_with`], run from directory `cwd` (a member named relative to it).
+    pub fn start_in(cwd: Option<&Path>, member: &str, socket: &Path, extra: &[&str]) -> Server {
+        let mut cmd = Command::new(BIN);
+        if let Some(d) = cwd {
+            cmd.current_dir(d);
+        }
+        let mut child = cmd
             .args([
                 "serve",
                 "--foreground",

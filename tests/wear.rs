@@ -1366,33 +1366,13 @@ fn wear_check_says_unknown_when_it_cannot_assess_and_bad_input_records_nothing()
 /// refused as "a copy" of the array.
 #[test]
 fn a_daemon_started_with_a_relative_path_serves_commands_from_anywhere() {
-    use std::io::BufRead;
     let dir = tempdir();
     let ms = array(dir.path(), "5", &[]);
     let sock = dir.path().join("s.sock");
-    let mut child = Command::new(BIN)
-        .current_dir(dir.path())
-        .args([
-            "serve",
-            "--foreground",
-            "--socket",
-            &sock.display().to_string(),
-            "m0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("nbd+unix://"), "{line}");
+    let mut server = Server::start_in(Some(dir.path()), "m0", &sock, &[]);
     let r = raidctl(["wear", "--record", &ms[0]]);
     let s = raidctl(["status", &ms[0]]);
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(child.wait().unwrap().success());
+    assert!(server.stop().success());
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(s.code, 0, "{}", s.stderr);
 }

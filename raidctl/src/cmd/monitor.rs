@@ -445,24 +445,7 @@ impl Actions<'_> {
                 return;
             }
         };
-        let end = Instant::now() + Duration::from_secs(60);
-        loop {
-            match child.try_wait() {
-                Ok(Some(st)) => {
-                    if !st.success() {
-                        eprintln!("raidctl monitor: {} exited with {st}", p.display());
-                    }
-                    return;
-                }
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    eprintln!("raidctl monitor: {} took over 60 s; killed", p.display());
-                    return;
-                }
-            }
-        }
+        wait_or_kill(&mut child, p, "");
     }
 
     fn mail(&self, sm: &Path, addr: &str, ev: &Value, unmailed: u64) {
@@ -498,29 +481,36 @@ impl Actions<'_> {
                 if let Some(mut i) = c.stdin.take() {
                     let _ = i.write_all(msg.as_bytes());
                 }
-                // As the program: 60 s, then killed (a hung MTA must not stop the monitor).
-                let end = Instant::now() + Duration::from_secs(60);
-                loop {
-                    match c.try_wait() {
-                        Ok(Some(st)) => {
-                            if !st.success() {
-                                eprintln!("raidctl monitor: {} exited with {st}: the mail may not have gone", sm.display());
-                            }
-                            break;
-                        }
-                        Ok(None) if Instant::now() < end => {
-                            std::thread::sleep(Duration::from_millis(20))
-                        }
-                        _ => {
-                            let _ = c.kill();
-                            let _ = c.wait();
-                            eprintln!("raidctl monitor: {} took over 60 s; killed", sm.display());
-                            break;
-                        }
-                    }
-                }
+                // As the program: a hung MTA must not stop the monitor.
+                wait_or_kill(&mut c, sm, ": the mail may not have gone");
             }
             Err(e) => eprintln!("raidctl monitor: sendmail: {e}"),
+        }
+    }
+}
+
+/// Waits up to 60 s for a program the monitor ran (the alert program, sendmail), then kills
+/// it; says when it failed (with `failed_note` after the status) or was killed.
+fn wait_or_kill(child: &mut std::process::Child, p: &Path, failed_note: &str) {
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                if !st.success() {
+                    eprintln!(
+                        "raidctl monitor: {} exited with {st}{failed_note}",
+                        p.display()
+                    );
+                }
+                return;
+            }
+            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("raidctl monitor: {} took over 60 s; killed", p.display());
+                return;
+            }
         }
     }
 }
