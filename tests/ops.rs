@@ -34,6 +34,13 @@ impl Drop for Bg {
 }
 
 /// Waits until `cond` holds (at most 20 s).
+/// Writes an executable shell script (a fake alert program or sendmail).
+fn script(path: &Path, body: String) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(20);
     while !cond() {
@@ -185,16 +192,13 @@ fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild
     let m = members_created(dir.path(), "5", 3, "32M");
     let got = dir.path().join("got");
     let prog = dir.path().join("prog.sh");
-    std::fs::write(
+    script(
         &prog,
         format!(
             "#!/bin/sh\necho \"$1 $2 [$3] slot=$RAIDCTL_SLOT name=$RAIDCTL_ARRAY_NAME\" >> {}\n",
             got.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let spawn = |args: &[&str]| {
         let mut c = Command::new(BIN);
         c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
@@ -666,16 +670,13 @@ fn a_hostile_array_name_neither_adds_a_mail_recipient_nor_reaches_a_terminal_raw
     .unwrap();
     let out = dir.path().join("mail");
     let fake = dir.path().join("sendmail");
-    std::fs::write(
+    script(
         &fake,
         format!(
             "#!/bin/sh\necho \"ARGS: $*\" >> {o}\ncat >> {o}\necho '--END--' >> {o}\n",
             o = out.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let run = |sendmail: &Path| {
         Command::new(BIN)
             .args(["monitor", "--oneshot", "--mail", "admin@example.com"])
@@ -781,11 +782,6 @@ fn two_hundred_error_events_make_a_handful_of_mails_and_program_runs() {
     }
     std::fs::write(state.join("events").join(format!("{uuid}.jsonl")), log).unwrap();
     let (mail, runs) = (dir.path().join("mail"), dir.path().join("runs"));
-    let script = |path: &Path, body: String| {
-        std::fs::write(path, body).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
     let fake = dir.path().join("sendmail");
     script(
         &fake,

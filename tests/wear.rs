@@ -30,6 +30,32 @@ fn array(dir: &Path, level: &str, extra: &[&str]) -> Vec<String> {
     ms
 }
 
+/// `n` members of `size` in `dir` (m0, m1, ...), created at `level` with rated endurance
+/// `endurance` TB at Unix time `t0` (the first history sample): their paths.
+fn rated_at(
+    dir: &Path,
+    t0: u64,
+    level: &str,
+    n: usize,
+    size: &str,
+    endurance: &str,
+) -> Vec<String> {
+    let m: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec![
+        "create",
+        "--level",
+        level,
+        "--size",
+        size,
+        "--endurance",
+        endurance,
+    ];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl_at(t0, &args).ok();
+    ms
+}
+
 fn random_4k_writes(member: &str, count: usize, dir: &Path) {
     let size = status_run(["status", "--json", member]).json()["size_bytes"]
         .as_u64()
@@ -135,24 +161,7 @@ impl TapMkdir for PathBuf {
 fn projection_from_recorded_history_and_collision_window() {
     let dir = tempdir();
     let t0: u64 = 1_800_000_000;
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec![
-        "create",
-        "--level",
-        "f1",
-        "--size",
-        "40M",
-        "--endurance",
-        "0.001",
-    ];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    let mut create = Command::new(BIN);
-    create
-        .args(&args)
-        .env("RAIDCTL_NOW", t0.to_string())
-        .stderr(std::process::Stdio::null());
-    assert!(create.status().unwrap().success());
+    let ms = rated_at(dir.path(), t0, "f1", 4, "40M", "0.001");
     raidctl_at(t0, &["wear", "--record", &ms[0]]).ok();
     random_4k_writes(&ms[0], 20, dir.path());
     // One interval gives a rate but no error on it: no range is claimed.
@@ -664,21 +673,9 @@ fn next(s: &mut u64) -> u64 {
 fn wear_table_columns_line_up_and_dates_past_9999_are_stated_and_not_warned_of() {
     let dir = tempdir();
     let t0: u64 = 1_800_000_000;
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec![
-        "create",
-        "--level",
-        "f1",
-        "--size",
-        "16M",
-        "--endurance",
-        "9000",
-    ];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl_at(t0, &args).ok();
+    let ms = rated_at(dir.path(), t0, "f1", 4, "16M", "9000");
     raidctl_at(t0, &["wear", "--record", &ms[0]]).ok();
-    write_at(&m[0], 0, &pattern("far", 4096), dir.path());
+    write_at(Path::new(&ms[0]), 0, &pattern("far", 4096), dir.path());
     let t1 = t0 + 10 * 86_400;
     raidctl_at(t1, &["wear", "--record", &ms[0]]).ok();
     let out = raidctl_at(t1, &["wear", &ms[0]]).ok().stdout_str();
@@ -992,19 +989,7 @@ fn wear_record_clear_and_set_work_on_a_served_array() {
 fn wear_plan_keeps_a_margin_against_the_measured_rate() {
     let dir = tempdir();
     let t0: u64 = 1_800_000_000;
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec![
-        "create",
-        "--level",
-        "f1",
-        "--size",
-        "40M",
-        "--endurance",
-        "0.0002",
-    ];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl_at(t0, &args).ok();
+    let ms = rated_at(dir.path(), t0, "f1", 4, "40M", "0.0002");
     // Seven days of uneven writes, a sample each day.
     for (d, n) in [12usize, 30, 6, 24, 10, 36, 18].into_iter().enumerate() {
         random_4k_writes(&ms[0], n, dir.path());
@@ -1094,19 +1079,7 @@ fn wear_plan_keeps_a_margin_against_the_measured_rate() {
 fn wear_plot_draws_every_member_and_names_the_ones_that_coincide() {
     let dir = tempdir();
     let t0: u64 = 1_800_000_000;
-    let m: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec![
-        "create",
-        "--level",
-        "1",
-        "--size",
-        "20M",
-        "--endurance",
-        "0.0001",
-    ];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl_at(t0, &args).ok();
+    let ms = rated_at(dir.path(), t0, "1", 3, "20M", "0.0001");
     for d in 1..=4u64 {
         random_4k_writes(&ms[0], 30, dir.path());
         raidctl_at(t0 + d * 86_400, &["wear", "--record", &ms[0]]).ok();
@@ -1203,19 +1176,7 @@ fn smart_at(dir: &Path, name: &str, pct: u64) -> String {
 /// members and the time of the last sample.
 fn three_days(dir: &Path, level: &str) -> (Vec<String>, u64) {
     let t0: u64 = 1_800_000_000;
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec![
-        "create",
-        "--level",
-        level,
-        "--size",
-        "40M",
-        "--endurance",
-        "0.001",
-    ];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl_at(t0, &args).ok();
+    let ms = rated_at(dir, t0, level, 4, "40M", "0.001");
     for d in 1..=3u64 {
         random_4k_writes(&ms[0], 20, dir);
         raidctl_at(t0 + d * 86_400, &["wear", "--record", &ms[0]]).ok();
