@@ -80,17 +80,14 @@ fn trials(level: &str, n: usize, count: usize) -> usize {
     dirty
 }
 
-/// Open bug (issue 31), found 2026-12-05: this test is timing-dependent (debug build, run
-/// alone: failed 2 of 7 runs of one commit of the day; an earlier one passed 3 of 3, a run
-/// of chance rather than a cause among the day's changes, which do not touch the write
-/// path). In the failing trial the writable open's resync finds a
-/// row whose parity disagrees while two of its data blocks have unknown checksum entries (the
-/// killed write's blocks, whose entries lag the data that reached the members, are unvouched)
-/// and leaves it "as it is, unverified", as the verify-before-trust rule says; scrub then
-/// reports the row. Deciding such a row needs checksum entries that cannot lag durable data
-/// (write-ahead entries), the open design change of issue 31. Run it with --ignored.
+/// Was flaky (issue 31, 2026-12-05: 2 of 7 debug runs): a killed write left a row whose
+/// parity disagreed next to two data blocks newer than their checksum entries (recorded in the
+/// killed process's memory only), and the resync, unable to tell a completed write from rot,
+/// left it unverified; scrub reported it. Each member write now notes its entries in the
+/// pending store (RUN_DIR/UUID.pending, array/pending.rs) first, and the next open restores
+/// them; `array::tests::a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries`
+/// is the deterministic case.
 #[test]
-#[ignore = "open bug (issue 31): a killed write can leave a row the resync cannot decide (entries lag durable data); fails in about 2 of 7 runs"]
 fn kill_9_during_writes_then_resync_and_scrub_clean() {
     let dirty = trials("5", 4, 50) + trials("6", 5, 50);
     eprintln!("kill -9 trials: 100, of which {dirty} killed the writer mid-write (resynced)");

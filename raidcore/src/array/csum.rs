@@ -922,11 +922,41 @@ impl Array {
     /// widened to whole blocks first) gets unknown entries for the blocks it touches: the rest
     /// of those blocks was not verified, and an entry computed over it would vouch for it.
     pub(crate) fn csum_record(&self, d: &Dev, off: u64, cell: Verified<'_>) {
+        self.csum_record_noted(d, off, cell, None)
+    }
+
+    /// The entries `cell` will have once written to `d` at member offset `off`, noted in the
+    /// pending store before the write ([`super::pending`]): none without checksums or when the
+    /// range is not whole blocks. Hand them to [`Array::csum_record_noted`] after the write.
+    pub(crate) fn csum_note(&self, d: &Dev, off: u64, cell: Verified<'_>) -> Option<Vec<Digest>> {
+        let buf = cell.bytes();
+        let s = self.csum_of(d)?;
+        if !off.is_multiple_of(BLOCK) || !(buf.len() as u64).is_multiple_of(BLOCK) {
+            return None;
+        }
+        let ds = s.geo.algo.digests(buf);
+        if let Some(p) = self.pending.get() {
+            p.note(&d.uuid, s.block_of(off), &ds);
+        }
+        Some(ds)
+    }
+
+    /// As [`Array::csum_record`], with the entries [`Array::csum_note`] computed (not hashed
+    /// again).
+    pub(crate) fn csum_record_noted(
+        &self,
+        d: &Dev,
+        off: u64,
+        cell: Verified<'_>,
+        noted: Option<Vec<Digest>>,
+    ) {
         let buf = cell.bytes();
         let Some(s) = self.csum_of(d) else {
             return;
         };
-        let full = if off.is_multiple_of(BLOCK) && (buf.len() as u64).is_multiple_of(BLOCK) {
+        let full = if let Some(ds) = noted {
+            s.record_digests(s.block_of(off), &ds)
+        } else if off.is_multiple_of(BLOCK) && (buf.len() as u64).is_multiple_of(BLOCK) {
             s.record(off, buf)
         } else {
             let lo = off / BLOCK;
@@ -940,6 +970,18 @@ impl Array {
     }
 
     /// Records that `len` bytes at member offset `off` of `d` now read as zeros.
+    /// Notes, before `len` bytes at member offset `off` of `d` are unmapped, that they will
+    /// read as zeros ([`super::pending`]).
+    pub(crate) fn csum_note_zero(&self, d: &Dev, off: u64, len: u64) {
+        if let (Some(s), Some(p)) = (self.csum_of(d), self.pending.get()) {
+            p.note(
+                &d.uuid,
+                s.block_of(off),
+                &vec![[0u8; ENTRY]; (len / BLOCK) as usize],
+            );
+        }
+    }
+
     pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64) {
         if let Some(s) = self.csum_of(d) {
             if s.record_zero(off, len) {

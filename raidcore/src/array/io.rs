@@ -969,6 +969,7 @@ impl Array {
                 .iter()
                 .take_while(|(d, r)| {
                     let off = self.cell_offset(*r, 0);
+                    self.csum_note_zero(d, off, chunk);
                     let ok = d.member.unmap_zeroes(off, chunk).is_ok();
                     if ok {
                         self.csum_record_zero(d, off, chunk);

@@ -16,6 +16,7 @@ pub(crate) use row::Verified;
 pub mod journal;
 mod lifecycle;
 mod locks;
+pub mod pending;
 mod stripe;
 mod unflushed;
 
@@ -326,6 +327,9 @@ pub struct Array {
     pub(crate) unflushed: unflushed::Unflushed,
     /// Bytes written to members since open that nothing could verify (row.rs, `Verified`).
     unchecked: AtomicU64,
+    /// Entries of member writes in progress, kept outside the members (set by
+    /// [`Array::keep_pending_entries`]; pending.rs).
+    pub(crate) pending: std::sync::OnceLock<pending::PendingStore>,
 }
 
 /// A request's write in progress: its write-intent bits held (the regions stay marked) and its
@@ -427,6 +431,7 @@ impl Array {
             bad: Mutex::new(bad),
             unflushed: Default::default(),
             unchecked: AtomicU64::new(0),
+            pending: std::sync::OnceLock::new(),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
@@ -1103,7 +1108,12 @@ impl Array {
         }
         self.meta.lock().expect("meta lock").clean = true;
         self.dirty.store(false, Ordering::Release);
-        self.persist()
+        self.persist()?;
+        // Clean and durable: no entry is pending (and no write is in flight).
+        if let Some(p) = self.pending.get() {
+            let _ = p.restart();
+        }
+        Ok(())
     }
 }
 
@@ -1113,6 +1123,14 @@ impl Drop for Array {
     fn drop(&mut self) {
         if self.writable {
             let _ = self.write_back(None);
+        }
+        // Closed clean: the pending store has nothing the next open needs.
+        if let Some(p) = self.pending.get() {
+            if self.meta.lock().map(|m| m.clean).unwrap_or(false)
+                && !self.dirty.load(Ordering::Acquire)
+            {
+                p.remove();
+            }
         }
     }
 }

@@ -367,10 +367,11 @@ impl Array {
         let s = &self.slots[slot];
         let off = self.cell_offset(row, within);
         if let Some(d) = s.usable() {
+            let noted = self.csum_note(&d, off, cell);
             match d.member.write_at(buf, off) {
                 Ok(()) => {
                     d.count(kind, buf.len() as u64);
-                    self.csum_record(&d, off, cell);
+                    self.csum_record_noted(&d, off, cell, noted);
                 }
                 Err(e) => {
                     d.write_error(&e);
@@ -382,10 +383,11 @@ impl Array {
             .target()
             .filter(|t| row < t.checkpoint.load(Ordering::Acquire))
         {
+            let noted = self.csum_note(&t.dev, off, cell);
             match t.dev.member.write_at(buf, off) {
                 Ok(()) => {
                     t.dev.count(kind, buf.len() as u64);
-                    self.csum_record(&t.dev, off, cell);
+                    self.csum_record_noted(&t.dev, off, cell, noted);
                 }
                 Err(e) => {
                     t.dev.write_error(&e);
@@ -409,10 +411,11 @@ impl Array {
         let buf = cell.bytes();
         self.note_written(cell);
         let off = self.cell_offset(row, 0);
+        let noted = self.csum_note(dev, off, cell);
         match dev.member.write_at(buf, off) {
             Ok(()) => {
                 dev.count(WriteKind::Rebuild, buf.len() as u64);
-                self.csum_record(dev, off, cell);
+                self.csum_record_noted(dev, off, cell, noted);
                 Ok(true)
             }
             Err(e) => {

@@ -124,6 +124,17 @@ pub fn assemble_from(
     for note in array.notes() {
         eprintln!("raidctl: warning: {note}");
     }
+    if writable {
+        // Before the resync: it judges the blocks a crash cut off by the entries restored here.
+        match array.keep_pending_entries(&crate::daemon::run_dir()) {
+            Ok(r) if r.restored > 0 => eprintln!(
+                "raidctl: restored the checksum entries of {} blocks that writes cut off by a crash had completed",
+                r.restored
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("raidctl: warning: {e}; a crash of this process can leave rows the resync cannot decide"),
+        }
+    }
     if writable && !array.superblock().clean {
         resync(&array)?;
     } else if !array.superblock().clean && !report {

@@ -1,0 +1,465 @@
+//! Checksum entries of member writes in progress, kept outside the members: each member write
+//! first notes the entries of the blocks it is about to write here (in a file under the run
+//! directory, tmpfs: no device write, no sync), so a process crash (kill -9, a panic, the OOM
+//! killer) cannot leave a block newer than every entry the next open knows. The checksum log
+//! gets a block's new entry only after its data was written and is written itself at the next
+//! flush (or when enough records wait); before this store, a killed write could leave two blocks
+//! of a row newer than their entries next to parity that disagrees, and the resync could not
+//! tell a completed write from rot (issue 31).
+//!
+//! At the next writable open (same boot: the file records the kernel's boot id), every noted
+//! entry of a block in a region the write-intent bitmap marks is a candidate: the block is read,
+//! and when its contents match one of its candidates, that entry is recorded (the bytes are what
+//! the engine wrote from a verified cell, [`super::Verified`]). A block that matches none keeps
+//! its entry, and the resync judges it as before. Stale candidates are harmless: a digest match
+//! means the engine once wrote exactly these bytes to this block of this device.
+//!
+//! A power cut takes the file with it (tmpfs; a different boot id when it does not): what is
+//! unflushed at a power cut is decided by the resync alone, as before.
+//!
+//! Layout: a 4 KiB header (magic, array uuid, boot id, capacity, session nonce, its own
+//! check), then a ring of `capacity` 48-byte records (device uuid, block, entry, check). The
+//! ring wraps: a record is needed only until its entry is in the member's checksum log, and the
+//! log is written whenever [`super::csum`]'s pending records pass their high mark, far below
+//! the capacity. The check of a record mixes in the session nonce, so a record of an earlier
+//! session (or of before a clean close) is never read as current.
+//!
+//! No lock: a writer reserves its records with one atomic add and writes them with one
+//! positioned write.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::csum::Digest;
+use super::Array;
+use crate::error::{Error, ErrorKind, Result};
+
+const MAGIC: &[u8; 8] = b"RPENDING";
+const HEADER: u64 = 4096;
+const RECORD: usize = 48;
+/// Records in the ring: 3 MiB of tmpfs per open array at most (pages are allocated as the
+/// ring first fills).
+pub const CAPACITY: u64 = 65536;
+
+/// Where the records live: a file, or (the simulator) memory that outlives a simulated
+/// process crash.
+#[derive(Clone)]
+pub enum Backing {
+    File(Arc<File>),
+    Memory(Arc<std::sync::Mutex<Vec<u8>>>),
+}
+
+impl Backing {
+    fn write_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
+        match self {
+            Backing::File(f) => f.write_all_at(buf, off),
+            Backing::Memory(m) => {
+                let mut v = m.lock().unwrap_or_else(|e| e.into_inner());
+                let end = off as usize + buf.len();
+                if v.len() < end {
+                    v.resize(end, 0);
+                }
+                v[off as usize..end].copy_from_slice(buf);
+                Ok(())
+            }
+        }
+    }
+
+    fn read_all(&self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Backing::File(f) => {
+                let len = f.metadata()?.len().min(HEADER + CAPACITY * RECORD as u64);
+                let mut v = vec![0u8; len as usize];
+                f.read_exact_at(&mut v, 0)?;
+                Ok(v)
+            }
+            Backing::Memory(m) => Ok(m.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        }
+    }
+
+    fn truncate(&self) -> std::io::Result<()> {
+        match self {
+            Backing::File(f) => f.set_len(0),
+            Backing::Memory(m) => {
+                m.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The kernel's boot id (16 bytes; zeros when it cannot be read).
+fn boot_id() -> [u8; 16] {
+    let mut out = [0u8; 16];
+    if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") {
+        let hex: Vec<u8> = s.trim().bytes().filter(|b| b.is_ascii_hexdigit()).collect();
+        for (i, pair) in hex.chunks(2).take(16).enumerate() {
+            if let Ok(b) = u8::from_str_radix(std::str::from_utf8(pair).unwrap_or("0"), 16) {
+                out[i] = b;
+            }
+        }
+    }
+    out
+}
+
+/// FNV-1a, 64 bits, seeded: the check of headers and records (it catches a torn or stale
+/// record, not an attacker: the file is root's, in root's run directory).
+fn check(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// One noted entry: the device it was written to, its block (in the data area), the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Candidate {
+    pub dev: [u8; 16],
+    pub block: u64,
+    pub entry: Digest,
+}
+
+/// The open store of one array.
+pub struct PendingStore {
+    backing: Backing,
+    path: Option<PathBuf>,
+    array: [u8; 16],
+    boot: [u8; 16],
+    nonce: AtomicU64,
+    next: AtomicU64,
+}
+
+impl PendingStore {
+    /// The store's file for the array `uuid` in `dir`.
+    pub fn path_in(dir: &Path, uuid: &[u8; 16]) -> PathBuf {
+        dir.join(format!(
+            "{}.pending",
+            uuid::Uuid::from_bytes(*uuid).hyphenated()
+        ))
+    }
+
+    /// Opens (creating) the file of array `uuid` in `dir`: returns the candidates an earlier
+    /// session of this boot left, and the store, emptied, for this session.
+    pub fn open_file(dir: &Path, uuid: &[u8; 16]) -> std::io::Result<(Vec<Candidate>, Self)> {
+        std::fs::create_dir_all(dir)?;
+        let path = Self::path_in(dir, uuid);
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        let (found, mut store) = Self::open(Backing::File(Arc::new(f)), uuid, boot_id())?;
+        store.path = Some(path);
+        Ok((found, store))
+    }
+
+    /// As [`PendingStore::open_file`] over any backing, with the boot id given.
+    pub fn open(
+        backing: Backing,
+        uuid: &[u8; 16],
+        boot: [u8; 16],
+    ) -> std::io::Result<(Vec<Candidate>, Self)> {
+        let found = read_candidates(&backing.read_all()?, uuid, &boot);
+        backing.truncate()?;
+        let store = PendingStore {
+            backing,
+            path: None,
+            array: *uuid,
+            boot,
+            nonce: AtomicU64::new(0),
+            next: AtomicU64::new(0),
+        };
+        store.restart()?;
+        Ok((found, store))
+    }
+
+    /// Starts a new session in the file: a fresh nonce in the header invalidates every record
+    /// written before. Called with no write in flight (open, and a clean mark).
+    pub fn restart(&self) -> std::io::Result<()> {
+        let nonce = fresh_nonce(self.nonce.load(Ordering::Relaxed));
+        let mut h = vec![0u8; HEADER as usize];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..24].copy_from_slice(&self.array);
+        h[24..40].copy_from_slice(&self.boot);
+        h[40..48].copy_from_slice(&CAPACITY.to_le_bytes());
+        h[48..56].copy_from_slice(&nonce.to_le_bytes());
+        let c = check(0, &h[..56]);
+        h[56..64].copy_from_slice(&c.to_le_bytes());
+        self.backing.write_at(&h, 0)?;
+        self.nonce.store(nonce, Ordering::Release);
+        self.next.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Notes the entries of blocks `first..` of device `dev`, about to be written. An error
+    /// (tmpfs full) only weakens what the next open can decide: it is not the write's error.
+    pub fn note(&self, dev: &[u8; 16], first: u64, entries: &[Digest]) {
+        if entries.is_empty() {
+            return;
+        }
+        let nonce = self.nonce.load(Ordering::Acquire);
+        let n = entries.len() as u64;
+        let start = self.next.fetch_add(n, Ordering::AcqRel);
+        let mut buf = Vec::with_capacity(entries.len() * RECORD);
+        let mut at = start % CAPACITY;
+        for (i, e) in entries.iter().enumerate() {
+            let slot = (start + i as u64) % CAPACITY;
+            if slot == 0 && !buf.is_empty() {
+                // The ring wraps inside this run: write what precedes the wrap first.
+                let _ = self.backing.write_at(&buf, HEADER + at * RECORD as u64);
+                buf.clear();
+                at = 0;
+            }
+            let mut r = [0u8; RECORD];
+            r[..16].copy_from_slice(dev);
+            r[16..24].copy_from_slice(&(first + i as u64).to_le_bytes());
+            r[24..40].copy_from_slice(e);
+            let c = check(nonce, &r[..40]);
+            r[40..].copy_from_slice(&c.to_le_bytes());
+            buf.extend_from_slice(&r);
+        }
+        let _ = self.backing.write_at(&buf, HEADER + at * RECORD as u64);
+    }
+
+    /// Removes the file (the array was closed clean: nothing is pending).
+    pub fn remove(&self) {
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn fresh_nonce(old: u64) -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let n = check(t ^ (std::process::id() as u64) << 32, &old.to_le_bytes());
+    if n == old {
+        n.wrapping_add(1)
+    } else {
+        n
+    }
+}
+
+/// The valid records of a store's bytes, when its header is this array's, of this boot.
+fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> Vec<Candidate> {
+    if bytes.len() < HEADER as usize {
+        return Vec::new();
+    }
+    let h = &bytes[..HEADER as usize];
+    let word = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
+    if &h[..8] != MAGIC
+        || &h[8..24] != uuid
+        || &h[24..40] != boot
+        || word(40) != CAPACITY
+        || word(56) != check(0, &h[..56])
+    {
+        return Vec::new();
+    }
+    let nonce = word(48);
+    let mut out: Vec<Candidate> = bytes[HEADER as usize..]
+        .chunks_exact(RECORD)
+        .filter(|r| {
+            u64::from_le_bytes(r[40..].try_into().expect("8 bytes")) == check(nonce, &r[..40])
+        })
+        .map(|r| Candidate {
+            dev: r[..16].try_into().expect("16 bytes"),
+            block: u64::from_le_bytes(r[16..24].try_into().expect("8 bytes")),
+            entry: r[24..40].try_into().expect("16 bytes"),
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// What [`Array::keep_pending_entries`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PendingReport {
+    /// Candidates an earlier session of this boot left, in regions the bitmap marks.
+    pub candidates: u64,
+    /// Blocks found holding one of their candidates whose entry said otherwise: the entry is
+    /// now the candidate.
+    pub restored: u64,
+}
+
+impl Array {
+    /// Keeps the entries of member writes in progress in `dir` (the run directory) from now
+    /// on; first restores the entries an earlier session of this boot noted for writes that a
+    /// crash cut off (before the resync, which then judges every block by them). Writable
+    /// opens only; call it before any write.
+    pub fn keep_pending_entries(&self, dir: &Path) -> Result<PendingReport> {
+        if !self.is_writable() || !self.has_checksums() {
+            return Ok(PendingReport::default());
+        }
+        let uuid = self.superblock().array_uuid;
+        let (found, store) = PendingStore::open_file(dir, &uuid).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "pending checksum entries in {}: {e}",
+                    PendingStore::path_in(dir, &uuid).display()
+                ),
+            )
+        })?;
+        self.adopt_pending(found, store)
+    }
+
+    /// As [`Array::keep_pending_entries`] over a store already opened (the simulator keeps one
+    /// in memory across a simulated process crash).
+    pub fn adopt_pending(
+        &self,
+        found: Vec<Candidate>,
+        store: PendingStore,
+    ) -> Result<PendingReport> {
+        let mut rep = PendingReport::default();
+        let block_bytes = super::csum::BLOCK;
+        let chunk = self.layout().chunk();
+        let devs = self.live_devs();
+        let mut i = 0;
+        while i < found.len() {
+            let (dev, block) = (found[i].dev, found[i].block);
+            let mut j = i;
+            while j < found.len() && found[j].dev == dev && found[j].block == block {
+                j += 1;
+            }
+            let cands = &found[i..j];
+            i = j;
+            let row = block * block_bytes / chunk;
+            if row >= self.rows() || self.bitmap.as_ref().is_some_and(|b| !b.row_dirty(row)) {
+                continue; // no write was in flight there at the crash
+            }
+            rep.candidates += cands.len() as u64;
+            let Some(d) = devs.iter().find(|d| d.uuid == dev) else {
+                continue;
+            };
+            let Some(s) = self.csum_of(d) else { continue };
+            let off = self.data_offset + block * block_bytes;
+            let mut buf = crate::buf::AlignedBuf::zeroed(block_bytes as usize);
+            if d.member.read_at(&mut buf, off).is_err() {
+                continue;
+            }
+            let got = self.csum_digest(&buf);
+            if !cands.iter().any(|c| c.entry == got) {
+                continue;
+            }
+            let now = s.expected(d.member.as_ref(), block, 1);
+            if !matches!(now.first(), Some(super::csum::Expect::Known(e)) if *e == got) {
+                s.record_digests(block, &[got]);
+                rep.restored += 1;
+            }
+        }
+        if rep.restored > 0 {
+            // Logged before the store forgets them (a second crash must not lose them).
+            self.csum_sync_all(false)?;
+            self.flush_members()?;
+        }
+        let _ = self.pending.set(store);
+        Ok(rep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem() -> Backing {
+        Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
+    }
+
+    #[test]
+    fn noted_entries_come_back_at_the_next_open_of_the_same_array_and_boot_only() {
+        let b = mem();
+        let (found, s) = PendingStore::open(b.clone(), &[1; 16], [7; 16]).unwrap();
+        assert!(found.is_empty());
+        s.note(&[9; 16], 100, &[[1; 16], [2; 16]]);
+        s.note(&[8; 16], 5, &[[3; 16]]);
+        drop(s);
+        // Another boot, or another array: nothing.
+        let copy = Backing::Memory(Arc::new(std::sync::Mutex::new(b.read_all().unwrap())));
+        assert!(PendingStore::open(copy.clone(), &[1; 16], [6; 16])
+            .unwrap()
+            .0
+            .is_empty());
+        let copy = Backing::Memory(Arc::new(std::sync::Mutex::new(b.read_all().unwrap())));
+        assert!(PendingStore::open(copy, &[2; 16], [7; 16])
+            .unwrap()
+            .0
+            .is_empty());
+        let (found, s) = PendingStore::open(b.clone(), &[1; 16], [7; 16]).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                Candidate {
+                    dev: [8; 16],
+                    block: 5,
+                    entry: [3; 16]
+                },
+                Candidate {
+                    dev: [9; 16],
+                    block: 100,
+                    entry: [1; 16]
+                },
+                Candidate {
+                    dev: [9; 16],
+                    block: 101,
+                    entry: [2; 16]
+                },
+            ]
+        );
+        // The open started a new session: the old records are gone.
+        drop(s);
+        assert!(PendingStore::open(b, &[1; 16], [7; 16])
+            .unwrap()
+            .0
+            .is_empty());
+    }
+
+    #[test]
+    fn a_restart_invalidates_the_records_before_it_and_a_torn_record_is_ignored() {
+        let b = mem();
+        let (_, s) = PendingStore::open(b.clone(), &[1; 16], [7; 16]).unwrap();
+        s.note(&[9; 16], 1, &[[1; 16]]);
+        s.restart().unwrap();
+        s.note(&[9; 16], 2, &[[2; 16], [3; 16]]);
+        // Tear the second record of the new session.
+        {
+            let Backing::Memory(m) = &b else {
+                unreachable!()
+            };
+            m.lock().unwrap()[HEADER as usize + RECORD + 30] ^= 1;
+        }
+        let (found, _) = PendingStore::open(b, &[1; 16], [7; 16]).unwrap();
+        assert_eq!(
+            found,
+            vec![Candidate {
+                dev: [9; 16],
+                block: 2,
+                entry: [2; 16]
+            }]
+        );
+    }
+
+    #[test]
+    fn the_ring_wraps_keeping_the_newest_records() {
+        let b = mem();
+        let (_, s) = PendingStore::open(b.clone(), &[1; 16], [7; 16]).unwrap();
+        let run: Vec<Digest> = (0..1000u32).map(|i| [(i % 251) as u8; 16]).collect();
+        let mut block = 0;
+        while block < CAPACITY + 500 {
+            s.note(&[9; 16], block, &run);
+            block += run.len() as u64;
+        }
+        let (found, _) = PendingStore::open(b, &[1; 16], [7; 16]).unwrap();
+        assert_eq!(found.len() as u64, CAPACITY);
+        assert_eq!(found.last().unwrap().block, block - 1);
+        assert_eq!(found[0].block, block - CAPACITY);
+    }
+}
