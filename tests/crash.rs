@@ -313,3 +313,54 @@ fn busy_array_losing_a_member_then_killed_keeps_flushed_data_readable() {
         assert!(srv.stop().success());
     }
 }
+
+/// Found by an outside attack (2026-12-05): `raidctl wear --record` opened the array writable
+/// by a path of its own that skipped the resync, and its clean close marked an array a kill -9
+/// had left dirty clean: the rows the killed write tore were never resynced (scrub found 4,897
+/// problems; reads failed). The daily timer runs it at boot. It resyncs first now, as every
+/// writable command does.
+#[test]
+fn wear_record_after_a_crash_resyncs_before_it_marks_the_array_clean() {
+    let dir = tempdir();
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--chunk", "16K", "--size", "64M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    let big = dir.path().join("big");
+    std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
+    let mut delay = 20u64;
+    let mut dirty = false;
+    for _ in 0..60 {
+        let mut w = Command::new(BIN)
+            .args(["write", &ms[0], "--offset", "1048576", "--input"])
+            .arg(&big)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let finished = w.try_wait().unwrap().is_some();
+        let _ = w.kill();
+        let _ = w.wait();
+        delay = if finished {
+            (delay / 2).max(1)
+        } else {
+            (delay * 5 / 4 + 2).min(2000)
+        };
+        let ex = raidctl(["examine", "--json", &ms[0]]).ok().json();
+        if !ex["clean"].as_bool().unwrap() {
+            dirty = true;
+            break;
+        }
+    }
+    assert!(dirty, "no kill in 60 tries left the array dirty");
+    let r = raidctl(["wear", &ms[0], "--record"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("resynced"),
+        "wear --record did not resync: {}",
+        r.stderr
+    );
+    let rep = raidctl(["scrub", "--json", &ms[0]]).ok().json();
+    assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
+}

@@ -926,8 +926,8 @@ impl Array {
     }
 
     /// The entries `cell` will have once written to `d` at member offset `off`, noted in the
-    /// pending store before the write ([`super::pending`]): none without checksums or when the
-    /// range is not whole blocks. Hand them to [`Array::csum_record_noted`] after the write.
+    /// pending store before the write ([`super::pending`]) unless nothing verified the cell:
+    /// none without checksums or when the range is not whole blocks. Hand them to [`Array::csum_record_noted`] after the write.
     pub(crate) fn csum_note(&self, d: &Dev, off: u64, cell: Verified<'_>) -> Option<Vec<Digest>> {
         let buf = cell.bytes();
         let s = self.csum_of(d)?;
@@ -935,7 +935,13 @@ impl Array {
             return None;
         }
         let ds = s.geo.algo.digests(buf);
-        if let Some(p) = self.pending.get() {
+        // Unverified bytes are not noted: the next open would take a block holding them for a
+        // completed write and vouch for it (their entries become unknown after the write).
+        if let Some(p) = self
+            .pending
+            .get()
+            .filter(|_| cell.why() != super::row::Why::Unchecked)
+        {
             p.note(&d.uuid, s.block_of(off), &ds);
         }
         Some(ds)

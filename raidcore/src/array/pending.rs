@@ -7,18 +7,23 @@
 //! of a row newer than their entries next to parity that disagrees, and the resync could not
 //! tell a completed write from rot (issue 31).
 //!
-//! At the next writable open (same boot: the file records the kernel's boot id), every noted
-//! entry of a block in a region the write-intent bitmap marks is a candidate: the block is read,
-//! and when its contents match one of its candidates, that entry is recorded (the bytes are what
-//! the engine wrote from a verified cell, [`super::Verified`]). A block that matches none keeps
-//! its entry, and the resync judges it as before. Stale candidates are harmless: a digest match
-//! means the engine once wrote exactly these bytes to this block of this device.
+//! At the next writable open (same boot: the file records the kernel's boot id), the noted
+//! entries of a block in a region the write-intent bitmap marks are its candidates, those noted
+//! after the last one equal to the entry the checksums hold (all of them when none is): writes
+//! the checksum log had not caught up with. The block is read, and when its contents match one
+//! of them, that entry is recorded (the bytes are what the engine wrote from a verified cell,
+//! [`super::Verified`]; cells written unverified are not noted). A block that matches none
+//! keeps its entry, and the resync judges it as before. An older version of the block (a
+//! write the device lost, a rollback) matches only entries noted before the one the checksums
+//! hold, and is never accepted by them (found by an outside attack: any noted version was
+//! accepted, so a rolled-back block passed as valid).
 //!
 //! A power cut takes the file with it (tmpfs; a different boot id when it does not): what is
 //! unflushed at a power cut is decided by the resync alone, as before.
 //!
 //! Layout: a 4 KiB header (magic, array uuid, boot id, capacity, session nonce, its own
-//! check), then a ring of `capacity` 48-byte records (device uuid, block, entry, check). The
+//! check), then a ring of `capacity` 64-byte records (device uuid, block, sequence number,
+//! entry, check). The
 //! ring wraps: a record is needed only until its entry is in the member's checksum log, and the
 //! log is written whenever [`super::csum`]'s pending records pass their high mark, far below
 //! the capacity. The check of a record mixes in the session nonce, so a record of an earlier
@@ -39,8 +44,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 const MAGIC: &[u8; 8] = b"RPENDING";
 const HEADER: u64 = 4096;
-const RECORD: usize = 48;
-/// Records in the ring: 3 MiB of tmpfs per open array at most (pages are allocated as the
+const RECORD: usize = 64;
+/// Records in the ring: 4 MiB of tmpfs per open array at most (pages are allocated as the
 /// ring first fills).
 pub const CAPACITY: u64 = 65536;
 
@@ -116,11 +121,13 @@ fn check(seed: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-/// One noted entry: the device it was written to, its block (in the data area), the entry.
+/// One noted entry: the device it was written to, its block (in the data area), when (the
+/// session's sequence number: later notes of a block are newer writes), the entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Candidate {
     pub dev: [u8; 16],
     pub block: u64,
+    pub seq: u64,
     pub entry: Digest,
 }
 
@@ -148,13 +155,32 @@ impl PendingStore {
     pub fn open_file(dir: &Path, uuid: &[u8; 16]) -> std::io::Result<(Vec<Candidate>, Self)> {
         std::fs::create_dir_all(dir)?;
         let path = Self::path_in(dir, uuid);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)?;
-        let (found, mut store) = Self::open(Backing::File(Arc::new(f)), uuid, boot_id())?;
+        // Not through a symbolic link (root would write wherever it points), and readable by
+        // root only, as the control socket beside it.
+        let f = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)?
+        };
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+        let (found, mut store) = match Self::open(Backing::File(Arc::new(f)), uuid, boot_id()) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
         store.path = Some(path);
         Ok((found, store))
     }
@@ -219,9 +245,10 @@ impl PendingStore {
             let mut r = [0u8; RECORD];
             r[..16].copy_from_slice(dev);
             r[16..24].copy_from_slice(&(first + i as u64).to_le_bytes());
-            r[24..40].copy_from_slice(e);
-            let c = check(nonce, &r[..40]);
-            r[40..].copy_from_slice(&c.to_le_bytes());
+            r[24..32].copy_from_slice(&(start + i as u64).to_le_bytes());
+            r[32..48].copy_from_slice(e);
+            let c = check(nonce, &r[..48]);
+            r[48..56].copy_from_slice(&c.to_le_bytes());
             buf.extend_from_slice(&r);
         }
         let _ = self.backing.write_at(&buf, HEADER + at * RECORD as u64);
@@ -267,12 +294,13 @@ fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> Vec<Candid
     let mut out: Vec<Candidate> = bytes[HEADER as usize..]
         .chunks_exact(RECORD)
         .filter(|r| {
-            u64::from_le_bytes(r[40..].try_into().expect("8 bytes")) == check(nonce, &r[..40])
+            u64::from_le_bytes(r[48..56].try_into().expect("8 bytes")) == check(nonce, &r[..48])
         })
         .map(|r| Candidate {
             dev: r[..16].try_into().expect("16 bytes"),
             block: u64::from_le_bytes(r[16..24].try_into().expect("8 bytes")),
-            entry: r[24..40].try_into().expect("16 bytes"),
+            seq: u64::from_le_bytes(r[24..32].try_into().expect("8 bytes")),
+            entry: r[32..48].try_into().expect("16 bytes"),
         })
         .collect();
     out.sort_unstable();
@@ -347,11 +375,20 @@ impl Array {
                 continue;
             }
             let got = self.csum_digest(&buf);
-            if !cands.iter().any(|c| c.entry == got) {
-                continue;
+            let held = match s.expected(d.member.as_ref(), block, 1).first() {
+                Some(super::csum::Expect::Known(e)) => Some(*e),
+                _ => None,
+            };
+            if held == Some(got) {
+                continue; // the checksums already hold what the block holds
             }
-            let now = s.expected(d.member.as_ref(), block, 1);
-            if !matches!(now.first(), Some(super::csum::Expect::Known(e)) if *e == got) {
+            // Only writes noted after the newest one the checksums hold (cands are in
+            // sequence order): an older version of the block is a lost write or a rollback.
+            let newer = match cands.iter().rposition(|c| Some(c.entry) == held) {
+                Some(k) => &cands[k + 1..],
+                None => cands,
+            };
+            if newer.iter().any(|c| c.entry == got) {
                 s.record_digests(block, &[got]);
                 rep.restored += 1;
             }
@@ -400,16 +437,19 @@ mod tests {
                 Candidate {
                     dev: [8; 16],
                     block: 5,
+                    seq: 2,
                     entry: [3; 16]
                 },
                 Candidate {
                     dev: [9; 16],
                     block: 100,
+                    seq: 0,
                     entry: [1; 16]
                 },
                 Candidate {
                     dev: [9; 16],
                     block: 101,
+                    seq: 1,
                     entry: [2; 16]
                 },
             ]
@@ -442,6 +482,7 @@ mod tests {
             vec![Candidate {
                 dev: [9; 16],
                 block: 2,
+                seq: 0,
                 entry: [2; 16]
             }]
         );

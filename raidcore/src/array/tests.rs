@@ -1929,6 +1929,59 @@ fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
     );
 }
 
+/// A RAID5 of four simulated members (4 KiB chunks, checksums, no stripe cache) that keeps its
+/// pending entries in memory, as a test of a process crash needs: the store the members are
+/// found in, the array, and the pending store's backing (it outlives the array).
+fn killable_raid5() -> (crate::sim::member::Store, Array, pending::Backing) {
+    use crate::sim::member::{SimMember, Store};
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+
+    let power = Arc::new(AtomicBool::new(true));
+    let store = Store::default();
+    let mut members = Vec::new();
+    for i in 0..4 {
+        let name = format!("/d/m{i}");
+        let m = Arc::new(SimMember::new(&name, vec![0; 8 << 20], power.clone()));
+        store.insert(Path::new(&name), m.clone());
+        members.push((PathBuf::from(&name), m as Arc<dyn Member>));
+    }
+    let spec = CreateSpec {
+        name: "t".into(),
+        layout: params(Level::Raid5, 4, 4096),
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: Some(CsumAlgo::default()),
+    };
+    let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    a.set_stripe_cache(0).unwrap();
+    let backing = pending::Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())));
+    let (_, ps) =
+        pending::PendingStore::open(backing.clone(), &a.superblock().array_uuid, [1; 16]).unwrap();
+    a.adopt_pending(Vec::new(), ps).unwrap();
+    (store, a, backing)
+}
+
+/// The next writable open after a process crash: assembles from `store`, restores the pending
+/// entries `backing` holds (of the array `uuid`), resyncs the marked regions.
+fn reopen_after_kill(
+    store: &crate::sim::member::Store,
+    backing: pending::Backing,
+    uuid: &[u8; 16],
+) -> (Array, pending::PendingReport, scrub::ScrubReport) {
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let b = Array::open_from(store, std::path::Path::new("/d/m0"), &opts).unwrap();
+    assert!(!b.superblock().clean);
+    let (found, ps) = pending::PendingStore::open(backing, uuid, [1; 16]).unwrap();
+    let rep = b.adopt_pending(found, ps).unwrap();
+    let resync = scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+    (b, rep, resync)
+}
+
 /// A process crash (kill -9) cut a write after its two data blocks reached their members and
 /// before the parity did: both blocks are newer than their checksum entries (recorded in memory
 /// only, lost with the process) next to parity that disagrees, and the resync could not tell a
@@ -1940,35 +1993,9 @@ fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
 /// undecided: the test sees the case.
 #[test]
 fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
-    use crate::sim::member::{SimMember, Store};
-    use pending::{Backing, PendingStore};
-    use std::path::Path;
-    use std::sync::atomic::AtomicBool;
-
     for keep in [true, false] {
-        let power = Arc::new(AtomicBool::new(true));
-        let store = Store::default();
-        let mut members = Vec::new();
-        for i in 0..4 {
-            let name = format!("/d/m{i}");
-            let m = Arc::new(SimMember::new(&name, vec![0; 8 << 20], power.clone()));
-            store.insert(Path::new(&name), m.clone());
-            members.push((PathBuf::from(&name), m as Arc<dyn Member>));
-        }
-        let spec = CreateSpec {
-            name: "t".into(),
-            layout: params(Level::Raid5, 4, 4096),
-            overprovision_pct: 0.0,
-            endurance_bytes: vec![],
-            history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-            checksums: Some(CsumAlgo::default()),
-        };
-        let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
-        a.set_stripe_cache(0).unwrap();
+        let (store, a, backing) = killable_raid5();
         let uuid = a.superblock().array_uuid;
-        let backing = Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())));
-        let (_, ps) = PendingStore::open(backing.clone(), &uuid, [1; 16]).unwrap();
-        a.adopt_pending(Vec::new(), ps).unwrap();
         a.write(&[0x5au8; 4096], 0).unwrap();
         a.flush().unwrap();
         let row = 7;
@@ -1981,21 +2008,12 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
             .write_at(&[0u8; 4096], a.cell_offset(row, 0))
             .unwrap();
         drop(a); // the crash: the checksum records waiting in memory are gone
-
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
-        assert!(!b.superblock().clean);
         let backing = if keep {
             backing
         } else {
-            Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
+            pending::Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
         };
-        let (found, ps) = PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-        let rep = b.adopt_pending(found, ps).unwrap();
-        let resync = scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+        let (b, rep, resync) = reopen_after_kill(&store, backing, &uuid);
         let scrubbed = scrub::scrub_array(&b, false, &Default::default(), &mut |_, _| {}).unwrap();
         let mut got = vec![0u8; 8192];
         b.read(&mut got, 3 * 4096 * row).unwrap();
@@ -2013,5 +2031,50 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
                 "without the noted entries the row is undecided"
             );
         }
+    }
+}
+
+/// Found by an outside attack on the pending store: a block written A then B, both flushed,
+/// then a process crash, and the member hands back A (a write it lost, a rollback). Any noted
+/// version was accepted, so A took B's place with a fresh entry, the resync made parity agree
+/// with it, and reads returned A with no error. Only entries noted after the one the checksums
+/// hold are candidates now: A fails B's entry and is rebuilt from parity. The same for a block
+/// trimmed before (zeros).
+#[test]
+fn a_block_rolled_back_to_an_older_write_is_never_taken_for_a_pending_one() {
+    for older in [[0x41u8; 4096], [0u8; 4096]] {
+        let (store, a, backing) = killable_raid5();
+        let uuid = a.superblock().array_uuid;
+        let off = 3 * 4096 * 5; // row 5, data block 0
+        if older[0] == 0 {
+            a.write(&[0x33u8; 3 * 4096], off).unwrap();
+            a.flush().unwrap();
+            a.trim(off, 3 * 4096).unwrap();
+        } else {
+            a.write(&older, off).unwrap();
+        }
+        a.flush().unwrap();
+        a.write(&[0x42u8; 4096], off).unwrap();
+        a.flush().unwrap();
+        let (slot, moff) = locate_logical(&a, off);
+        drop(a); // the crash
+                 // The member hands back the older version of the block.
+        store
+            .get(std::path::Path::new(&format!("/d/m{slot}")))
+            .unwrap()
+            .write_at(&older, moff)
+            .unwrap();
+        let (b, rep, resync) = reopen_after_kill(&store, backing, &uuid);
+        assert_eq!(rep.restored, 0, "{rep:?}");
+        assert_eq!(resync.unrepaired(), 0, "{:?}", resync.problems);
+        let mut got = vec![0u8; 4096];
+        b.read(&mut got, off).unwrap();
+        assert!(
+            got == [0x42u8; 4096],
+            "read {:#x}, not the flushed 0x42",
+            got[0]
+        );
+        let scrubbed = scrub::scrub_array(&b, false, &Default::default(), &mut |_, _| {}).unwrap();
+        assert!(scrubbed.problems.is_empty(), "{:?}", scrubbed.problems);
     }
 }

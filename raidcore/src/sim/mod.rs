@@ -17,4 +17,4 @@ pub mod member;
 pub mod model;
 pub mod run;
 pub mod sched;
-pub use run::{run, run_as_named, run_many, run_small, Failure, Report, Spec};
+pub use run::{run, run_as_named, run_many, run_power_cuts_only, run_small, Failure, Report, Spec};

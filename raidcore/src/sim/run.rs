@@ -50,6 +50,7 @@ use super::member::{Faults, Image, SimMember, Store};
 use super::model::Model;
 use super::sched::{Abort, Aborted, Sched};
 use crate::array::csum::{CsumAlgo, PER_PAGE};
+use crate::array::pending::{Backing, PendingStore};
 use crate::array::{ArrayState, AssembleOptions, CreateSpec, MemberRef};
 use crate::device::Member;
 use crate::error::ErrorKind;
@@ -67,6 +68,8 @@ const ROT_STREAM: u64 = 0x0b17_0b17_5117_0031;
 /// Seeds the draw of large members and their windows (apart from every other draw, so runs
 /// with small members replay as before).
 const LARGE_STREAM: u64 = 0x1a76_e5ee_d000_0007;
+/// Seeds the draw of which crashes are process crashes (apart from every other draw).
+const KILL_STREAM: u64 = 0x0c11_9b0c_e55e_0009;
 /// The size of a large member: 1 TiB, sparse.
 const LARGE_MEMBER: u64 = 1 << 40;
 
@@ -100,6 +103,10 @@ pub struct Spec {
     /// after a few batches, and the final checks leave pending targets pending: a rebuild of
     /// 1 TiB cannot run in a simulator). One seed in 8, drawn from a stream of its own.
     pub large: bool,
+    /// A crash that keeps every completed member write is, one time in two, a process crash
+    /// (kill -9) rather than a power cut: the pending checksum entries (array/pending.rs, kept
+    /// in tmpfs) survive it and the next open restores them. Drawn from a stream of its own.
+    pub kills: bool,
 }
 
 impl Spec {
@@ -137,6 +144,7 @@ impl Spec {
             table_damage: SplitMix64(seed ^ TABLE_DAMAGE_STREAM).below(3) == 0,
             rot: false,
             large: SplitMix64(seed ^ LARGE_STREAM).below(8) == 0,
+            kills: true,
         }
         .with_rot(seed)
     }
@@ -242,6 +250,9 @@ struct World {
     recent_rows: Mutex<VecDeque<u64>>,
     /// The windows of a run with large members (set once the array exists).
     large: std::sync::OnceLock<Large>,
+    /// The pending checksum entries' store (tmpfs in raidctl): kept across a process crash,
+    /// replaced by an empty one at a power cut.
+    pending: Mutex<Backing>,
     /// Checksum table pages damaged, by member path: the blocks they cover may have unknown
     /// entries from then on (conservative: a rewrite that records them again is not tracked).
     damaged_pages: Mutex<BTreeSet<(PathBuf, u64)>>,
@@ -426,6 +437,15 @@ pub fn run_as_named(seed: u64) -> Result<Report, Failure> {
     spec.table_damage = false;
     spec.rot = false;
     spec.large = false;
+    spec.kills = false;
+    run_spec(seed, spec)
+}
+
+/// Runs seed `seed` with every crash a power cut (the run a seed named before process crashes
+/// were drawn had).
+pub fn run_power_cuts_only(seed: u64) -> Result<Report, Failure> {
+    let mut spec = Spec::draw(seed);
+    spec.kills = false;
     run_spec(seed, spec)
 }
 
@@ -524,6 +544,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         epoch_lost: AtomicU64::new(0),
         recent_rows: Mutex::new(VecDeque::new()),
         large: std::sync::OnceLock::new(),
+        pending: Mutex::new(fresh_pending()),
     });
     let r = (|| -> Result<usize, String> {
         let mut rng = SplitMix64(seed);
@@ -546,6 +567,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         array
             .set_stripe_cache(spec.stripe_cache)
             .map_err(|e| e.to_string())?;
+        adopt_pending(&world, &array)?;
         *world.model.lock().expect("model lock") = Model::new(array.size());
         if spec.large {
             let l = Large::draw(&array, &mut SplitMix64(seed ^ LARGE_STREAM ^ 0x3d));
@@ -615,6 +637,14 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 drop(array);
                 // Every member keeps its durable image and some of what was unflushed.
                 let keep = [0u64, 50, 100][rng.below(3) as usize];
+                let kill = keep == 100
+                    && spec.kills
+                    && SplitMix64(seed ^ KILL_STREAM ^ epoch as u64).below(2) == 0;
+                if kill {
+                    world.note(sched, "a process crash: the pending entries survive".into());
+                } else {
+                    *world.pending.lock().expect("pending lock") = fresh_pending();
+                }
                 let power = Arc::new(AtomicBool::new(true));
                 *world.power.lock().expect("power lock") = power.clone();
                 for p in world.store.paths() {
@@ -633,6 +663,22 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     if !array.slot_usable(s) {
                         lost_mask |= 1 << s;
                     }
+                }
+                // After a process crash every block a cut write left newer than its entry has
+                // its entry back (pending store): the resync decides every row it meets, by
+                // checksums, unless damage the run injected leaves a row with too little to
+                // decide by.
+                if kill
+                    && array.has_checksums()
+                    && !spec.table_damage
+                    && !spec.rot
+                    && lost_mask == 0
+                    && array.unchecked_bytes() > 0
+                {
+                    return Err(format!(
+                        "after a process crash the resync left {} bytes unverified (pending entries not restored?)",
+                        array.unchecked_bytes()
+                    ));
                 }
                 let (got, bad) = read_image(&world, &array, "read after restart")?;
                 crash_bound(&world, &array, &torn, lost_mask, &bad)?;
@@ -746,6 +792,22 @@ fn check_image(
     Ok(())
 }
 
+/// An empty pending-entries store (tmpfs after a boot).
+fn fresh_pending() -> Backing {
+    Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
+}
+
+/// Gives the array the world's pending store, as `raidctl` does at a writable open (restoring
+/// the entries a process crash left).
+fn adopt_pending(world: &World, a: &Array) -> Result<(), String> {
+    let backing = world.pending.lock().expect("pending lock").clone();
+    let (found, store) = PendingStore::open(backing, &a.superblock().array_uuid, [0x5e; 16])
+        .map_err(|e| format!("pending store: {e}"))?;
+    a.adopt_pending(found, store)
+        .map(|_| ())
+        .map_err(|e| format!("restoring pending entries: {e}"))
+}
+
 /// Assembles the array from the store the way `raidctl` does: name a member (a stale one is
 /// refused, so try the next), resync after an unclean stop, promote spares.
 fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
@@ -757,6 +819,7 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
     for p in world.store.paths() {
         match Array::open_from(&world.store, &p, &opts) {
             Ok(a) => {
+                adopt_pending(world, &a)?;
                 let mut resynced = String::new();
                 if !a.superblock().clean {
                     let dirty = a.dirty_rows();

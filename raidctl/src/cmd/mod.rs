@@ -125,18 +125,7 @@ pub fn assemble_from(
         eprintln!("raidctl: warning: {note}");
     }
     if writable {
-        // Before the resync: it judges the blocks a crash cut off by the entries restored here.
-        match array.keep_pending_entries(&crate::daemon::run_dir()) {
-            Ok(r) if r.restored > 0 => eprintln!(
-                "raidctl: restored the checksum entries of {} blocks that writes cut off by a crash had completed",
-                r.restored
-            ),
-            Ok(_) => {}
-            Err(e) => eprintln!("raidctl: warning: {e}; a crash of this process can leave rows the resync cannot decide"),
-        }
-    }
-    if writable && !array.superblock().clean {
-        resync(&array)?;
+        after_writable_open(&array)?;
     } else if !array.superblock().clean && !report {
         eprintln!("raidctl: warning: the array was not stopped cleanly; the next writable command resyncs it");
     }
@@ -148,6 +137,24 @@ pub fn assemble_from(
         }
     }
     Ok(array)
+}
+
+/// What every writable open does before its command: restores the checksum entries of writes a
+/// crashed process cut off (pending.rs) and, after an unclean stop, resyncs.
+pub fn after_writable_open(array: &Array) -> Result<()> {
+    // Before the resync: it judges the blocks a crash cut off by the entries restored here.
+    match array.keep_pending_entries(&crate::daemon::run_dir()) {
+        Ok(r) if r.restored > 0 => eprintln!(
+            "raidctl: restored the checksum entries of {} blocks that writes cut off by a crash had completed",
+            r.restored
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("raidctl: warning: {e}; a crash of this process can leave rows the resync cannot decide"),
+    }
+    if !array.superblock().clean {
+        resync(array)?;
+    }
+    Ok(())
 }
 
 /// After an unclean stop: makes parity (and mirror copies) consistent again in the regions the

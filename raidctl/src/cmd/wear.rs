@@ -749,7 +749,14 @@ fn open(array: &std::path::Path, scan: &[PathBuf], writable: bool) -> Result<Arr
         // A report answers while an offline job holds the members.
         unlocked: !writable,
     };
-    Array::open(array, &opts).map_err(|e| e.context(format!("array {}", array.display())))
+    let a =
+        Array::open(array, &opts).map_err(|e| e.context(format!("array {}", array.display())))?;
+    if writable {
+        // A record is a write: after a crash the array is resynced first, as by every writable
+        // command (the record's clean close would otherwise mark torn rows clean).
+        crate::cmd::after_writable_open(&a)?;
+    }
+    Ok(a)
 }
 
 pub fn run(a: WearArgs) -> Result<ExitCode> {
