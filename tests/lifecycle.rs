@@ -587,3 +587,79 @@ fn assemble_scan_serves_the_listed_arrays_once() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Issue 29 (H2): a two-way mirror whose halves were each assembled and written while the other
+/// was away (split brain) was assembled from whichever half was named, the other marked faulty:
+/// a read through m0 returned m0's writes and one through m1 returned m1's, each with exit 0,
+/// and `add` of the other half overwrote its writes without a word. Now assembly refuses it
+/// (exit 3, naming both halves), a report shows it, and `--force-assemble` keeps the named half:
+/// the other can then be added back and is rebuilt from it.
+#[test]
+fn a_split_brain_mirror_is_refused_until_the_half_to_keep_is_named() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (m0, m1) = (d.join("m0"), d.join("m1"));
+    let hide = d.join("away");
+    std::fs::create_dir(&hide).unwrap();
+    raidctl(
+        ["create", "--level", "1", "--size", "32M"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([m0.display().to_string(), m1.display().to_string()]),
+    )
+    .ok();
+    write_at(&m0, 0, &[b'X'; 4096], d);
+    // m1 away: m0 alone takes A; then m0 away: m1 alone takes B.
+    std::fs::rename(&m1, hide.join("m1")).unwrap();
+    write_at(&m0, 0, &[b'A'; 4096], d);
+    std::fs::rename(hide.join("m1"), &m1).unwrap();
+    std::fs::rename(&m0, hide.join("m0")).unwrap();
+    write_at(&m1, 0, &[b'B'; 4096], d);
+    std::fs::rename(hide.join("m0"), &m0).unwrap();
+    for m in [&m0, &m1] {
+        let r = read_at(m, 0, 4096);
+        assert_eq!(
+            r.code,
+            3,
+            "{}: read through one half: {}",
+            m.display(),
+            r.stderr
+        );
+        assert!(r.stderr.contains("split brain"), "{}", r.stderr);
+        assert!(r.stdout.is_empty());
+    }
+    let st = raidctl(["status".as_ref(), m0.as_os_str()]);
+    assert!(st.stderr.contains("split brain"), "status: {}", st.stderr);
+    // Keep m1's half.
+    let r = raidctl([
+        "read".as_ref(),
+        m1.as_os_str(),
+        "--offset".as_ref(),
+        "0".as_ref(),
+        "--length".as_ref(),
+        "4096".as_ref(),
+        "--force-assemble".as_ref(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout == [b'B'; 4096]);
+    raidctl([
+        "add".as_ref(),
+        m1.as_os_str(),
+        m0.as_os_str(),
+        "--force-assemble".as_ref(),
+    ])
+    .ok();
+    raidctl(["rebuild".as_ref(), m1.as_os_str()]).ok();
+    for m in [&m0, &m1] {
+        let r = read_at(m, 0, 4096).ok();
+        assert!(
+            r.stdout == [b'B'; 4096],
+            "{}: the kept half's data",
+            m.display()
+        );
+    }
+    let rep = raidctl(["scrub".as_ref(), "--json".as_ref(), m0.as_os_str()])
+        .ok()
+        .json();
+    assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
+}

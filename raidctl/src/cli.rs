@@ -73,7 +73,9 @@ pub struct ArrayArgs {
     /// Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky
     /// cable) failed more members than it tolerates: take back the most recently failed
     /// members that are present until it runs (as mdadm --assemble --force). Writes they missed
-    /// after failing are lost; a writable open resyncs every row
+    /// after failing are lost; a writable open resyncs every row. Also keeps the named half of
+    /// a split brain (members each assembled without the other): the other half's own writes
+    /// are lost when it is added back
     #[arg(long)]
     pub force_assemble: bool,
 }

@@ -521,6 +521,54 @@ impl Array {
             );
         }
 
+        // Split brain: the named member and a sibling were each assembled without the other,
+        // each recording the other out of service while counting itself active, so each went
+        // on taking writes the other lacks. Whichever is named would be served as the array
+        // (reads through one member returned one half's data, through the other the other's)
+        // and re-adding the other overwrites its writes: refused, unless --force-assemble says
+        // the named half is the one to keep. A report shows it instead.
+        let split: Vec<String> = found
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let f = f.as_ref()?;
+                let theirs = &f.loaded.sb;
+                let (mine, me) = (sb0.slots.get(i)?, theirs.slots.get(slot0)?);
+                let sees_me_out =
+                    me.member_uuid == sb0.member_uuid && me.state != SlotState::Active;
+                let i_see_it_out =
+                    mine.member_uuid == theirs.member_uuid && mine.state != SlotState::Active;
+                let self_active = theirs
+                    .slots
+                    .get(i)
+                    .is_some_and(|e| e.state == SlotState::Active);
+                (i != slot0 && i < sb0.layout.members && sees_me_out && i_see_it_out && self_active)
+                    .then(|| f.path.display().to_string())
+            })
+            .collect();
+        let mut split_note = None;
+        if !split.is_empty() {
+            let why = format!(
+                "split brain: {} and {} were each assembled without the other and each records the other as failed, so each may hold writes the other lacks",
+                path.display(),
+                split.join(", ")
+            );
+            if opts.allow_failed {
+                split_note = Some(why);
+            } else if opts.force {
+                split_note = Some(format!(
+                    "FORCED: {why}; the array is assembled from {} and the writes only {} holds are lost when it is re-added",
+                    path.display(),
+                    split.join(", ")
+                ));
+            } else {
+                bail!(
+                    Mismatch,
+                    "{why}. Keep one half: read each alone (the other moved away) to choose, then assemble the half to keep with --force-assemble and `raidctl add` the other to rebuild it from that half"
+                );
+            }
+        }
+
         // The named member must be current: a member behind its siblings, or one recorded
         // faulty, would otherwise present old data as the array's. Its siblings include members
         // of the array it does not list (found by scanning): when every member it knows is gone,
@@ -591,7 +639,7 @@ impl Array {
             );
         }
         let n = sb0.layout.members;
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = split_note.into_iter().collect();
         let mut devs: Vec<Option<Arc<Dev>>> = Vec::with_capacity(count);
         let mut is_stale = vec![false; count];
         let mut dev_events = vec![0u64; count];
