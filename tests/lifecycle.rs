@@ -663,3 +663,93 @@ fn a_split_brain_mirror_is_refused_until_the_half_to_keep_is_named() {
         .json();
     assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
 }
+
+/// Found by an outside attack on the split-brain refusal: a rebuild that finished while a
+/// member was away left that member's superblock recording the target as rebuilding and the
+/// target's recording the member as faulty, which the first check took for a split: the freshly
+/// rebuilt member was refused. A rebuild target never ran alone: it is not a split, and the
+/// member that was away is stale. And a split whose half to keep has fewer events (the other
+/// half ran more commands alone) could not be kept: --force-assemble now keeps the named half
+/// whatever its event count.
+#[test]
+fn a_rebuild_finished_without_a_member_is_no_split_and_the_lower_half_can_be_kept() {
+    let dir = tempdir();
+    let d = dir.path();
+    let m: Vec<PathBuf> = (0..3).map(|i| d.join(format!("m{i}"))).collect();
+    let away = d.join("away");
+    std::fs::create_dir(&away).unwrap();
+    let mv = |from: &Path, to: &Path| std::fs::rename(from, to).unwrap();
+    let mut args = vec!["create", "--level", "1", "--size", "16M"];
+    let ms: Vec<String> = m.iter().map(|p| p.display().to_string()).collect();
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    write_at(&m[0], 0, &[b'X'; 4096], d);
+    mv(&m[2], &away.join("m2"));
+    write_at(&m[0], 0, &[b'A'; 4096], d);
+    mv(&away.join("m2"), &m[2]);
+    raidctl([
+        "add".as_ref(),
+        m[0].as_os_str(),
+        m[2].as_os_str(),
+        "--no-rebuild".as_ref(),
+    ])
+    .ok();
+    mv(&m[0], &away.join("m0"));
+    raidctl(["rebuild".as_ref(), m[1].as_os_str()]).ok();
+    write_at(&m[2], 0, &[b'B'; 4096], d);
+    mv(&away.join("m0"), &m[0]);
+    let r = read_at(&m[2], 0, 4096);
+    assert_eq!(r.code, 0, "the rebuilt member: {}", r.stderr);
+    assert!(r.stdout == [b'B'; 4096]);
+    let r = read_at(&m[0], 0, 4096);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("stale") && !r.stderr.contains("split"),
+        "{}",
+        r.stderr
+    );
+
+    // A true split where the half to keep has fewer events: m0 and m1 of a fresh mirror.
+    let e = d.join("e");
+    std::fs::create_dir(&e).unwrap();
+    let (a, b) = (e.join("a"), e.join("b"));
+    raidctl([
+        "create".as_ref(),
+        "--level".as_ref(),
+        "1".as_ref(),
+        "--size".as_ref(),
+        "16M".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ])
+    .ok();
+    mv(&b, &away.join("b"));
+    write_at(&a, 0, &[b'A'; 4096], d);
+    mv(&away.join("b"), &b);
+    mv(&a, &away.join("a"));
+    write_at(&b, 0, &[b'B'; 4096], d);
+    // b runs more commands alone: its event count passes a's.
+    for _ in 0..3 {
+        raidctl(["clear".as_ref(), b.as_os_str()]).ok();
+    }
+    mv(&away.join("a"), &a);
+    let r = read_at(&a, 0, 4096);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("split brain"), "{}", r.stderr);
+    raidctl([
+        "add".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--force-assemble".as_ref(),
+    ])
+    .ok();
+    raidctl(["rebuild".as_ref(), a.as_os_str()]).ok();
+    for x in [&a, &b] {
+        let r = read_at(x, 0, 4096).ok();
+        assert!(
+            r.stdout == [b'A'; 4096],
+            "{}: the kept (lower) half's data",
+            x.display()
+        );
+    }
+}

@@ -533,20 +533,27 @@ impl Array {
             .filter_map(|(i, f)| {
                 let f = f.as_ref()?;
                 let theirs = &f.loaded.sb;
-                let (mine, me) = (sb0.slots.get(i)?, theirs.slots.get(slot0)?);
-                let sees_me_out =
-                    me.member_uuid == sb0.member_uuid && me.state != SlotState::Active;
-                let i_see_it_out =
-                    mine.member_uuid == theirs.member_uuid && mine.state != SlotState::Active;
-                let self_active = theirs
-                    .slots
-                    .get(i)
-                    .is_some_and(|e| e.state == SlotState::Active);
-                (i != slot0 && i < sb0.layout.members && sees_me_out && i_see_it_out && self_active)
+                // Out of service in a superblock: recorded faulty, or not listed at all. A
+                // rebuild or replace target is in service (a member that stopped answering
+                // during a rebuild still records the target as rebuilding: not a split).
+                let out = |sb: &format::Superblock, uuid: &[u8; 16]| {
+                    !sb.slots
+                        .iter()
+                        .any(|e| &e.member_uuid == uuid && e.state != SlotState::Faulty)
+                };
+                let self_active = theirs.slots.get(theirs.slot as usize).is_some_and(|e| {
+                    e.member_uuid == theirs.member_uuid && e.state == SlotState::Active
+                });
+                (i != slot0
+                    && i < sb0.layout.members
+                    && out(theirs, &sb0.member_uuid)
+                    && out(&sb0, &theirs.member_uuid)
+                    && self_active)
                     .then(|| f.path.display().to_string())
             })
             .collect();
         let mut split_note = None;
+        let mut forced_split = false;
         if !split.is_empty() {
             let why = format!(
                 "split brain: {} and {} were each assembled without the other and each records the other as failed, so each may hold writes the other lacks",
@@ -556,6 +563,7 @@ impl Array {
             if opts.allow_failed {
                 split_note = Some(why);
             } else if opts.force {
+                forced_split = true;
                 split_note = Some(format!(
                     "FORCED: {why}; the array is assembled from {} and the writes only {} holds are lost when it is re-added",
                     path.display(),
@@ -581,7 +589,9 @@ impl Array {
             .max()
             .unwrap_or(0);
         let name = path.display();
-        if sb0.events < newest {
+        // A forced split keeps the named half whatever its event count: the other half's
+        // count says only that it, too, went on alone.
+        if sb0.events < newest && !forced_split {
             let good = found
                 .iter()
                 .flatten()
@@ -757,6 +767,10 @@ impl Array {
         }
 
         let mut sb0 = sb0;
+        if forced_split {
+            // Ahead of the other half from now on, so that it is stale, not newer.
+            sb0.events = sb0.events.max(newest) + 1;
+        }
         let mut forced = Vec::new();
         if opts.force {
             let layout = crate::layout::Layout::new(&sb0.layout)?;
