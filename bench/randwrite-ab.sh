@@ -8,6 +8,11 @@
 #   bench/randwrite-ab.sh OLD_RAIDCTL [NEW_RAIDCTL] [DIR] [SIZES] [SECS] [ROUNDS]
 #   (defaults: target/release/raidctl, /work/raidctl-randwrite-ab, "1G 64G", 8, 3)
 #
+# FLUSH_EVERY=N sends a client flush after every N writes (fio --fsync=N), as a file system's
+# periodic commits do: without flushes no write-intent bit is ever cleared, so only the first
+# write into each region pays; with them, regions idle past their window are cleared and marked
+# again (the churn issue 30 measured under a file system).
+#
 # What it writes is bounded by time: about IOPS x SECS x 8 KiB (data and parity) per run, and the
 # member files are deleted after each run. Needs fio built with its nbd engine (Debian's is).
 set -euo pipefail
@@ -34,6 +39,7 @@ run() { # who binary size
     local iops
     iops=$(fio --name=rw --ioengine=nbd --uri="nbd+unix:///?socket=$sock" --rw=randwrite \
         --bs=4k --iodepth=16 --time_based --runtime="$secs" --size=100% --norandommap \
+        ${FLUSH_EVERY:+--fsync=$FLUSH_EVERY} \
         --randrepeat=0 --output-format=json 2>/dev/null |
         python3 -c "import json,sys; t=sys.stdin.read(); print(json.loads(t[t.index('{'):])['jobs'][0]['write']['iops'])")
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
