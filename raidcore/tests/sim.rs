@@ -610,3 +610,17 @@ fn soak_seeds_that_still_fail() {
     }
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }
+
+/// Found by the simulator (2026-12-05) in a change to the split-brain check that took a member
+/// "not listed at all" in the other's superblock for a split: RAID1 N=3, slot 0 replaced (m0 by
+/// m3), an old member (m2, events 1) that never knew m3 came back: every member was refused
+/// ("split brain: /sim/m3 and /sim/m2"), so no member assembled the array (519; 302, 947,
+/// 1072 the same). Only a member recorded faulty counts as out of service.
+#[test]
+fn a_stale_member_from_before_a_replace_is_no_split_brain() {
+    for seed in [519, 302, 947, 1072] {
+        if let Err(f) = raidcore::sim::run(seed) {
+            panic!("{f}");
+        }
+    }
+}

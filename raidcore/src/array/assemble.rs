@@ -533,13 +533,19 @@ impl Array {
             .filter_map(|(i, f)| {
                 let f = f.as_ref()?;
                 let theirs = &f.loaded.sb;
-                // Out of service in a superblock: recorded faulty, or not listed at all. A
+                // Out of service in a superblock: recorded faulty (and in no other role). A
                 // rebuild or replace target is in service (a member that stopped answering
-                // during a rebuild still records the target as rebuilding: not a split).
+                // during a rebuild still records the target as rebuilding: not a split). A
+                // member not listed at all is not taken for a split either: a stale member
+                // from before a replace never knew its slot's new device (simulator seed 519).
                 let out = |sb: &format::Superblock, uuid: &[u8; 16]| {
-                    !sb.slots
+                    sb.slots
                         .iter()
-                        .any(|e| &e.member_uuid == uuid && e.state != SlotState::Faulty)
+                        .any(|e| &e.member_uuid == uuid && e.state == SlotState::Faulty)
+                        && !sb
+                            .slots
+                            .iter()
+                            .any(|e| &e.member_uuid == uuid && e.state != SlotState::Faulty)
                 };
                 let self_active = theirs.slots.get(theirs.slot as usize).is_some_and(|e| {
                     e.member_uuid == theirs.member_uuid && e.state == SlotState::Active

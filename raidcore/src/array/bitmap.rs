@@ -505,6 +505,10 @@ mod tests {
         assert_eq!(a.idle_window(), MAX_IDLE_BEFORE_CLEAR, "at most 320 s");
         a.touch(at(230));
         a.remarked(at(230 + 400));
-        assert_eq!(a.idle_window(), IDLE_BEFORE_CLEAR, "a new burst after a rest");
+        assert_eq!(
+            a.idle_window(),
+            IDLE_BEFORE_CLEAR,
+            "a new burst after a rest"
+        );
     }
 }
