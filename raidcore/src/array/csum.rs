@@ -927,7 +927,8 @@ impl Array {
 
     /// The entries `cell` will have once written to `d` at member offset `off`, noted in the
     /// pending store before the write ([`super::pending`]) unless nothing verified the cell:
-    /// none without checksums or when the range is not whole blocks. Hand them to [`Array::csum_record_noted`] after the write.
+    /// none without checksums or when the range is not whole blocks. Hand them to
+    /// [`Array::csum_record_noted`] after the write.
     pub(crate) fn csum_note(&self, d: &Dev, off: u64, cell: Verified<'_>) -> Option<Vec<Digest>> {
         let buf = cell.bytes();
         let s = self.csum_of(d)?;
@@ -975,7 +976,6 @@ impl Array {
         }
     }
 
-    /// Records that `len` bytes at member offset `off` of `d` now read as zeros.
     /// Notes, before `len` bytes at member offset `off` of `d` are unmapped, that they will
     /// read as zeros ([`super::pending`]).
     pub(crate) fn csum_note_zero(&self, d: &Dev, off: u64, len: u64) {
@@ -988,6 +988,7 @@ impl Array {
         }
     }
 
+    /// Records that `len` bytes at member offset `off` of `d` now read as zeros.
     pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64) {
         if let Some(s) = self.csum_of(d) {
             if s.record_zero(off, len) {
