@@ -26,13 +26,6 @@ pub const FEATURE_BITMAP: u64 = crate::format::feature::BITMAP;
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
 /// the in-flight counts).
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
-/// The longest a region stays marked after its last write (a crash within it resyncs the
-/// region). A region whose bit was cleared and is marked again waits twice the gap between
-/// its last two writes before its next clear (at least [`IDLE_BEFORE_CLEAR`]), up to this:
-/// random writes over a 1 TiB member (16,384 regions of 64 MiB) came back to a region every
-/// 9-30 s, so with a fixed 5 s nearly every write paid a bitmap write and a flush of every
-/// member (issue 30); now such a region stays marked while the writes go on.
-pub const MAX_IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(320);
 
 /// Where the bitmap lives and how coarse it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,9 +157,6 @@ struct Activity {
     /// The region's bit was set at open and no write touched it since, nor was it cleared: a
     /// resync may still be settling it (read without the bitmap lock by a member failure).
     stale: AtomicBool,
-    /// How long it must be idle before its next clear (seconds; 0 means
-    /// [`IDLE_BEFORE_CLEAR`]); set under the bitmap lock.
-    idle_secs: AtomicU32,
 }
 
 impl Activity {
@@ -180,33 +170,6 @@ impl Activity {
             0 => None,
             n => Some(Instant::from_nanos(n - 1)),
         }
-    }
-
-    /// How long the region must be idle before its bit is cleared.
-    fn idle_window(&self) -> Duration {
-        match self.idle_secs.load(Ordering::Relaxed) {
-            0 => IDLE_BEFORE_CLEAR,
-            s => Duration::from_secs(s as u64),
-        }
-    }
-
-    /// The region's bit is set again at `now` (it was clear; called before the write is
-    /// counted): it waits twice the gap since its previous write before the next clear, so
-    /// writes that come back to it at that pace keep it marked.
-    fn remarked(&self, now: Instant) {
-        let next = match self.last() {
-            Some(prev) if now.nanos() > prev.nanos() => {
-                let gap = Duration::from_nanos(now.nanos() - prev.nanos());
-                if gap > MAX_IDLE_BEFORE_CLEAR {
-                    IDLE_BEFORE_CLEAR // back after a long rest: a new burst
-                } else {
-                    (gap * 2).clamp(IDLE_BEFORE_CLEAR, MAX_IDLE_BEFORE_CLEAR)
-                }
-            }
-            _ => IDLE_BEFORE_CLEAR,
-        };
-        self.idle_secs
-            .store(next.as_secs() as u32, Ordering::Relaxed);
     }
 }
 
@@ -349,10 +312,6 @@ impl Array {
             .max(first);
         let now = Instant::now();
         for r in first..=last {
-            let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
-            if st.bits[byte] & bit == 0 {
-                bm.activity[r as usize].remarked(now);
-            }
             bm.activity[r as usize].touch(now);
             bm.activity[r as usize]
                 .inflight
@@ -410,8 +369,7 @@ impl Array {
     }
 
     /// After a completed flush that started at `flush_start`: clears regions with no write in
-    /// flight whose writes all completed before it, idle for at least their idle window
-    /// ([`IDLE_BEFORE_CLEAR`], longer for a region that churns)
+    /// flight whose writes all completed before it, idle for at least [`IDLE_BEFORE_CLEAR`]
     /// (without the wait when `all`, at clean close).
     pub(crate) fn bitmap_clear(&self, flush_start: Instant, all: bool) -> Result<()> {
         let Some(bm) = &self.bitmap else {
@@ -425,7 +383,7 @@ impl Array {
             let inflight = a.inflight.load(Ordering::Acquire);
             let last = a.last();
             let durable = inflight == 0 && last.is_none_or(|t| t < flush_start);
-            let idle = all || last.is_none_or(|t| t.elapsed() >= a.idle_window());
+            let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
             let (byte, bit) = (r / 8, 1u8 << (r % 8));
             if durable && idle && st.bits[byte] & bit != 0 {
                 a.stale.store(false, Ordering::Release);
@@ -474,41 +432,5 @@ impl Array {
     /// The bitmap's rows per region, if the array has a bitmap.
     pub fn bitmap_region_rows(&self) -> Option<u64> {
         self.bitmap.as_ref().map(|b| b.geo.region_rows)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(secs: u64) -> Instant {
-        Instant::from_nanos(secs * 1_000_000_000)
-    }
-
-    /// Issue 30: a region marked again after its clear waits twice the gap between its last
-    /// two writes before the next clear (5 s at least, 320 s at most), so writes spread over
-    /// many regions that come back to each every 27 s keep it marked; after a rest longer than
-    /// the maximum it starts over at 5 s.
-    #[test]
-    fn a_region_written_again_at_a_steady_pace_stays_marked_and_a_rested_one_starts_over() {
-        let a = Activity::default();
-        a.remarked(at(1)); // never written
-        assert_eq!(a.idle_window(), IDLE_BEFORE_CLEAR);
-        a.touch(at(1));
-        a.remarked(at(28));
-        assert_eq!(a.idle_window(), Duration::from_secs(54));
-        a.touch(at(28));
-        a.remarked(at(30));
-        assert_eq!(a.idle_window(), IDLE_BEFORE_CLEAR, "at least 5 s");
-        a.touch(at(30));
-        a.remarked(at(230));
-        assert_eq!(a.idle_window(), MAX_IDLE_BEFORE_CLEAR, "at most 320 s");
-        a.touch(at(230));
-        a.remarked(at(230 + 400));
-        assert_eq!(
-            a.idle_window(),
-            IDLE_BEFORE_CLEAR,
-            "a new burst after a rest"
-        );
     }
 }
