@@ -97,6 +97,42 @@ fn kill_9_during_writes_then_resync_and_scrub_clean() {
     );
 }
 
+/// Runs `raidctl write ARRAY --offset OFFSET --input BIG` and kills it with -9, again and
+/// again, until `done()` says the kill left what the caller needs (at most `tries` times). The
+/// kill lands after a delay that grows after a kill that came before the write began and shrinks
+/// after a write that finished first (on a loaded machine the writer can take far longer to
+/// start than on an idle one, so a fixed schedule misses). True when `done()` held.
+fn kill_writes_until(
+    array: &str,
+    offset: &str,
+    big: &Path,
+    tries: u64,
+    mut delay: u64,
+    mut done: impl FnMut() -> bool,
+) -> bool {
+    for t in 0..tries {
+        let mut w = Command::new(BIN)
+            .args(["write", array, "--offset", offset, "--input"])
+            .arg(big)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay + (t * 7) % 11));
+        let finished = w.try_wait().unwrap().is_some();
+        let _ = w.kill();
+        let _ = w.wait();
+        delay = if finished {
+            (delay / 2).max(1)
+        } else {
+            (delay * 5 / 4 + 2).min(2000)
+        };
+        if done() {
+            return true;
+        }
+    }
+    false
+}
+
 /// A member gone at the same crash that cut a write (kill -9 of the writer, then the member's
 /// file is lost): its data in the rows being written could only be computed from torn rows.
 /// Those blocks go on the bad-block list: status names them, reads of them fail with that
@@ -115,30 +151,10 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     write_at(a, 0, &keep, dir.path());
     let big = dir.path().join("big");
     std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
-    let mut cut = false;
-    // The kill lands after `delay`: longer after a kill that came before the write began,
-    // shorter after a write that finished first (on a loaded machine the writer can take far
-    // longer to start than on an idle one, so a fixed schedule misses).
-    let mut delay = 5u64;
-    for t in 0..120u64 {
-        let mut w = Command::new(BIN)
-            .args(["write", &ms[0], "--offset", "4194304", "--input"])
-            .arg(&big)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay + (t * 7) % 11));
-        let finished = w.try_wait().unwrap().is_some();
-        let _ = w.kill();
-        let _ = w.wait();
-        delay = if finished {
-            (delay / 2).max(1)
-        } else {
-            (delay * 5 / 4 + 2).min(2000)
-        };
-        // Dirty with a write-intent bit set: a write was cutting rows. (A kill after the
-        // dirty mark but before any bit was set, or after the bits were cleared, leaves
-        // nothing to resync and nothing lost: it does not exercise the bad-block list.)
+    // Dirty with a write-intent bit set: a write was cutting rows. (A kill after the dirty
+    // mark but before any bit was set, or after the bits were cleared, leaves nothing to
+    // resync and nothing lost: it does not exercise the bad-block list.)
+    let cut = kill_writes_until(&ms[0], "4194304", &big, 120, 5, || {
         let ex = raidctl(["examine", "--json", &ms[1]]).ok().json();
         let bm = &ex["areas"]["bitmap"];
         let (off, len) = (
@@ -154,11 +170,8 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
                 .unwrap();
             b
         };
-        if !ex["clean"].as_bool().unwrap() && bits.iter().any(|&x| x != 0) {
-            cut = true;
-            break;
-        }
-    }
+        !ex["clean"].as_bool().unwrap() && bits.iter().any(|&x| x != 0)
+    });
     assert!(cut, "no kill in 120 tries left the array dirty");
     // Slot 3's member is lost with the crash.
     std::fs::remove_file(&m[3]).unwrap();
@@ -329,30 +342,11 @@ fn wear_record_after_a_crash_resyncs_before_it_marks_the_array_clean() {
     raidctl(&args).ok();
     let big = dir.path().join("big");
     std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
-    let mut delay = 20u64;
-    let mut dirty = false;
-    for _ in 0..60 {
-        let mut w = Command::new(BIN)
-            .args(["write", &ms[0], "--offset", "1048576", "--input"])
-            .arg(&big)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay));
-        let finished = w.try_wait().unwrap().is_some();
-        let _ = w.kill();
-        let _ = w.wait();
-        delay = if finished {
-            (delay / 2).max(1)
-        } else {
-            (delay * 5 / 4 + 2).min(2000)
-        };
-        let ex = raidctl(["examine", "--json", &ms[0]]).ok().json();
-        if !ex["clean"].as_bool().unwrap() {
-            dirty = true;
-            break;
-        }
-    }
+    let dirty = kill_writes_until(&ms[0], "1048576", &big, 60, 20, || {
+        !raidctl(["examine", "--json", &ms[0]]).ok().json()["clean"]
+            .as_bool()
+            .unwrap()
+    });
     assert!(dirty, "no kill in 60 tries left the array dirty");
     let r = raidctl(["wear", &ms[0], "--record"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
