@@ -86,7 +86,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l dir -d 'Als
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l config -d 'Serve only the arrays this file lists (default /etc/raidctl.conf, when it exists)' -r -F
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l timeout -d 'Seconds to wait for each daemon to answer (assembly may resync first)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l scan -d 'Look for arrays (required: the only mode so far)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l dry-run -d 'Say what would be served; start nothing'
+complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l dry-run -d 'Say what would be served; start nothing. Each array is assembled read-only to check it: one whose assembly would be refused (a split brain, only stale members) is reported as would-fail, with the reason'
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c raidctl -n "__fish_raidctl_using_subcommand assemble" -s V -l version -d 'Print version'

@@ -630,6 +630,34 @@ fn a_split_brain_mirror_is_refused_until_the_half_to_keep_is_named() {
     }
     let st = raidctl(["status".as_ref(), m0.as_os_str()]);
     assert!(st.stderr.contains("split brain"), "status: {}", st.stderr);
+    // Boot assembly's dry run says it would fail (it said "would-serve").
+    let uuid = raidctl(["examine".as_ref(), "--json".as_ref(), m0.as_os_str()])
+        .ok()
+        .json()["array_uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let conf = d.join("raidctl.conf");
+    std::fs::write(&conf, format!("ARRAY {uuid}\n")).unwrap();
+    let dry = raidctl([
+        "assemble".as_ref(),
+        "--scan".as_ref(),
+        "--dry-run".as_ref(),
+        "--json".as_ref(),
+        "--config".as_ref(),
+        conf.as_os_str(),
+        "--dir".as_ref(),
+        d.as_os_str(),
+    ]);
+    let v = dry.json();
+    assert_eq!(v["arrays"][0]["action"], "would-fail", "{v}");
+    assert!(
+        v["arrays"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("split brain"),
+        "{v}"
+    );
     // Keep m1's half.
     let r = raidctl([
         "read".as_ref(),

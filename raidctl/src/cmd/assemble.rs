@@ -37,7 +37,9 @@ pub struct AssembleArgs {
     /// Serve only the arrays this file lists (default /etc/raidctl.conf, when it exists)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Say what would be served; start nothing
+    /// Say what would be served; start nothing. Each array is assembled read-only to check it:
+    /// one whose assembly would be refused (a split brain, only stale members) is reported as
+    /// would-fail, with the reason
     #[arg(long)]
     pub dry_run: bool,
     /// Seconds to wait for each daemon to answer (assembly may resync first)
@@ -282,10 +284,27 @@ pub fn run(a: AssembleArgs) -> Result<ExitCode> {
                 "already-served",
                 "a daemon answers on its control socket".into(),
             ),
-            (Some(m), false) if a.dry_run => (
-                "would-serve",
-                format!("raidctl serve {} {}", flags.join(" "), m.display()),
-            ),
+            // A dry run assembles read-only, without locks, so that what serve would refuse
+            // (a split brain, only stale members) says so instead of "would-serve".
+            (Some(m), false) if a.dry_run => match raidcore::Array::open(
+                m,
+                &raidcore::array::AssembleOptions {
+                    writable: false,
+                    scan: a.dir.clone(),
+                    allow_failed: false,
+                    force: flags.iter().any(|f| f == "--force-assemble"),
+                    unlocked: true,
+                },
+            ) {
+                Ok(_) => (
+                    "would-serve",
+                    format!("raidctl serve {} {}", flags.join(" "), m.display()),
+                ),
+                Err(e) => {
+                    failed += 1;
+                    ("would-fail", e.to_string())
+                }
+            },
             (Some(m), false) => match start(m, &u, flags, a.timeout) {
                 Ok(pid) => {
                     pids.push((u.clone(), pid));
