@@ -97,6 +97,17 @@ fn kill_9_during_writes_then_resync_and_scrub_clean() {
     );
 }
 
+/// A RAID5 of four 64 MiB member files m0..m3 (16 KiB chunks) in `dir`: their paths, and the
+/// same as strings.
+fn raid5_of_files(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let m: Vec<PathBuf> = (0..4).map(|i| dir.join(format!("m{i}"))).collect();
+    let ms = strs(&m);
+    let mut args = vec!["create", "--level", "5", "--chunk", "16K", "--size", "64M"];
+    args.extend(ms.iter().map(|s| s.as_str()));
+    raidctl(&args).ok();
+    (m, ms)
+}
+
 /// Runs `raidctl write ARRAY --offset OFFSET --input BIG` and kills it with -9, again and
 /// again, until `done()` says the kill left what the caller needs (at most `tries` times). The
 /// kill lands after a delay that grows after a kill that came before the write began and shrinks
@@ -141,11 +152,7 @@ fn kill_writes_until(
 #[test]
 fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let dir = tempdir();
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", "5", "--chunk", "16K", "--size", "64M"];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
+    let (m, ms) = raid5_of_files(dir.path());
     let a = Path::new(&ms[0]);
     let keep = pattern("keep", 1 << 20);
     write_at(a, 0, &keep, dir.path());
@@ -335,11 +342,7 @@ fn busy_array_losing_a_member_then_killed_keeps_flushed_data_readable() {
 #[test]
 fn wear_record_after_a_crash_resyncs_before_it_marks_the_array_clean() {
     let dir = tempdir();
-    let m: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("m{i}"))).collect();
-    let ms = strs(&m);
-    let mut args = vec!["create", "--level", "5", "--chunk", "16K", "--size", "64M"];
-    args.extend(ms.iter().map(|s| s.as_str()));
-    raidctl(&args).ok();
+    let (_, ms) = raid5_of_files(dir.path());
     let big = dir.path().join("big");
     std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
     let dirty = kill_writes_until(&ms[0], "1048576", &big, 60, 20, || {

@@ -24,6 +24,19 @@ pub(super) fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<Fault
     make_with(p, member_bytes, true)
 }
 
+/// The create spec of the tests' arrays: named "t", nothing reserved, default checksums or
+/// none.
+fn spec_of(layout: LayoutParams, checksums: bool) -> CreateSpec {
+    CreateSpec {
+        name: "t".into(),
+        layout,
+        overprovision_pct: 0.0,
+        endurance_bytes: vec![],
+        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
+        checksums: checksums.then_some(CsumAlgo::default()),
+    }
+}
+
 fn make_with(
     p: &LayoutParams,
     member_bytes: u64,
@@ -42,14 +55,7 @@ fn make_with(
         .enumerate()
         .map(|(i, f)| (PathBuf::from(format!("m{i}")), f.clone() as Arc<dyn Member>))
         .collect();
-    let spec = CreateSpec {
-        name: "t".into(),
-        layout: p.clone(),
-        overprovision_pct: 0.0,
-        endurance_bytes: vec![],
-        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: checksums.then_some(CsumAlgo::default()),
-    };
+    let spec = spec_of(p.clone(), checksums);
     (
         Array::create_on(members, &spec, &mut |_, _| {}).unwrap(),
         faults,
@@ -905,14 +911,7 @@ fn a_marked_region_is_set_on_every_member_while_clears_and_other_marks_race() {
             (PathBuf::from(format!("m{i}")), m)
         })
         .collect();
-    let spec = CreateSpec {
-        name: "t".into(),
-        layout: params(Level::Raid5, 4, 4096),
-        overprovision_pct: 0.0,
-        endurance_bytes: vec![],
-        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: None,
-    };
+    let spec = spec_of(params(Level::Raid5, 4, 4096), false);
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     let region = a.bitmap_region_rows().expect("bitmap");
     let regions = a.rows().div_ceil(region);
@@ -1699,14 +1698,7 @@ fn a_member_failed_behind_its_back_is_stale_when_every_sibling_it_knows_is_gone(
         m
     };
     let (m0, m1) = (new("/d/m0"), new("/d/m1"));
-    let spec = CreateSpec {
-        name: "t".into(),
-        layout: params(Level::Raid1, 2, 8192),
-        overprovision_pct: 0.0,
-        endurance_bytes: vec![],
-        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: Some(CsumAlgo::default()),
-    };
+    let spec = spec_of(params(Level::Raid1, 2, 8192), true);
     let members = vec![
         (PathBuf::from("/d/m0"), m0.clone() as Arc<dyn Member>),
         (PathBuf::from("/d/m1"), m1.clone() as Arc<dyn Member>),
@@ -1946,14 +1938,7 @@ fn killable_raid5() -> (crate::sim::member::Store, Array, pending::Backing) {
         store.insert(Path::new(&name), m.clone());
         members.push((PathBuf::from(&name), m as Arc<dyn Member>));
     }
-    let spec = CreateSpec {
-        name: "t".into(),
-        layout: params(Level::Raid5, 4, 4096),
-        overprovision_pct: 0.0,
-        endurance_bytes: vec![],
-        history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
-        checksums: Some(CsumAlgo::default()),
-    };
+    let spec = spec_of(params(Level::Raid5, 4, 4096), true);
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     a.set_stripe_cache(0).unwrap();
     let backing = pending::Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())));
