@@ -13,17 +13,10 @@
 /// needless loss after a member failure and a crash (found once the simulator rotted members
 /// and bounded the errors it accepts).
 const KNOWN_FAILING: &[u64] = &[
-    // Issue 31 item 3, what is left: the lost member's data goes on the bad-block list by whole
-    // rows (suspect rows of a member failed before the crash), though a torn write cuts only
-    // the 4 KiB columns it wrote (see a_crash_loses_only_the_torn_columns_of_a_lost_member).
-    56,
-    // Issue 31 item 1, the resync's "nothing decides" rows: a torn write next to rot, two
-    // blocks failing their entries with one parity (F1: 101, 173); and a degraded row whose
-    // rotten cell the resync keeps as read with an unknown entry, then rebuilds the missing
-    // chunk from (RAID5: 461, the mechanism of 515). Both need checksum entries that cannot
-    // lag durable data. They surfaced when the bitmap's group commit (issue 30) changed the
-    // interleavings these seeds draw; the bits were durable and the rows resynced in each.
-    101, 173, 461,
+    // Issue 31 item 1, not yet diagnosed (2026-12-05): durable data read back wrong after a
+    // power cut with rot (RAID5; 1175 with damaged checksum table pages: a block whose entry
+    // was unknown came back with an entry that matches rotten bytes).
+    515, 1175,
 ];
 
 /// A named seed replays the run that found its bug (`run_as_named`: event kinds added to the
@@ -322,12 +315,29 @@ fn a_degraded_raid6_resync_never_blesses_rot() {
 /// rot as read, made parity agree and marked its entry unknown, and the read returned the rot
 /// (0x5a where 0x00 was durable) with no error (173). Taking the other failing block as a
 /// lagging write, the rotten block rebuilt from the rest matches its own entry. Since the
-/// bitmap's group commit the seed's interleaving no longer reaches that case: it now tears the
-/// write so that no rebuild matches ("nothing decides", KNOWN_FAILING).
+/// bitmap's group commit the seed's interleaving no longer reaches that case: it tears the
+/// write so that no rebuild matches ("nothing decides"), and the resync laundered the rot the
+/// same way. Now what nothing decides is written nowhere: the undecided data blocks go on the
+/// bad-block list (durably), reads of them fail until written, and parity is made to agree
+/// over them so that the row's other blocks stay recoverable. F1 N=5 with a damaged table page
+/// beside the torn write (101): a block whose entry was unknown was "restored" from cells that
+/// each matched their entries but held different writes (0x77 where 0x00 was durable); a
+/// rebuilt block with no entry of its own is now trusted only when a parity left over checks
+/// it.
 #[test]
-#[ignore = "seed 173 moved off its bug to the open 'nothing decides' case (KNOWN_FAILING)"]
 fn a_resync_rebuilds_rot_next_to_a_torn_write_when_its_checksum_confirms() {
     pass_with_rot(173);
+    pass_with_rot(101);
+}
+
+/// RAID5 N=4 with a member missing: a data block rotted before a power cut. The resync of the
+/// degraded row kept the rot as read with its entry marked unknown, and the missing chunk was
+/// later rebuilt from it (461): rot read back as data. The block now goes on the bad-block
+/// list (nothing is left to verify it by), and scrub --repair makes the row's parity agree over
+/// listed blocks so the blocks that verify stay recoverable.
+#[test]
+fn a_degraded_row_resync_lists_rot_it_cannot_verify() {
+    pass_with_rot(461);
 }
 
 /// Issue 31 item 2 (found by the simulator's silent rot): RAID10 N=4 K=2, slot 3 rots in row
@@ -421,13 +431,16 @@ fn rot_is_never_laundered_without_a_resync_or_replace() {
 /// 2026-12-05, with process crashes in the simulator (pending entries): 1127, 776 and 1360 pass
 /// (their interleavings changed; not shown fixed, so they stay listed); 725 (RAID6 N=5 without
 /// checksums, two slots lost with the crash) fails as needless loss, the 1080 class: added.
+///
+/// 2026-12-05, later (undecided blocks listed, the oracle's torn columns): 362, 1127, 776 and
+/// 1360 pass and leave the list (362 was rot read back after a power cut); 558 now fails as a
+/// client write refused in a rebuilding RAID6 row whose parity disagrees with unknown-entry
+/// chunks (the 3000723 class).
 #[test]
 #[ignore = "fails until issue 31's remaining rot and needless-loss cases are fixed"]
 fn seeds_past_the_set_that_still_fail() {
     let mut failed = Vec::new();
-    for seed in [
-        515, 1127, 1175, 776, 362, 558, 725, 1080, 1109, 1353, 1356, 1360,
-    ] {
+    for seed in [515, 1175, 558, 725, 1080, 1109, 1353, 1356] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
             failed.push(seed);
@@ -457,8 +470,10 @@ fn pass_large(seed: u64) {
 ///
 /// Since the simulator draws process crashes (2026-12-05), 1132's crash is one: run as it was
 /// found, with power cuts only.
+///
+/// The resync now writes and records nothing there: both copies keep their old entries and
+/// reads of the block fail until it is written (the rot is never returned).
 #[test]
-#[ignore = "fails until issue 31 item 1 is finished (a mirror resync keeps a rotten copy when a torn write leaves no copy matching)"]
 fn large_members_a_mirror_resync_keeps_a_rotten_copy_beside_a_torn_write() {
     if let Err(f) = raidcore::sim::run_power_cuts_only(1132) {
         panic!("{f}");

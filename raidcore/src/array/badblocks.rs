@@ -450,6 +450,13 @@ impl Array {
         true
     }
 
+    /// Whether the 4 KiB block of `slot` at byte `at` of its data area is on the bad-block
+    /// list (and not rewritten since).
+    pub(crate) fn is_lost_block(&self, slot: usize, at: u64) -> bool {
+        let bad = self.bad.lock().expect("bad-block lock");
+        !bad.is_empty() && bad.first_bad(slot, at / BLOCK..at / BLOCK + 1).is_some()
+    }
+
     /// Bad data blocks per slot (listed blocks of rows where the slot holds parity are not
     /// counted).
     pub fn bad_block_counts(&self) -> Vec<u64> {

@@ -65,6 +65,10 @@ pub(crate) enum Why {
     Journal,
     /// Zeros written for a trimmed range.
     Zeros,
+    /// A data block a resync could not decide, already on the bad-block list (durably): its
+    /// entry is made to match it as it lies so that the row's other cells stay recoverable by
+    /// parity; no read returns it until a write covers it; and parity computed over it.
+    Listed,
     /// Nothing could verify it: the array keeps no checksum or second redundancy that could
     /// (a RAID-5 without checksums resynced after an unclean stop, as md does), or more cells of
     /// a row fail their checksums than parity can check. Counted in
@@ -129,6 +133,16 @@ impl Verified<'_> {
         Verified {
             bytes,
             why: Why::Zeros,
+        }
+    }
+
+    /// A data block on the bad-block list (durably listed before this is made), as it lies on
+    /// its member, or parity computed from such blocks and verified ones: the listed bytes are
+    /// never read as data, and the parity keeps the row's verified cells recoverable.
+    pub(crate) fn listed<'a>(bytes: &'a [u8]) -> Verified<'a> {
+        Verified {
+            bytes,
+            why: Why::Listed,
         }
     }
 

@@ -1974,8 +1974,8 @@ fn reopen_after_kill(
 /// scrub reported it (the kill -9 trials test, `crash::kill_9_during_writes_...`, in about 2
 /// of 7 runs). The entries noted before the write in the pending store (pending.rs) outlive
 /// the process: the next open restores them, the resync recomputes parity from verified data,
-/// scrub is clean. The same crash without the store (the control) still leaves the row
-/// undecided: the test sees the case.
+/// scrub is clean. The same crash without the store (the control, as after a power cut) still
+/// leaves the row undecided: the test sees the case, and the two blocks go on the bad-block list.
 #[test]
 fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
     for keep in [true, false] {
@@ -2001,8 +2001,9 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
         let (b, rep, resync) = reopen_after_kill(&store, backing, &uuid);
         let scrubbed = scrub::scrub_array(&b, false, &Default::default(), &mut |_, _| {}).unwrap();
         let mut got = vec![0u8; 8192];
-        b.read(&mut got, 3 * 4096 * row).unwrap();
+        let read = b.read(&mut got, 3 * 4096 * row);
         if keep {
+            read.unwrap();
             assert_eq!(rep.restored, 2, "{rep:?}");
             assert_eq!(resync.unrepaired(), 0, "{:?}", resync.problems);
             assert_eq!(b.unchecked_bytes(), 0);
@@ -2010,11 +2011,16 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
             assert!(got == data, "the completed write reads back");
             assert_consistent(&b);
         } else {
+            // Undecided: the two blocks are listed as lost (never returned unverified), and
+            // the row's parity agrees over them.
             assert_eq!(rep.restored, 0);
+            assert_eq!(resync.listed, 2, "{:?}", resync.problems);
+            assert_eq!(read.unwrap_err().kind(), crate::error::ErrorKind::BadBlock);
             assert!(
-                b.unchecked_bytes() > 0 || !scrubbed.problems.is_empty(),
-                "without the noted entries the row is undecided"
+                !scrubbed.problems.is_empty(),
+                "a scrub reports the listed blocks"
             );
+            assert_consistent(&b);
         }
     }
 }

@@ -10,8 +10,9 @@
 //! and rot in one block would break the parity); a block failing its entry is rebuilt from the
 //! others (`plan::recover`) when the result matches its entry and the other parity, and
 //! rewritten; mirror copies are taken from one that verifies, or from all copies agreeing (or
-//! a majority). What nothing decides is reported: the data is kept as read and made
-//! consistent, and its checksum entries are marked unknown, never recorded. Without checksums
+//! a majority). What nothing decides is reported and left as it is: no byte written, old
+//! checksum entries kept, so reads of those blocks fail until written rather than return bytes
+//! nothing verified. Without checksums
 //! the data wins, as in md, except a RAID6 data block both syndromes name.
 //! A full scrub keeps its checkpoint and result in the superblocks and resumes when interrupted.
 
@@ -88,6 +89,12 @@ pub struct ScrubReport {
     /// confirmed: a repaired table page must not vouch for them.
     #[serde(skip)]
     pub(crate) unconfirmed: Vec<(usize, u64)>,
+    /// Data blocks a resync could not decide and put on the bad-block list.
+    pub listed: u64,
+    /// Blocks of the current batch a resync could not decide: (member row, 4 KiB block within
+    /// the chunk, whether the row is whole so parity is made to agree). Listed after the batch.
+    #[serde(skip)]
+    undecided: Vec<(u64, usize, bool)>,
 }
 
 impl ScrubReport {
@@ -142,6 +149,16 @@ pub fn run(
         // Replace targets are written alongside their slot's member but never read, so the
         // resync does not see them: copy the resynced rows they already hold again.
         super::rebuild::refresh_replace_targets(array, ranges)?;
+        if rep.listed > 0 {
+            array.event(
+                "bad-blocks",
+                None,
+                format!(
+                    "the resync after an unclean stop could not decide {} data blocks (rot cannot be told from a write the crash cut): they read as errors until written again",
+                    rep.listed
+                ),
+            );
+        }
     }
     progress(total, total);
     rep.seconds = start.elapsed().as_secs_f64();
@@ -764,6 +781,7 @@ fn parity_batch(
             }
         }
     }
+    list_undecided(array, &rows, parity, &cells, rep)?;
     give_back(pool, cells);
     Ok(())
 }
@@ -874,15 +892,21 @@ fn resync_parity_row(
             return Ok(());
         }
         // Degraded past what parity can check (the journal covers these rows): nothing
-        // verifies the blocks present, so none is given an entry. A block failing its entry
-        // (rot, or a write the crash cut before its entry was logged) is kept as read with
-        // its entry marked unknown, never recorded.
-        for &s in slots {
-            if let Some(cl) = cells[s].as_ref() {
-                for b in 0..cu / B {
-                    if cl.bad(rel, c, b) {
-                        unvouch(array, s, row, (b * B) as u64);
-                    }
+        // verifies the blocks present, so nothing is written or recorded from them. A data
+        // block failing its entry (rot, or a write the crash cut before its entry was logged)
+        // is listed as lost (list_undecided): reads of it fail until it is written.
+        // A parity block failing its entry keeps the old way for now: its entry is marked
+        // unknown, and reads rebuild the missing data from it unchecked. (A write the crash
+        // cut there, its parity's entry not logged yet, looks the same as rot; which of the
+        // two is left open: issue 31, the degraded write hole.)
+        let d = slots.len() - parity;
+        for b in (0..cu / B).filter(|_| array.has_checksums()) {
+            if (0..d).any(|i| cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b))) {
+                rep.undecided.push((row, b, false));
+            }
+            for i in d..slots.len() {
+                if cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b)) {
+                    unvouch(array, slots[i], row, (b * B) as u64);
                 }
             }
         }
@@ -1061,6 +1085,22 @@ fn resync_parity_block(
         }
         return Ok(());
     }
+    if parity == 2 && (d..total).any(|i| states[i] == Cell::Good && !differs.contains(&i)) {
+        // One parity matches its own entry and agrees with the data as read: every data
+        // block is the bytes that parity was computed from (rot in one would break the
+        // agreement), so those failing their entries lag a write, and the other parity is
+        // stale (RAID6: a write the crash cut between P and Q).
+        for i in (0..d).filter(|&i| states[i] != Cell::Good) {
+            record(i, Verified::agreed);
+        }
+        return settle(
+            rep,
+            &pq,
+            &|i| !differs.contains(&i),
+            Verified::parity,
+            "parity recomputed after an unclean stop from data the other parity verifies",
+        );
+    }
     let mut blocks: Vec<Vec<u8>> = (0..total).map(|i| block(i).to_vec()).collect();
     let outcome = {
         let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
@@ -1087,14 +1127,19 @@ fn resync_parity_block(
         } => {
             let data: Vec<&[u8]> = blocks[..d].iter().map(|x| &x[..]).collect();
             let pq = fresh_parity(&data);
-            let entries_agree = rewrite.iter().all(|&i| {
-                cell(i)
-                    .wanted(rel, c, b)
-                    .is_none_or(|w| array.csum_digest(&blocks[i]) == w)
-            });
-            let parity_agrees = (d..total)
+            let kept: Vec<usize> = (d..total)
                 .filter(|i| !rebuilt.contains(i) && states[*i] == Cell::Good)
-                .all(|i| pq[i - d] == blocks[i]);
+                .collect();
+            let parity_agrees = kept.iter().all(|&i| pq[i - d] == blocks[i]);
+            // A parity left over after the rebuild (more parity cells matching their entries
+            // than data cells rebuilt: RAID6 with one) checks the result independently. A
+            // rebuilt block with no entry (a damaged table page) is vouched for only by such a
+            // parity: cells that each match their entries may hold different writes' bytes.
+            let independent = kept.len() > rebuilt.iter().filter(|&&i| i < d).count();
+            let entries_agree = rewrite.iter().all(|&i| match cell(i).wanted(rel, c, b) {
+                Some(w) => array.csum_digest(&blocks[i]) == w,
+                None => independent,
+            });
             if entries_agree && parity_agrees {
                 Recovered::Rebuilt {
                     rebuilt,
@@ -1208,27 +1253,20 @@ fn resync_parity_block(
         | Recovered::Inconsistent { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
-            // one of them next to such a write. The data is kept as read and parity made to
-            // agree (so the row's other blocks stay recoverable), but nothing vouches for the
-            // blocks that fail their entries: their entries and the parity's become unknown
-            // (reads go by redundancy, which cannot contradict them now), never recorded.
-            for i in d..total {
-                if differs.contains(&i) {
-                    let unchecked = Verified::unchecked(&pq[i - d]);
-                    array.member_write(slots[i], unchecked, row, within, WriteKind::Parity)?;
-                    rep.bytes_written += BLOCK;
-                }
-                unvouch(array, slots[i], row, within);
-            }
+            // one of them next to such a write. Nothing verifies either, so nothing is written
+            // or recorded: the old entries and the parity stay as they are, and reads of the
+            // blocks failing their entries fail (an error, never the unverified bytes) until a
+            // write covers them. Bytes of a write the crash cut were never durable; rot in a
+            // block the crash did not touch is what parity could not restore next to it.
+            rep.undecided.push((row, b, true));
             for i in (0..d).filter(|&i| states[i] != Cell::Good) {
-                unvouch(array, slots[i], row, within);
                 push(
                     rep,
                     problem(
                         i,
                         cell_kind(i, d, states[i] == Cell::Bad),
                         false,
-                        "after an unclean stop this row disagrees with its parity and more of its blocks fail their checksums than parity can check: rot cannot be told from a write the crash cut, so the data is kept as read, parity made to agree, and their checksum entries marked unknown (unverified)".into(),
+                        UNDECIDED.into(),
                     ),
                 );
             }
@@ -1454,33 +1492,17 @@ fn resync_degraded_block(
         }
         return Ok(());
     }
-    // Nothing decides: the data is kept as read and parity made to agree (so a write the
-    // crash cut stays readable and the missing block recoverable), but no entry vouches for
-    // the blocks failing theirs.
-    apply(
-        rep,
-        &by_p,
-        &[],
-        Verified::unchecked,
-        "parity of a degraded row recomputed from data after an unclean stop",
-    )?;
-    for i in (0..total).filter(|&i| i != m && states[i] == Cell::Bad) {
-        unvouch(array, slots[i], row, within);
-        push(
-            rep,
-            problem(
-                i,
-                cell_kind(i, d, true),
-                false,
-                "after an unclean stop with a member missing this row disagrees with its parity and nothing verifies the blocks failing their checksums: kept as read, their checksum entries marked unknown (unverified)",
-            ),
-        );
+    // Nothing decides: the row is left as it is, old entries kept (reads of the blocks failing
+    // them fail until written), as for a full row (resync_parity_block).
+    rep.undecided.push((row, b, false));
+    for i in (0..d).filter(|&i| i != m && states[i] != Cell::Good) {
+        push(rep, problem(i, cell_kind(i, d, true), false, UNDECIDED));
     }
     Ok(())
 }
 
-/// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for blocks it
-/// keeps but cannot verify, so no entry vouches for them (reads and scrub go by redundancy).
+/// Marks the checksum entry of one 4 KiB block unknown (a parity block of a row degraded past
+/// what its parity can check, after an unclean stop).
 fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
     if let Some(dev) = array.source(slot, row) {
         if let Some(s) = array.csum_of(&dev) {
@@ -1488,6 +1510,127 @@ fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
             s.record_digests(block, &[csum::UNKNOWN_ENTRY]);
         }
     }
+}
+
+/// What a resync reports of a data block it leaves undecided.
+const UNDECIDED: &str = "after an unclean stop this row disagrees with its parity and more of its blocks fail their checksums than the parity left can check: rot cannot be told from a write the crash cut, so nothing is written and the block is listed as lost (reads of it fail until it is written)";
+
+/// After a resync batch: the data blocks it could not decide (rot cannot be told from a write
+/// the crash cut) go on the bad-block list, which is made durable first; reads of them fail
+/// until a write covers them, instead of returning bytes nothing verified or a reconstruction
+/// from cells of different writes. Then, the list holding them, their entries are made to match
+/// them as they lie and, in whole rows, parity is recomputed over them: the row's verified
+/// cells stay recoverable if their member fails, and writes to the row work again.
+fn list_undecided(
+    array: &Array,
+    rows: &Range<u64>,
+    parity: usize,
+    cells: &[Option<Cells>],
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    let undecided = std::mem::take(&mut rep.undecided);
+    if undecided.is_empty() {
+        return Ok(());
+    }
+    let c = array.layout().chunk();
+    if !array.has_checksums() {
+        return Ok(());
+    }
+    // Data cells (row index) of a block that do not verify: they are the ones listed.
+    // In a degraded row only those failing their entries: one whose entry is unknown (a
+    // damaged table page) is no more doubtful than before the crash there.
+    let doubtful = |row: u64, b: usize, whole: bool| -> Vec<(usize, usize)> {
+        let slots = array.row_slots(row, parity);
+        let rel = row - rows.start;
+        (0..slots.len() - parity)
+            .filter(|&i| {
+                cells[slots[i]]
+                    .as_ref()
+                    .is_some_and(|cl| cl.bad(rel, c, b) || (whole && cl.unknown(rel, c, b)))
+            })
+            .map(|i| (i, slots[i]))
+            .collect()
+    };
+    for &(row, b, whole) in &undecided {
+        for (_, slot) in doubtful(row, b, whole) {
+            if array.mark_lost_block(slot, row * c + (b * B) as u64) {
+                rep.listed += 1;
+            }
+        }
+    }
+    array.persist()?;
+    for &(row, b, whole) in &undecided {
+        let slots = array.row_slots(row, parity);
+        let rel = row - rows.start;
+        let listed: Vec<usize> = doubtful(row, b, whole)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        let present = |i: usize| cells[slots[i]].as_ref();
+        if whole {
+            rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
+        } else {
+            for &i in &listed {
+                if let (Some(dev), Some(cl)) = (array.source(slots[i], row), present(i)) {
+                    let at = array.cell_offset(row, (b * B) as u64);
+                    array.csum_record(&dev, at, Verified::listed(cl.block(rel, c, b)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Block `b` of a whole parity row whose data cells `listed` (row indexes) are on the
+/// bad-block list, durably: their entries are made to match them as they lie and parity is
+/// recomputed over the data, so that the row's other cells, which verify, stay recoverable
+/// when their member fails, and writes to the row find it consistent. The listed bytes are
+/// never read as data: reads of them fail until a write covers them. Returns the bytes
+/// written.
+#[allow(clippy::too_many_arguments)]
+fn freeze_listed(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    b: usize,
+    parity: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    listed: &[usize],
+) -> Result<u64> {
+    let c = array.layout().chunk();
+    let d = slots.len() - parity;
+    let at = array.cell_offset(row, (b * B) as u64);
+    let cell = |i: usize| cells[slots[i]].as_ref().expect("whole row");
+    let doubtful = |i: usize| cell(i).bad(rel, c, b) || cell(i).unknown(rel, c, b);
+    for &i in listed {
+        if doubtful(i) {
+            if let Some(dev) = array.source(slots[i], row) {
+                array.csum_record(&dev, at, Verified::listed(cell(i).block(rel, c, b)));
+            }
+        }
+    }
+    let data: Vec<&[u8]> = (0..d).map(|i| cell(i).block(rel, c, b)).collect();
+    let mut pq = [vec![0u8; B], vec![0u8; B]];
+    {
+        let [p, q] = &mut pq;
+        (array.kernel().gen_pq)(&data, p, (parity == 2).then_some(&mut q[..]));
+    }
+    let mut written = 0;
+    for i in d..slots.len() {
+        let fresh = Verified::listed(&pq[i - d]);
+        if pq[i - d] == cell(i).block(rel, c, b) {
+            if doubtful(i) {
+                if let Some(dev) = array.source(slots[i], row) {
+                    array.csum_record(&dev, at, fresh);
+                }
+            }
+            continue;
+        }
+        array.member_write(slots[i], fresh, row, (b * B) as u64, WriteKind::Parity)?;
+        written += BLOCK;
+    }
+    Ok(written)
 }
 
 /// Kind of row index `i` of a parity row with `d` data chunks.
@@ -1577,6 +1720,51 @@ fn check_parity_row(
             repaired,
             note,
         };
+        // Data blocks on the bad-block list are lost (reads of them fail until written; a full
+        // scrub reports them as such): their bytes are checked by nothing. Where every other
+        // data cell of the column verifies, the repair makes the row agree over them (entries
+        // of the listed blocks as they lie, parity recomputed from the data), so the cells
+        // that verify stay recoverable.
+        let listed: Vec<usize> = if missing.is_empty() && !unverifiable && array.has_checksums() {
+            (0..d)
+                .filter(|&i| array.is_lost_block(slots[i], row * c + (b * B) as u64))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !listed.is_empty()
+            && (0..d)
+                .filter(|i| !listed.contains(i))
+                .all(|i| !bad.contains(&i) && !unknown.contains(&i))
+        {
+            let frozen = listed
+                .iter()
+                .all(|i| !bad.contains(i) && !unknown.contains(i));
+            if consistent && frozen {
+                continue;
+            }
+            let note = "the row disagrees with its parity over data blocks on the bad-block list (lost at a crash)";
+            if repair {
+                rep.bytes_written +=
+                    freeze_listed(array, row, rel, b, parity, slots, cells, &listed)?;
+            }
+            for i in d..total {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, false),
+                        repair,
+                        if repair {
+                            format!("{note}: recomputed over them, so the blocks that verify stay recoverable")
+                        } else {
+                            format!("{note}: scrub --repair recomputes it, so the blocks that verify stay recoverable")
+                        },
+                    ),
+                );
+            }
+            continue;
+        }
         if consistent && bad.is_empty() {
             // Blocks whose entries are unknown (a damaged page, or a fold that found one) are
             // confirmed by the rest of the row when parity covers them: record their entries.
@@ -2137,9 +2325,9 @@ fn resync_mirror_block<'a>(
     };
     let Some((g, why, note)) = source else {
         // Nothing decides (copies differ and none verifies or has a majority, or a lone copy
-        // fails its entry): a write the crash cut looks exactly like rot here. The first
-        // copy is kept and copied, as md does, but every copy's entry becomes unknown: nothing
-        // vouches for it, and no entry is recorded from it.
+        // fails its entry): a write the crash cut looks exactly like rot here. Nothing is
+        // copied or recorded: every copy keeps its old entry, and reads of the block fail
+        // until it is written.
         for (i, &x) in avail.iter().enumerate() {
             if states[i] != Cell::Good || block(x) != block(avail[0]) {
                 push(
@@ -2148,19 +2336,10 @@ fn resync_mirror_block<'a>(
                         x,
                         if states[i] == Cell::Bad { "data checksum" } else { "mirror" },
                         false,
-                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the first copy is kept (and copied) and the checksum entries are marked unknown (unverified)".into(),
+                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the copies are left as they are (old checksum entries kept: reads of the block fail until it is written)".into(),
                     ),
                 );
             }
-        }
-        let first = block(avail[0]).to_vec();
-        for &x in avail {
-            if block(x) != &first[..] {
-                let first = Verified::unchecked(&first);
-                array.member_write(x.0, first, x.1, within, WriteKind::Data)?;
-                rep.bytes_written += BLOCK;
-            }
-            unvouch(array, x.0, x.1, within);
         }
         return Ok(());
     };

@@ -32,6 +32,9 @@ struct Page {
     unsure: [bool; P],
     /// Value not known (a write failed or was cut off): the next read tells.
     unknown: [bool; P],
+    /// Written more than once since it was last durable: after a crash a member may hold any
+    /// of those versions, its parity (or another copy) another one.
+    multi: [bool; P],
     /// On the array's bad-block list after a crash (a member lost with it): a read must fail
     /// until a write succeeds.
     lost: [bool; P],
@@ -50,6 +53,7 @@ impl Page {
             durable: [0; P],
             unsure: [false; P],
             unknown: [false; P],
+            multi: [false; P],
             lost: [false; P],
             was_lost: [false; P],
             last_seq: [0; P],
@@ -116,6 +120,9 @@ impl Model {
         for (pg, w, _, n) in pieces(off, len) {
             let p = self.page_mut(pg);
             p.inflight[w..w + n].iter_mut().for_each(|x| *x += 1);
+            for b in w..w + n {
+                p.multi[b] |= p.unsure[b];
+            }
             p.unsure[w..w + n].iter_mut().for_each(|x| *x = true);
         }
     }
@@ -177,6 +184,7 @@ impl Model {
                 if p.unsure[b] && p.inflight[b] == 0 && !p.unknown[b] && p.last_seq[b] <= seq0 {
                     p.durable[b] = p.acked[b];
                     p.unsure[b] = false;
+                    p.multi[b] = false;
                 }
             }
         }
@@ -192,6 +200,7 @@ impl Model {
                 if p.unsure[b] && p.inflight[b] == 0 && !p.unknown[b] {
                     p.durable[b] = p.acked[b];
                     p.unsure[b] = false;
+                    p.multi[b] = false;
                 }
             }
         }
@@ -282,6 +291,16 @@ impl Model {
             .collect()
     }
 
+    /// Array offsets of the 4 KiB blocks holding a byte written more than once since it was
+    /// last durable (a subset of [`Model::unsure_blocks`]).
+    pub fn multi_blocks(&self) -> Vec<u64> {
+        self.pages
+            .iter()
+            .filter(|(_, p)| p.multi.iter().any(|&x| x))
+            .map(|(&pg, _)| pg * P as u64)
+            .collect()
+    }
+
     /// After a power cut and restart: `segs` are the ranges of the array read back (offset,
     /// bytes; in order, 4 KiB aligned), except the 4 KiB blocks at `bad` (on the bad-block
     /// list: any value was possible, none is known now). Every page the clients touched must
@@ -344,6 +363,7 @@ impl Model {
                 ));
             }
             p.unsure = [false; P];
+            p.multi = [false; P];
             p.unknown = [false; P];
             p.inflight = [0; P];
             let is_bad = bad.contains(pg);

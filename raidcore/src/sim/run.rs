@@ -259,6 +259,12 @@ struct World {
     /// Member rows a power cut may have torn (rows of blocks in flight or unflushed at a cut),
     /// over the whole run (conservative: a later write that covers them is not tracked).
     torn_rows: Mutex<BTreeSet<u64>>,
+    /// Parity levels: the cells of those rows a power cut may have torn, as (member row,
+    /// 4 KiB column, slot) of data blocks in flight or unflushed at a cut (over the run).
+    torn_cells: Mutex<BTreeSet<(u64, u64, usize)>>,
+    /// Array offsets of the 4 KiB blocks a power cut may have torn, and of those written more
+    /// than once since they were last durable (over the run).
+    torn_blocks: Mutex<(BTreeSet<u64>, BTreeSet<u64>)>,
     /// Replace targets and the members they copy (new path -> old path): a replace copies the
     /// blocks it can neither verify nor rebuild as they are, rot included, so the copy may hold
     /// the old member's outstanding rot (conservative: the blocks it rebuilt are clean).
@@ -540,6 +546,8 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
+        torn_cells: Mutex::new(BTreeSet::new()),
+        torn_blocks: Mutex::new((BTreeSet::new(), BTreeSet::new())),
         copied_from: Mutex::new(BTreeMap::new()),
         epoch_lost: AtomicU64::new(0),
         recent_rows: Mutex::new(VecDeque::new()),
@@ -608,6 +616,19 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
             if was_cut {
                 cuts += 1;
                 world.note(sched, format!("epoch {epoch}: power cut; restart"));
+                {
+                    let m = world.model.lock().expect("model lock");
+                    let blocks =
+                        |v: Vec<u64>| -> Vec<u64> { v.iter().take(32).map(|o| o / 4096).collect() };
+                    world.note(
+                        sched,
+                        format!(
+                            "torn 4 KiB blocks (first 32): {:?}, written twice since durable: {:?}",
+                            blocks(m.unsure_blocks()),
+                            blocks(m.multi_blocks())
+                        ),
+                    );
+                }
                 if spec.rot && rot_rng.below(2) == 0 {
                     // Rot just before the power goes: the resync after the restart meets it.
                     inject_rot(
@@ -620,12 +641,26 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     );
                 }
                 observe_slots(&world, &array);
-                let torn = world.model.lock().expect("model lock").unsure_blocks();
+                let (torn, multi) = {
+                    let m = world.model.lock().expect("model lock");
+                    (m.unsure_blocks(), m.multi_blocks())
+                };
+                {
+                    let mut tb = world.torn_blocks.lock().expect("torn lock");
+                    tb.0.extend(torn.iter().copied());
+                    tb.1.extend(multi);
+                }
                 {
                     let mut rows = world.torn_rows.lock().expect("torn lock");
+                    let mut cells = world.torn_cells.lock().expect("torn lock");
+                    let l = array.layout();
                     for &o in &torn {
                         let len = 4096.min(array.size() - o);
-                        rows.extend(rows_of(array.layout(), o, len));
+                        rows.extend(rows_of(l, o, len));
+                        if matches!(l.redundancy(), Redundancy::Parity { .. }) {
+                            let (r, d) = l.parity_locate(o / l.chunk());
+                            cells.insert((r, (o % l.chunk()) / 4096, l.data_slot(r, d)));
+                        }
                     }
                 }
                 let mut lost_mask = world.epoch_lost.load(Ordering::SeqCst);
@@ -1352,6 +1387,9 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
     if rows_of(l, off, len).any(|row| row_unrecoverable(w, a, row)) {
         return true;
     }
+    if torn_past_parity(w, a, off, len) {
+        return true;
+    }
     if matches!(l.redundancy(), Redundancy::Mirror { .. }) {
         let faulty = faulty_slots(w, a);
         let rot = rot_by_row(w, a);
@@ -1381,6 +1419,89 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
         });
     }
     false
+}
+
+/// Whether a 4 KiB block of `off..off + len` may read as an error after a power cut because
+/// nothing can verify it: its own cell was torn by the cut (or is rotten, faulty or has an
+/// unknown checksum entry), and either its column holds more such cells than the level's
+/// redundancy can check, or the block was written more than once since it was last durable
+/// (its cell may hold one unflushed version, its parity or other copy another). A write the
+/// crash cut (never durable, its checksum entry not logged) cannot be told from rot there, so
+/// the resync leaves the blocks failing their entries as they are, and reads of them fail
+/// rather than return bytes nothing verified. Parity levels count the torn data cells of the
+/// column; mirrors count rotten or faulty copies of a torn block.
+fn torn_past_parity(w: &World, a: &Array, off: u64, len: u64) -> bool {
+    let l = a.layout();
+    let c = l.chunk();
+    let rot = rot_by_row(w, a);
+    let faulty = faulty_slots(w, a);
+    let damaged = w.damaged_pages.lock().expect("damage lock").clone();
+    let (torn_blocks, multi) = w.torn_blocks.lock().expect("torn lock").clone();
+    let end = off + len.max(1);
+    (off / 4096..end.div_ceil(4096)).any(|blk| {
+        let o = blk * 4096;
+        let me_torn = torn_blocks.contains(&o);
+        let me_multi = multi.contains(&o);
+        match l.redundancy() {
+            Redundancy::Parity { .. } => {
+                let (r, d) = l.parity_locate(o / c);
+                let col = (o % c) / 4096;
+                let torn = w
+                    .torn_cells
+                    .lock()
+                    .expect("torn lock")
+                    .range((r, col, 0)..=(r, col, usize::MAX))
+                    .fold(0u64, |m, &(_, _, s)| m | 1 << s);
+                let doubtful = faulty
+                    | rot.get(&r).copied().unwrap_or(0)
+                    | if damaged.is_empty() {
+                        0
+                    } else {
+                        unchecked_slots(a, &damaged, r)
+                    };
+                let own = 1u64 << l.data_slot(r, d);
+                // The parity a torn write changed is in doubt as well (its bytes and its entry
+                // each old or new): with one torn data cell the others still decide it (a
+                // rebuild from some parity matches one of its entries), with two or more, or
+                // none left over in a degraded row, they may not.
+                let degraded = (0..l.members()).any(|s| faulty & (1 << s) != 0);
+                let parity_doubt = if torn.count_ones() >= 2 {
+                    l.tolerance()
+                } else {
+                    usize::from(degraded)
+                };
+                let at_risk = (torn | doubtful).count_ones() as usize + parity_doubt;
+                (me_torn || doubtful & own != 0)
+                    && torn != 0
+                    && (me_multi || at_risk > l.tolerance())
+            }
+            Redundancy::Mirror { .. } => {
+                let ch = o / c;
+                let bad = (0..l.copies())
+                    .filter(|&k| {
+                        let (s, r) = l.mirror_cell(ch, k);
+                        faulty & (1 << s) != 0 || rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
+                    })
+                    .count();
+                me_torn && (me_multi || (bad > 0 && bad >= l.tolerance()))
+            }
+        }
+    })
+}
+
+/// As [`torn_past_parity`], for any data block of member row `row` (parity levels): blocks a
+/// power cut left that nothing can verify stay failing (or listed) until written, and scrub
+/// keeps reporting them.
+fn row_torn_past_parity(w: &World, a: &Array, row: u64) -> bool {
+    let l = a.layout();
+    match l.redundancy() {
+        Redundancy::Parity { .. } => {
+            let span = l.data_per_row() as u64 * l.chunk();
+            row * span < a.size()
+                && torn_past_parity(w, a, row * span, span.min(a.size() - row * span))
+        }
+        Redundancy::Mirror { .. } => false,
+    }
 }
 
 /// Slots out of service or faulty now (bit per slot).
@@ -1922,13 +2043,20 @@ fn final_checks(
     let left: Vec<&scrub::Problem> = rep2
         .problems
         .iter()
-        .filter(|p| !row_unrecoverable(w, a, p.row))
+        .filter(|p| {
+            !row_unrecoverable(w, a, p.row)
+                && !row_torn_past_parity(w, a, p.row)
+                && !p
+                    .logical_offset
+                    .is_some_and(|o| torn_past_parity(w, a, o, p.bytes.min(a.size() - o)))
+        })
         .collect();
     if !left.is_empty() {
         return Err(format!(
-            "a second scrub after scrub --repair still finds {} problems (first: {:?}); the repair found {} ({} unrepaired)",
+            "a second scrub after scrub --repair still finds {} problems (first: {:?}; bad-block list {:?}); the repair found {} ({} unrepaired)",
             rep2.problems.len(),
             rep2.problems[0],
+            a.bad_blocks(),
             rep.problems.len(),
             rep.unrepaired()
         ));

@@ -196,6 +196,12 @@ pub fn resync(array: &Array) -> Result<raidcore::jobs::scrub::ScrubReport> {
             p.note
         );
     }
+    if rep.listed > 0 {
+        eprintln!(
+            "raidctl: warning: resync: {} data blocks could not be verified (rot cannot be told from a write the crash cut): they are on the bad-block list and read as errors until written again (raidctl status lists them)",
+            rep.listed
+        );
+    }
     if rep.rows_skipped > 0 {
         eprintln!("raidctl: warning: {} rows could not be resynced because members are missing (degraded write hole)", rep.rows_skipped);
     }
