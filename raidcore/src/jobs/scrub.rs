@@ -1501,8 +1501,8 @@ fn resync_degraded_block(
     Ok(())
 }
 
-/// Marks the checksum entry of one 4 KiB block unknown (a parity block of a row degraded past
-/// what its parity can check, after an unclean stop).
+/// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for mirror copies
+/// and parity blocks it keeps but cannot verify, so no entry vouches for them.
 fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
     if let Some(dev) = array.source(slot, row) {
         if let Some(s) = array.csum_of(&dev) {
@@ -2325,9 +2325,9 @@ fn resync_mirror_block<'a>(
     };
     let Some((g, why, note)) = source else {
         // Nothing decides (copies differ and none verifies or has a majority, or a lone copy
-        // fails its entry): a write the crash cut looks exactly like rot here. Nothing is
-        // copied or recorded: every copy keeps its old entry, and reads of the block fail
-        // until it is written.
+        // fails its entry): a write the crash cut looks exactly like rot here. The first
+        // copy is kept and copied, as md does, but every copy's entry becomes unknown: nothing
+        // vouches for it, and no entry is recorded from it.
         for (i, &x) in avail.iter().enumerate() {
             if states[i] != Cell::Good || block(x) != block(avail[0]) {
                 push(
@@ -2336,10 +2336,19 @@ fn resync_mirror_block<'a>(
                         x,
                         if states[i] == Cell::Bad { "data checksum" } else { "mirror" },
                         false,
-                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the copies are left as they are (old checksum entries kept: reads of the block fail until it is written)".into(),
+                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the first copy is kept (and copied) and the checksum entries are marked unknown (unverified)".into(),
                     ),
                 );
             }
+        }
+        let first = block(avail[0]).to_vec();
+        for &x in avail {
+            if block(x) != &first[..] {
+                let first = Verified::unchecked(&first);
+                array.member_write(x.0, first, x.1, within, WriteKind::Data)?;
+                rep.bytes_written += BLOCK;
+            }
+            unvouch(array, x.0, x.1, within);
         }
         return Ok(());
     };
