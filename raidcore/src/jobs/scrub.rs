@@ -1539,6 +1539,11 @@ fn list_undecided(
     // Data cells (row index) of a block that do not verify: they are the ones listed.
     // In a degraded row only those failing their entries: one whose entry is unknown (a
     // damaged table page) is no more doubtful than before the crash there.
+    // The missing members' data of a degraded column is rebuilt from the listed blocks (they
+    // count as sources consistent with the row, row.rs `judge_blocks`): right where a failing
+    // block is a completed write whose entry lags (the write-hole journal's rows), wrong where
+    // it is rot. Listing the missing data too closed the second and broke the first
+    // (tests/crash.rs write_hole_*): open, `a_degraded_row_never_rebuilds_a_missing_block_...`.
     let doubtful = |row: u64, b: usize, whole: bool| -> Vec<(usize, usize)> {
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
