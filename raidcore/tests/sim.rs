@@ -445,11 +445,15 @@ fn rot_is_never_laundered_without_a_resync_or_replace() {
 /// 1360 pass and leave the list (362 was rot read back after a power cut); 558 now fails as a
 /// client write refused in a rebuilding RAID6 row whose parity disagrees with unknown-entry
 /// chunks (the 3000723 class).
+///
+/// 2026-12-05, after the journal's clear logs the members' checksum entries and degraded rows
+/// past parity list the missing data beside an undecided block: 558 and 1109 pass; 1024 (RAID6,
+/// two slots lost with the crash, needless loss) joins the 1080 class.
 #[test]
 #[ignore = "fails until issue 31's remaining rot and needless-loss cases are fixed"]
 fn seeds_past_the_set_that_still_fail() {
     let mut failed = Vec::new();
-    for seed in [515, 1175, 558, 725, 1080, 1109, 1353, 1356] {
+    for seed in [515, 1175, 558, 725, 1024, 1080, 1109, 1353, 1356] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
             failed.push(seed);

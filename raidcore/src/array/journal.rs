@@ -199,7 +199,9 @@ impl Array {
     /// Marks the entry applied (durably, so it is never replayed over later writes). Every
     /// cell the entry logged is made durable first, on every member and on the rebuild and
     /// replace targets holding the row (data and checksum log), since once the entry is gone
-    /// nothing would repeat them after a crash. Without that first flush, clearing member by
+    /// nothing would repeat them after a crash. Members' checksum logs included: without them
+    /// a crash after the clear left the row's cells newer than their entries, which the resync
+    /// of a degraded row cannot tell from rot. Without that first flush, clearing member by
     /// member (write, flush) made the first members' cleared entry durable while the last
     /// members' in-place cells were still in their caches: a crash could then keep a cleared
     /// entry everywhere and lose a parity cell, and the missing member's chunk reconstructed
@@ -208,7 +210,7 @@ impl Array {
         let Some(g) = self.journal else { return Ok(()) };
         for (i, s) in self.slots.iter().enumerate() {
             if let Some(d) = s.usable() {
-                if let Err(e) = d.member.flush() {
+                if let Err(e) = self.csum_sync_dev(&d).and_then(|()| d.member.flush()) {
                     d.write_error(&e);
                     self.fail_member(i, &format!("flush failed: {e}"))?;
                 }

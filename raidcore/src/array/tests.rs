@@ -2031,13 +2031,9 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
 /// column, which reads then rebuilt from parity XOR the rot: garbage with no error (and a
 /// rebuild wrote it with a matching entry, for good). The missing member's data cells of such
 /// a column are listed too: both read as errors, the column's third data block as written.
-///
-/// Open: listing the missing data there too passes this test but loses the missing member's
-/// data where the failing block is a journaled write whose entry lags
-/// (tests/crash.rs `write_hole_*`): telling the two apart needs the journal's record (or a
-/// durable pending entry) at the resync.
+/// (That needed the write-hole journal's clear to make the members' checksum entries durable:
+/// a journaled write whose entries lagged looked like rot there, tests/crash.rs `write_hole_*`.)
 #[test]
-#[ignore = "open: the missing member's block of a degraded column is rebuilt from listed rot (outside attack, 2026-12-05)"]
 fn a_degraded_row_never_rebuilds_a_missing_block_from_listed_rot() {
     let (store, a, backing) = killable_raid5();
     let uuid = a.superblock().array_uuid;

@@ -92,9 +92,9 @@ pub struct ScrubReport {
     /// Data blocks a resync could not decide and put on the bad-block list.
     pub listed: u64,
     /// Blocks of the current batch a resync could not decide: (member row, 4 KiB block within
-    /// the chunk, whether the row is whole so parity is made to agree). Listed after the batch.
+    /// the chunk, what the row has left to check it). Listed after the batch.
     #[serde(skip)]
-    undecided: Vec<(u64, usize, bool)>,
+    undecided: Vec<(u64, usize, Left)>,
 }
 
 impl ScrubReport {
@@ -902,7 +902,7 @@ fn resync_parity_row(
         let d = slots.len() - parity;
         for b in (0..cu / B).filter(|_| array.has_checksums()) {
             if (0..d).any(|i| cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b))) {
-                rep.undecided.push((row, b, false));
+                rep.undecided.push((row, b, Left::Nothing));
             }
             for i in d..slots.len() {
                 if cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b)) {
@@ -1258,7 +1258,7 @@ fn resync_parity_block(
             // blocks failing their entries fail (an error, never the unverified bytes) until a
             // write covers them. Bytes of a write the crash cut were never durable; rot in a
             // block the crash did not touch is what parity could not restore next to it.
-            rep.undecided.push((row, b, true));
+            rep.undecided.push((row, b, Left::Whole));
             for i in (0..d).filter(|&i| states[i] != Cell::Good) {
                 push(
                     rep,
@@ -1494,7 +1494,7 @@ fn resync_degraded_block(
     }
     // Nothing decides: the row is left as it is, old entries kept (reads of the blocks failing
     // them fail until written), as for a full row (resync_parity_block).
-    rep.undecided.push((row, b, false));
+    rep.undecided.push((row, b, Left::Degraded));
     for i in (0..d).filter(|&i| i != m && states[i] != Cell::Good) {
         push(rep, problem(i, cell_kind(i, d, true), false, UNDECIDED));
     }
@@ -1510,6 +1510,17 @@ fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
             s.record_digests(block, &[csum::UNKNOWN_ENTRY]);
         }
     }
+}
+
+/// What a row the resync cannot decide has left to check it by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Left {
+    /// Every cell: parity is made to agree over the listed blocks.
+    Whole,
+    /// A member missing, one parity left (RAID6).
+    Degraded,
+    /// Nothing: the missing members' data could only be rebuilt from the listed blocks.
+    Nothing,
 }
 
 /// What a resync reports of a data block it leaves undecided.
@@ -1538,41 +1549,42 @@ fn list_undecided(
     }
     // Data cells (row index) of a block that do not verify: they are the ones listed.
     // In a degraded row only those failing their entries: one whose entry is unknown (a
-    // damaged table page) is no more doubtful than before the crash there.
-    // The missing members' data of a degraded column is rebuilt from the listed blocks (they
-    // count as sources consistent with the row, row.rs `judge_blocks`): right where a failing
-    // block is a completed write whose entry lags (the write-hole journal's rows), wrong where
-    // it is rot. Listing the missing data too closed the second and broke the first
-    // (tests/crash.rs write_hole_*): open, `a_degraded_row_never_rebuilds_a_missing_block_...`.
-    let doubtful = |row: u64, b: usize, whole: bool| -> Vec<(usize, usize)> {
+    // damaged table page) is no more doubtful than before the crash there. Where no parity is
+    // left to check them, the missing members' data cells of the column too: they could only
+    // be rebuilt from the listed blocks (listed blocks count as sources consistent with the
+    // row, row.rs `judge_blocks`), which would XOR rot into them (outside attack). A journaled
+    // write's cells cannot be what fails there: the journal's clear makes their entries
+    // durable first (journal.rs).
+    let doubtful = |row: u64, b: usize, left: Left| -> Vec<(usize, usize)> {
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
-        (0..slots.len() - parity)
-            .filter(|&i| {
-                cells[slots[i]]
-                    .as_ref()
-                    .is_some_and(|cl| cl.bad(rel, c, b) || (whole && cl.unknown(rel, c, b)))
-            })
+        let d = slots.len() - parity;
+        let whole = left == Left::Whole;
+        let failing = |i: usize| {
+            cells[slots[i]]
+                .as_ref()
+                .is_some_and(|cl| cl.bad(rel, c, b) || (whole && cl.unknown(rel, c, b)))
+        };
+        let any = (0..d).any(failing);
+        (0..d)
+            .filter(|&i| failing(i) || (left == Left::Nothing && any && cells[slots[i]].is_none()))
             .map(|i| (i, slots[i]))
             .collect()
     };
-    for &(row, b, whole) in &undecided {
-        for (_, slot) in doubtful(row, b, whole) {
+    for &(row, b, left) in &undecided {
+        for (_, slot) in doubtful(row, b, left) {
             if array.mark_lost_block(slot, row * c + (b * B) as u64) {
                 rep.listed += 1;
             }
         }
     }
     array.persist()?;
-    for &(row, b, whole) in &undecided {
+    for &(row, b, left) in &undecided {
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
-        let listed: Vec<usize> = doubtful(row, b, whole)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
+        let listed: Vec<usize> = doubtful(row, b, left).into_iter().map(|(i, _)| i).collect();
         let present = |i: usize| cells[slots[i]].as_ref();
-        if whole {
+        if left == Left::Whole {
             rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
         } else {
             for &i in &listed {
