@@ -39,7 +39,7 @@ pub const FEATURE_BADBLOCKS: u64 = crate::format::feature::BADBLOCKS;
 /// At most this many ranges are kept (the list rides in the 4 KiB superblock). Past it the two
 /// nearest ranges of a slot merge: blocks between them read as bad too (an error, never a
 /// guess).
-pub const MAX_RANGES: usize = 32;
+pub const MAX_RANGES: usize = 64;
 
 /// A run of bad blocks: `blocks` 4 KiB blocks of slot `slot`'s data area from block `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
