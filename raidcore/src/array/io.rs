@@ -514,6 +514,17 @@ impl Array {
                 Recovered::Rebuilt { rewrite, .. } => {
                     rewrites.extend(rewrite.into_iter().map(|i| (i, run.clone())));
                 }
+                Recovered::Lost { .. }
+                    if self.row_unverifiable(row)
+                        && cells.iter().all(|c| matches!(c, Cell::Good | Cell::Bad))
+                        && self.consistent_as_read(&bufs, run.clone(), parity) =>
+                {
+                    // A read-only open of an array not stopped cleanly, in a region the bitmap
+                    // marks: the cells' entries may lag a write that completed before the crash
+                    // (the resync records them at the next writable open). A row that agrees
+                    // with its parity as read is that write (rot in a cell would break the
+                    // agreement); anything else fails rather than guess.
+                }
                 Recovered::Lost { lost, damaged } => {
                     self.check_alive()?;
                     if damaged {
@@ -1286,6 +1297,19 @@ impl Array {
         let mut q = AlignedBuf::zeroed(if parity == 2 { span_len } else { 0 });
         (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
         Ok(if parity == 2 { vec![p, q] } else { vec![p] })
+    }
+}
+
+impl Array {
+    /// Whether the cells `bufs` (one per row position, data then parity) agree with their
+    /// parity over byte range `run`, as read.
+    fn consistent_as_read(&self, bufs: &[AlignedBuf], run: Range<usize>, parity: usize) -> bool {
+        let d = bufs.len() - parity;
+        let data: Vec<&[u8]> = bufs[..d].iter().map(|b| &b[run.clone()]).collect();
+        let mut p = vec![0u8; run.len()];
+        let mut q = vec![0u8; if parity == 2 { run.len() } else { 0 }];
+        (self.kernel.gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+        p[..] == bufs[d][run.clone()] && (parity < 2 || q[..] == bufs[d + 1][run])
     }
 }
 

@@ -311,7 +311,9 @@ pub struct Array {
     /// Per-block checksum area, when the format records one.
     pub(crate) csum_geo: Option<csum::CsumGeometry>,
     /// The array was dirty at open and is read-only: blocks in bitmap-dirty regions may
-    /// legitimately differ from their checksums, so they are not verified.
+    /// legitimately differ from their checksums (entries lagging a completed write), so reads
+    /// there accept a row that agrees with its parity as read (io.rs), and scrub does not
+    /// report them.
     pub(crate) unverified_dirty: bool,
     /// The last scrub, or an unfinished one (persisted with every superblock write).
     pub(crate) scrub_record: Mutex<health::ScrubRecord>,

@@ -1925,6 +1925,11 @@ fn assembly_by_uuid_names_an_active_member_not_one_left_in_the_box() {
 /// pending entries in memory, as a test of a process crash needs: the store the members are
 /// found in, the array, and the pending store's backing (it outlives the array).
 fn killable_raid5() -> (crate::sim::member::Store, Array, pending::Backing) {
+    killable(Level::Raid5, 4)
+}
+
+/// As [`killable_raid5`], of any parity level and member count.
+fn killable(level: Level, n: usize) -> (crate::sim::member::Store, Array, pending::Backing) {
     use crate::sim::member::{SimMember, Store};
     use std::path::Path;
     use std::sync::atomic::AtomicBool;
@@ -1932,13 +1937,13 @@ fn killable_raid5() -> (crate::sim::member::Store, Array, pending::Backing) {
     let power = Arc::new(AtomicBool::new(true));
     let store = Store::default();
     let mut members = Vec::new();
-    for i in 0..4 {
+    for i in 0..n {
         let name = format!("/d/m{i}");
         let m = Arc::new(SimMember::new(&name, vec![0; 8 << 20], power.clone()));
         store.insert(Path::new(&name), m.clone());
         members.push((PathBuf::from(&name), m as Arc<dyn Member>));
     }
-    let spec = spec_of(params(Level::Raid5, 4, 4096), true);
+    let spec = spec_of(params(level, n, 4096), true);
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     a.set_stripe_cache(0).unwrap();
     let backing = pending::Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())));
@@ -2035,40 +2040,57 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
 /// a journaled write whose entries lagged looked like rot there, tests/crash.rs `write_hole_*`.)
 #[test]
 fn a_degraded_row_never_rebuilds_a_missing_block_from_listed_rot() {
-    let (store, a, backing) = killable_raid5();
+    // RAID5 with one member missing, one block rotten; RAID6 with one missing and two rotten
+    // (the second attack: the one-missing RAID6 path listed the rotten blocks only).
+    for (level, n, rot) in [(Level::Raid5, 4, 1), (Level::Raid6, 6, 2)] {
+        degraded_row_with_listed_rot(level, n, rot);
+    }
+}
+
+fn degraded_row_with_listed_rot(level: Level, n: usize, rot: usize) {
+    let (store, a, backing) = killable(level, n);
     let uuid = a.superblock().array_uuid;
+    let parity = a.layout().parity_count();
+    let d = n - parity;
     let rows = 8u64;
-    let data: Vec<u8> = (0..rows * 3 * 4096)
+    let per_row = d as u64 * 4096;
+    let data: Vec<u8> = (0..rows * per_row)
         .map(|i| (i / 4096 * 7 + i % 251) as u8)
         .collect();
     a.write(&data, 0).unwrap();
     a.flush().unwrap();
-    a.fail_member(3, "test").unwrap();
-    // A row where slot 3 holds data, and another data slot to rot.
+    let gone = n - 1;
+    a.fail_member(gone, "test").unwrap();
+    // A row where the failed slot holds data; `rot` other data cells of it rot.
     let row = (0..rows)
-        .find(|&r| a.row_slots(r, 1)[..3].contains(&3))
+        .find(|&r| a.row_slots(r, parity)[..d].contains(&gone))
         .unwrap();
-    let slots = a.row_slots(row, 1);
-    let missing = slots.iter().position(|&s| s == 3).unwrap();
-    let rotten = (0..3).find(|&i| i != missing).unwrap();
-    let other = (0..3).find(|&i| i != missing && i != rotten).unwrap();
+    let slots = a.row_slots(row, parity);
+    let missing = slots.iter().position(|&s| s == gone).unwrap();
+    let rotten: Vec<usize> = (0..d).filter(|&i| i != missing).take(rot).collect();
+    let other = (0..d)
+        .find(|&i| i != missing && !rotten.contains(&i))
+        .unwrap();
     // Marks the region, then the crash (nothing unflushed in this row).
-    a.write(&data[..4096], (rows - 1) * 3 * 4096).unwrap();
+    a.write(&data[..4096], (rows - 1) * per_row).unwrap();
     let at = a.cell_offset(row, 0);
     drop(a);
-    let path = format!("/d/m{}", slots[rotten]);
-    store
-        .get(std::path::Path::new(&path))
-        .unwrap()
-        .damage(at + 100, 8);
+    for (k, &i) in rotten.iter().enumerate() {
+        let path = format!("/d/m{}", slots[i]);
+        // Different bytes in each (the same flips would cancel in P).
+        store
+            .get(std::path::Path::new(&path))
+            .unwrap()
+            .damage(at + 100 + 16 * k as u64, 8);
+    }
     let (b, _, resync) = reopen_after_kill(&store, backing, &uuid);
-    let logical = |i: usize| (row * 3 + i as u64) * 4096;
+    let logical = |i: usize| (row * d as u64 + i as u64) * 4096;
     let mut got = vec![0u8; 4096];
-    for i in [missing, rotten] {
+    for i in std::iter::once(missing).chain(rotten.iter().copied()) {
         let e = b.read(&mut got, logical(i)).map(|_| got.clone());
         assert!(
             e.is_err(),
-            "data index {i} of row {row} reads back with no error ({} listed)",
+            "{level:?}: data index {i} of row {row} reads back with no error ({} listed)",
             resync.listed
         );
     }
@@ -2076,7 +2098,46 @@ fn a_degraded_row_never_rebuilds_a_missing_block_from_listed_rot() {
     let o = logical(other) as usize;
     assert!(
         got == data[o..o + 4096],
-        "the column's other data block reads as written"
+        "{level:?}: the column's other data block reads as written"
+    );
+}
+
+/// Found by an outside attack: a read-only open of an array not stopped cleanly did not judge
+/// blocks in the regions the bitmap marks (their entries may lag a completed write), so rot
+/// there read back with exit 0 until the next writable open resynced. Now every block is
+/// judged, and a row that agrees with its parity as read is taken as a write whose entries lag.
+#[test]
+fn a_read_only_open_after_a_crash_never_returns_rot() {
+    let (store, a, _backing) = killable_raid5();
+    let old: Vec<u8> = (0..6 * 4096).map(|i| (i % 241) as u8).collect();
+    a.write(&old, 0).unwrap();
+    a.flush().unwrap();
+    // Rows 2 and 3 rewritten whole: they reach the members, their entries die with the process.
+    let new = vec![0x6bu8; 6 * 4096];
+    a.write(&new, 6 * 4096).unwrap();
+    let row = 0;
+    let slot = a.row_slots(row, 1)[0];
+    let at = a.cell_offset(row, 0);
+    drop(a);
+    // Rot in a row the crash did not touch, in the region the bitmap marks.
+    let path = format!("/d/m{slot}");
+    store
+        .get(std::path::Path::new(&path))
+        .unwrap()
+        .damage(at + 100, 8);
+    let opts = AssembleOptions::default(); // read-only
+    let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+    assert!(!b.superblock().clean);
+    let mut got = vec![0u8; 4096];
+    // Healthy RAID5: the rotten block is rebuilt from parity (not rewritten: read-only).
+    b.read(&mut got, 0).unwrap();
+    assert!(got == old[..4096], "the rotten block reads as written");
+    // The completed write whose entries lag reads back as written.
+    let mut back = vec![0u8; 6 * 4096];
+    b.read(&mut back, 6 * 4096).unwrap();
+    assert!(
+        back == new,
+        "a completed write whose entries lag reads back"
     );
 }
 

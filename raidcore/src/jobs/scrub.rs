@@ -1549,9 +1549,9 @@ fn list_undecided(
     }
     // Data cells (row index) of a block that do not verify: they are the ones listed.
     // In a degraded row only those failing their entries: one whose entry is unknown (a
-    // damaged table page) is no more doubtful than before the crash there. Where no parity is
-    // left to check them, the missing members' data cells of the column too: they could only
-    // be rebuilt from the listed blocks (listed blocks count as sources consistent with the
+    // damaged table page) is no more doubtful than before the crash there. And the missing
+    // members' data cells of the column too (RAID6 with one missing as well: an outside attack
+    // rotted two blocks of such a row): they could only be rebuilt from the listed blocks (listed blocks count as sources consistent with the
     // row, row.rs `judge_blocks`), which would XOR rot into them (outside attack). A journaled
     // write's cells cannot be what fails there: the journal's clear makes their entries
     // durable first (journal.rs).
@@ -1567,7 +1567,7 @@ fn list_undecided(
         };
         let any = (0..d).any(failing);
         (0..d)
-            .filter(|&i| failing(i) || (left == Left::Nothing && any && cells[slots[i]].is_none()))
+            .filter(|&i| failing(i) || (left != Left::Whole && any && cells[slots[i]].is_none()))
             .map(|i| (i, slots[i]))
             .collect()
     };
