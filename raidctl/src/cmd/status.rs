@@ -94,6 +94,8 @@ pub fn report(a: &Array) -> Value {
                 "bytes": r.blocks * 4096,
             }))
             .collect::<Vec<_>>(),
+        // At the cap the nearest ranges of a slot merge: the blocks between them are listed too.
+        "bad_block_list_full": a.bad_blocks().len() >= raidcore::array::badblocks::MAX_RANGES,
     });
     if l.parity_count() == 1 {
         v["parity_weights"] = json!(l.weights());
@@ -375,6 +377,12 @@ fn print_human(r: &Value) {
         }
         if ranges.len() > 8 {
             println!("  ... {} more ranges (--json lists all)", ranges.len() - 8);
+        }
+        if r["bad_block_list_full"] == true {
+            println!(
+                "  the list is full ({} ranges): the nearest ranges were merged, so intact blocks between them are listed too and read as errors until written",
+                ranges.len()
+            );
         }
     }
 }
