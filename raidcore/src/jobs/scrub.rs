@@ -10,10 +10,10 @@
 //! and rot in one block would break the parity); a block failing its entry is rebuilt from the
 //! others (`plan::recover`) when the result matches its entry and the other parity, and
 //! rewritten; mirror copies are taken from one that verifies, or from all copies agreeing (or
-//! a majority). What nothing decides is reported and left as it is: no byte written, old
-//! checksum entries kept, so reads of those blocks fail until written rather than return bytes
-//! nothing verified. Without checksums
-//! the data wins, as in md, except a RAID6 data block both syndromes name.
+//! a majority). What nothing decides in a parity row is reported and nothing read there is
+//! trusted: its data blocks go on the bad-block list (durably, before anything else), so reads
+//! of them fail until written rather than return bytes nothing verified (`list_undecided`).
+//! Without checksums the data wins, as in md, except a RAID6 data block both syndromes name.
 //! A full scrub keeps its checkpoint and result in the superblocks and resumes when interrupted.
 
 use std::ops::Range;
@@ -1316,8 +1316,8 @@ fn one_rebuild_matching_its_entry(
 ///   and corrected by both parities); when exactly one such block verifies it is the one;
 /// - when every data block present matches its entry, the parities are stale: the missing
 ///   block is rebuilt from the data and a parity that matches its entry, the other rewritten;
-/// - what nothing decides keeps its bytes as read, its parity made to agree (a torn write
-///   stays readable), and its failing entries marked unknown: never recorded.
+/// - what nothing decides is listed as lost (`list_undecided`), with the missing member's
+///   data of the column.
 ///
 /// Without checksums the data wins, as in md: the parity not used is recomputed.
 #[allow(clippy::too_many_arguments)]
@@ -1492,8 +1492,7 @@ fn resync_degraded_block(
         }
         return Ok(());
     }
-    // Nothing decides: the row is left as it is, old entries kept (reads of the blocks failing
-    // them fail until written), as for a full row (resync_parity_block).
+    // Nothing decides: listed after the batch (list_undecided), as for a full row.
     rep.undecided.push((row, b, Left::Degraded));
     for i in (0..d).filter(|&i| i != m && states[i] != Cell::Good) {
         push(rep, problem(i, cell_kind(i, d, true), false, UNDECIDED));
@@ -1543,18 +1542,17 @@ fn list_undecided(
     if undecided.is_empty() {
         return Ok(());
     }
-    let c = array.layout().chunk();
     if !array.has_checksums() {
         return Ok(());
     }
-    // Data cells (row index) of a block that do not verify: they are the ones listed.
-    // In a degraded row only those failing their entries: one whose entry is unknown (a
-    // damaged table page) is no more doubtful than before the crash there. And the missing
-    // members' data cells of the column too (RAID6 with one missing as well: an outside attack
-    // rotted two blocks of such a row): they could only be rebuilt from the listed blocks (listed blocks count as sources consistent with the
-    // row, row.rs `judge_blocks`), which would XOR rot into them (outside attack). A journaled
-    // write's cells cannot be what fails there: the journal's clear makes their entries
-    // durable first (journal.rs).
+    let c = array.layout().chunk();
+    // Data cells (row index) of a block that do not verify: they are the ones listed. In a
+    // degraded row only those failing their entries (one whose entry is unknown, a damaged
+    // table page, is no more doubtful than before the crash there), and the missing members'
+    // data cells of the column too: they could only be rebuilt from the listed blocks (listed
+    // blocks count as sources consistent with the row, row.rs `judge_blocks`), which would XOR
+    // rot into them (outside attacks, RAID5 and RAID6). A journaled write's cells cannot be
+    // what fails there: the journal's clear makes their entries durable first (journal.rs).
     let doubtful = |row: u64, b: usize, left: Left| -> Vec<(usize, usize)> {
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
@@ -1583,19 +1581,38 @@ fn list_undecided(
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
         let listed: Vec<usize> = doubtful(row, b, left).into_iter().map(|(i, _)| i).collect();
-        let present = |i: usize| cells[slots[i]].as_ref();
         if left == Left::Whole {
             rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
         } else {
-            for &i in &listed {
-                if let (Some(dev), Some(cl)) = (array.source(slots[i], row), present(i)) {
-                    let at = array.cell_offset(row, (b * B) as u64);
-                    array.csum_record(&dev, at, Verified::listed(cl.block(rel, c, b)));
-                }
-            }
+            record_listed(array, row, rel, b, &slots, cells, &listed);
         }
     }
     Ok(())
+}
+
+/// Makes the entries of the listed data cells (row indexes) of block `b` that are present and
+/// do not verify match them as they lie (they are on the bad-block list, durably).
+fn record_listed(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    b: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    listed: &[usize],
+) {
+    let c = array.layout().chunk();
+    let at = array.cell_offset(row, (b * B) as u64);
+    for &i in listed {
+        let Some(cl) = cells[slots[i]].as_ref() else {
+            continue;
+        };
+        if cl.bad(rel, c, b) || cl.unknown(rel, c, b) {
+            if let Some(dev) = array.source(slots[i], row) {
+                array.csum_record(&dev, at, Verified::listed(cl.block(rel, c, b)));
+            }
+        }
+    }
 }
 
 /// Block `b` of a whole parity row whose data cells `listed` (row indexes) are on the
@@ -1620,13 +1637,7 @@ fn freeze_listed(
     let at = array.cell_offset(row, (b * B) as u64);
     let cell = |i: usize| cells[slots[i]].as_ref().expect("whole row");
     let doubtful = |i: usize| cell(i).bad(rel, c, b) || cell(i).unknown(rel, c, b);
-    for &i in listed {
-        if doubtful(i) {
-            if let Some(dev) = array.source(slots[i], row) {
-                array.csum_record(&dev, at, Verified::listed(cell(i).block(rel, c, b)));
-            }
-        }
-    }
+    record_listed(array, row, rel, b, slots, cells, listed);
     let data: Vec<&[u8]> = (0..d).map(|i| cell(i).block(rel, c, b)).collect();
     let mut pq = [vec![0u8; B], vec![0u8; B]];
     {

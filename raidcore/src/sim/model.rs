@@ -270,23 +270,24 @@ impl Model {
     /// Array offsets of the 4 KiB blocks holding a byte that was lost at some crash
     /// ([`Model::was_lost`]), in order.
     pub fn was_lost_blocks(&self) -> Vec<u64> {
-        self.pages
-            .iter()
-            .filter(|(_, p)| p.was_lost.iter().any(|&x| x))
-            .map(|(&pg, _)| pg * P as u64)
-            .collect()
+        self.blocks_where(|p| p.was_lost.iter().any(|&x| x))
     }
 
     /// Array offsets of the 4 KiB blocks holding a byte that is unsure now (written since it
     /// was last durable, in flight, or of unknown value): what a power cut now may tear.
     pub fn unsure_blocks(&self) -> Vec<u64> {
+        self.blocks_where(|p| {
+            p.unsure.iter().any(|&x| x)
+                || p.inflight.iter().any(|&x| x > 0)
+                || p.unknown.iter().any(|&x| x)
+        })
+    }
+
+    /// Array offsets of the pages `f` holds for, in order.
+    fn blocks_where(&self, f: impl Fn(&Page) -> bool) -> Vec<u64> {
         self.pages
             .iter()
-            .filter(|(_, p)| {
-                p.unsure.iter().any(|&x| x)
-                    || p.inflight.iter().any(|&x| x > 0)
-                    || p.unknown.iter().any(|&x| x)
-            })
+            .filter(|(_, p)| f(p))
             .map(|(&pg, _)| pg * P as u64)
             .collect()
     }
@@ -294,11 +295,7 @@ impl Model {
     /// Array offsets of the 4 KiB blocks holding a byte written more than once since it was
     /// last durable (a subset of [`Model::unsure_blocks`]).
     pub fn multi_blocks(&self) -> Vec<u64> {
-        self.pages
-            .iter()
-            .filter(|(_, p)| p.multi.iter().any(|&x| x))
-            .map(|(&pg, _)| pg * P as u64)
-            .collect()
+        self.blocks_where(|p| p.multi.iter().any(|&x| x))
     }
 
     /// After a power cut and restart: `segs` are the ranges of the array read back (offset,

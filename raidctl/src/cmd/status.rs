@@ -38,6 +38,7 @@ pub fn report(a: &Array) -> Value {
     let sb = a.superblock();
     let l = a.layout();
     let bad = a.bad_block_counts();
+    let bad_ranges = a.bad_blocks();
     let members: Vec<Value> = a
         .members()
         .into_iter()
@@ -85,8 +86,7 @@ pub fn report(a: &Array) -> Value {
         "scrub": scrub_json(&a.scrub_record(), a.rows()),
         // Data blocks lost (the listed ranges may also cover parity cells, which are rebuilt).
         "lost_bytes": bad.iter().sum::<u64>() * 4096,
-        "bad_block_ranges": a
-            .bad_blocks()
+        "bad_block_ranges": bad_ranges
             .iter()
             .map(|r| json!({
                 "slot": r.slot,
@@ -95,7 +95,7 @@ pub fn report(a: &Array) -> Value {
             }))
             .collect::<Vec<_>>(),
         // At the cap the nearest ranges of a slot merge: the blocks between them are listed too.
-        "bad_block_list_full": a.bad_blocks().len() >= raidcore::array::badblocks::MAX_RANGES,
+        "bad_block_list_full": bad_ranges.len() >= raidcore::array::badblocks::MAX_RANGES,
     });
     if l.parity_count() == 1 {
         v["parity_weights"] = json!(l.weights());
