@@ -271,6 +271,9 @@ pub mod feature {
     pub const CSUM: u64 = 1;
     /// incompat: checksum entries are xxh3-128 (only with CSUM).
     pub const CSUM_XXH3: u64 = 2;
+    /// incompat: the data map, which regions of rows hold data (`array::bitmap`; only with
+    /// BITMAP).
+    pub const DATA_MAP: u64 = 4;
 
     pub const TAG_BITMAP: u32 = 1;
     pub const TAG_JOURNAL: u32 = 2;
@@ -279,6 +282,7 @@ pub mod feature {
     pub const TAG_SCRUB: u32 = 5;
     pub const TAG_BADBLOCKS: u32 = 6;
     pub const TAG_GENERATIONS: u32 = 7;
+    pub const TAG_DATA_MAP: u32 = 8;
 }
 
 /// One feature of the format: its bit, whether an older reader must refuse it, and the
@@ -340,6 +344,12 @@ pub const FEATURES: &[FeatureDef] = &[
         incompat: true,
         bit: feature::CSUM_XXH3,
         tag: None,
+    },
+    FeatureDef {
+        name: "data map",
+        incompat: true,
+        bit: feature::DATA_MAP,
+        tag: Some(feature::TAG_DATA_MAP),
     },
 ];
 

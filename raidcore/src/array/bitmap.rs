@@ -5,6 +5,12 @@
 //! and then lazily, once the region has been idle for a while. After an unclean stop only the
 //! regions with a bit set need resync. Its geometry is a compatible feature of format v1: superblock
 //! extension record [`BITMAP_TAG`] (offset, bytes, rows per region).
+//!
+//! The data map rides along (incompatible feature [`FEATURE_DATA_MAP`], record
+//! [`DATA_MAP_TAG`]): a second bit per region, right after the bitmap on every member and
+//! written with it, set with the region's write-intent bit by the first write into the region
+//! and never cleared. A region whose bit is clear has never been written since `create`
+//! zeroed it, so it holds zeros on every member: rebuild, replace and scrub skip it.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -22,6 +28,11 @@ use crate::format::{Extension, Superblock, METADATA_OFFSET};
 pub const BITMAP_TAG: u32 = crate::format::feature::TAG_BITMAP;
 /// Compatible feature bit: the members carry a write-intent bitmap.
 pub const FEATURE_BITMAP: u64 = crate::format::feature::BITMAP;
+/// Extension record tag of the data map (offset, bytes).
+pub const DATA_MAP_TAG: u32 = crate::format::feature::TAG_DATA_MAP;
+/// Incompatible feature bit: the members carry a data map after the bitmap (an older raidctl
+/// would write into a region without setting its bit, and a rebuild would then skip that data).
+pub const FEATURE_DATA_MAP: u64 = crate::format::feature::DATA_MAP;
 /// A region is cleared once it has had no writes for this long and a flush completed (a
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
 /// the in-flight counts).
@@ -33,6 +44,8 @@ pub struct BitmapGeometry {
     pub offset: u64,
     pub bytes: u64,
     pub region_rows: u64,
+    /// The data map follows the bitmap, `bytes` long, at `offset + bytes`.
+    pub data_map: bool,
 }
 
 impl BitmapGeometry {
@@ -43,10 +56,13 @@ impl BitmapGeometry {
             let regions = data_rows.div_ceil(region_rows);
             let bytes = regions.div_ceil(8).div_ceil(4096) * 4096;
             if bytes <= 64 << 10 {
+                // With the data map after it when that fits too.
+                let data_map = 2 * bytes <= metadata_bytes;
                 return (bytes <= metadata_bytes).then_some(BitmapGeometry {
                     offset: METADATA_OFFSET,
                     bytes,
                     region_rows,
+                    data_map,
                 });
             }
             region_rows *= 2;
@@ -64,6 +80,24 @@ impl BitmapGeometry {
         }
     }
 
+    /// The data map's record, when the array has one.
+    pub fn data_map_extension(self) -> Option<Extension> {
+        self.data_map.then(|| {
+            let mut data = Vec::with_capacity(16);
+            data.extend_from_slice(&(self.offset + self.bytes).to_le_bytes());
+            data.extend_from_slice(&self.bytes.to_le_bytes());
+            Extension {
+                tag: DATA_MAP_TAG,
+                data,
+            }
+        })
+    }
+
+    /// Where the bitmap (and the data map after it) ends.
+    pub fn end(&self) -> u64 {
+        self.offset + self.bytes * if self.data_map { 2 } else { 1 }
+    }
+
     /// The geometry recorded in a superblock, if the feature is on and its record valid.
     pub fn from_superblock(sb: &Superblock) -> Option<BitmapGeometry> {
         Self::parse(sb).ok().flatten()
@@ -73,7 +107,14 @@ impl BitmapGeometry {
     /// feature bit is set and the record is missing or does not fit (checked arithmetic: a
     /// crafted record is refused, never trusted).
     pub fn parse(sb: &Superblock) -> crate::error::Result<Option<BitmapGeometry>> {
+        let data_map = sb.incompat_features & FEATURE_DATA_MAP != 0;
         if sb.compat_features & FEATURE_BITMAP == 0 {
+            if data_map {
+                crate::bail!(
+                    Corrupt,
+                    "incompat bit {FEATURE_DATA_MAP} (data map) is set without the write-intent bitmap"
+                );
+            }
             return Ok(None);
         }
         let bad = |why: &str| {
@@ -96,6 +137,7 @@ impl BitmapGeometry {
             offset: u(0),
             bytes: u(1),
             region_rows: u(2),
+            data_map,
         };
         let fits = g.offset >= METADATA_OFFSET
             && g.bytes.is_multiple_of(4096)
@@ -103,6 +145,7 @@ impl BitmapGeometry {
             && g.bytes <= 1 << 20
             && g.offset
                 .checked_add(g.bytes)
+                .and_then(|end| end.checked_add(if data_map { g.bytes } else { 0 }))
                 .is_some_and(|end| end <= sb.data_offset)
             && g.region_rows > 0
             && sb.data_rows.div_ceil(g.region_rows) <= g.bytes * 8;
@@ -111,6 +154,22 @@ impl BitmapGeometry {
                 "offset {}, {} bytes, {} rows per region do not fit the metadata area",
                 g.offset, g.bytes, g.region_rows
             )));
+        }
+        if data_map {
+            let rec = sb
+                .extensions
+                .iter()
+                .find(|e| e.tag == DATA_MAP_TAG)
+                .ok_or_else(|| bad("data map feature bit set but no data map record"))?;
+            let want = g.data_map_extension().expect("data map").data;
+            if rec.data != want {
+                return Err(bad(&format!(
+                    "the data map record ({} bytes) is not the {} bytes right after the bitmap at offset {}",
+                    rec.data.len(),
+                    g.bytes,
+                    g.offset + g.bytes
+                )));
+            }
         }
         Ok(Some(g))
     }
@@ -137,7 +196,8 @@ pub(crate) struct Bitmap {
 }
 
 struct State {
-    /// Bits as the engine wants them (set by marks, cleared by clears).
+    /// Bits as the engine wants them (set by marks, cleared by clears), as on the members: the
+    /// write-intent bits, then (with a data map) the data map's bits from byte `geo.bytes`.
     bits: Vec<u8>,
     /// Bits known durable on the members: a bit set here was written and flushed. (A bit
     /// cleared here may still be set on a member: harmless, it costs a needless resync.)
@@ -225,6 +285,60 @@ impl Bitmap {
             .is_some_and(|b| b & (1 << (r % 8)) != 0)
     }
 
+    /// Where region `r`'s data map bit lies in the bits, if there is a data map.
+    fn map_bit(&self, r: u64) -> Option<(usize, u8)> {
+        self.geo
+            .data_map
+            .then(|| ((self.geo.bytes + r / 8) as usize, 1u8 << (r % 8)))
+    }
+
+    /// True when some region touching `rows` may hold data (always, without a data map).
+    pub(crate) fn rows_hold_data(&self, rows: &Range<u64>) -> bool {
+        if !self.geo.data_map {
+            return true;
+        }
+        if rows.is_empty() {
+            return false;
+        }
+        let first = rows.start / self.geo.region_rows;
+        let last = (rows.end - 1) / self.geo.region_rows;
+        let st = self.state.lock().expect("bitmap lock");
+        (first..=last).any(|r| {
+            self.map_bit(r)
+                .is_none_or(|(byte, bit)| st.bits.get(byte).is_none_or(|b| b & bit != 0))
+        })
+    }
+
+    /// The first region from `r` (below `limit`) that may hold data (`holding`) or that the
+    /// data map shows empty (not `holding`), or `limit`. Without a data map every region may
+    /// hold data.
+    fn next_region(&self, r: u64, limit: u64, holding: bool) -> u64 {
+        let limit = limit.min(self.activity.len() as u64);
+        if !self.geo.data_map {
+            return if holding { r.min(limit) } else { limit };
+        }
+        let st = self.state.lock().expect("bitmap lock");
+        (r..limit)
+            .find(|&r| {
+                let (byte, bit) = self.map_bit(r).expect("data map");
+                (st.bits[byte] & bit != 0) == holding
+            })
+            .unwrap_or(limit)
+    }
+
+    /// Regions holding data, by the data map (None without one).
+    pub(crate) fn data_regions(&self) -> Option<Vec<u64>> {
+        self.geo.data_map.then(|| {
+            let st = self.state.lock().expect("bitmap lock");
+            (0..self.activity.len() as u64)
+                .filter(|&r| {
+                    let (byte, bit) = self.map_bit(r).expect("data map");
+                    st.bits[byte] & bit != 0
+                })
+                .collect()
+        })
+    }
+
     /// Regions whose bit is set.
     pub(crate) fn dirty_regions(&self) -> Vec<u64> {
         let st = self.state.lock().expect("bitmap lock");
@@ -239,7 +353,7 @@ impl Array {
         let Some(bm) = &self.bitmap else {
             return Ok(());
         };
-        let mut buf = AlignedBuf::zeroed(bm.geo.bytes as usize);
+        let mut buf = AlignedBuf::zeroed((bm.geo.end() - bm.geo.offset) as usize);
         buf[..bits.len()].copy_from_slice(bits);
         let devs = self.live_devs();
         // Every member at once (one write and flush each, in parallel where they wait on
@@ -322,14 +436,19 @@ impl Array {
             bm,
             regions: first..=last,
         };
-        for r in first..=last {
-            let (byte, bit) = ((r / 8) as usize, 1u8 << (r % 8));
+        // The write-intent bits and the data map's: every bit this write needs.
+        let needed: Vec<(usize, u8)> = (first..=last)
+            .flat_map(|r| std::iter::once(((r / 8) as usize, 1u8 << (r % 8))).chain(bm.map_bit(r)))
+            .collect();
+        for &(byte, bit) in &needed {
             st.bits[byte] |= bit;
         }
         // Until every bit of these regions is durable: written by this writer, or by a write
         // that began after another writer set them (the group).
         let durable = |st: &State| {
-            (first..=last).all(|r| st.durable[(r / 8) as usize] & (1u8 << (r % 8)) != 0)
+            needed
+                .iter()
+                .all(|&(byte, bit)| st.durable[byte] & bit != 0)
         };
         while !durable(&st) {
             let (g, r) = self.commit_bitmap(bm, st, true);
@@ -411,6 +530,59 @@ impl Array {
             .filter(|&r| bm.activity[r as usize].stale.load(Ordering::Acquire))
             .map(|r| self.region_rows(bm, r))
             .collect()
+    }
+
+    /// False only when the data map shows that no row of `rows` was written since `create`
+    /// (they hold zeros on every member). Rows a write is about to change count as holding
+    /// data from the moment it marks them, before it touches a member; a caller that skips
+    /// rows on this answer holds their row locks, so no write lands there meanwhile.
+    pub fn rows_hold_data(&self, rows: Range<u64>) -> bool {
+        self.bitmap
+            .as_ref()
+            .is_none_or(|bm| bm.rows_hold_data(&rows))
+    }
+
+    /// The end of the run of rows from `from`, at most `max` of them, that the data map shows
+    /// empty; `from` when row `from` may hold data (always, without a data map). The same
+    /// rule as [`Array::rows_hold_data`] for callers that skip them.
+    pub fn empty_rows_from(&self, from: u64, max: u64) -> u64 {
+        self.rows_run(from, max, false)
+    }
+
+    /// The end of the run of rows from `from`, at most `max` of them, that may hold data.
+    pub fn data_rows_from(&self, from: u64, max: u64) -> u64 {
+        self.rows_run(from, max, true)
+    }
+
+    fn rows_run(&self, from: u64, max: u64, holding: bool) -> u64 {
+        let end = from.saturating_add(max).min(self.data_rows);
+        if from >= end {
+            return from;
+        }
+        let Some(bm) = &self.bitmap else {
+            return if holding { end } else { from };
+        };
+        let per = bm.geo.region_rows;
+        let r = bm.next_region(from / per, (end - 1) / per + 1, !holding);
+        (r * per).clamp(from, end)
+    }
+
+    /// Bytes of the array's capacity in regions that hold data, and the capacity, when the
+    /// array has a data map.
+    pub fn data_map_usage(&self) -> Option<(u64, u64)> {
+        let bm = self.bitmap.as_ref()?;
+        let rows: u64 = bm
+            .data_regions()?
+            .into_iter()
+            .map(|r| {
+                let rows = self.region_rows(bm, r);
+                rows.end - rows.start
+            })
+            .sum();
+        Some((
+            self.layout.logical_chunks(rows) * self.layout.chunk(),
+            self.size,
+        ))
     }
 
     /// Rows of the regions whose bit is set (what an unclean stop may have left inconsistent).

@@ -227,7 +227,12 @@ impl Array {
         {
             sb.compat_features |= super::bitmap::FEATURE_BITMAP;
             sb.extensions.push(geo.to_extension());
-            meta_end = geo.offset + geo.bytes;
+            // The data map starts empty: create zeroes every row below.
+            if let Some(map) = geo.data_map_extension() {
+                sb.incompat_features |= super::bitmap::FEATURE_DATA_MAP;
+                sb.extensions.push(map);
+            }
+            meta_end = geo.end();
         }
         if layout.parity_count() > 0 {
             let n = layout.members() as u64;

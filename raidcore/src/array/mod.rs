@@ -388,8 +388,9 @@ impl Array {
         let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
-            let mut bits = vec![0u8; geo.bytes as usize];
-            let mut buf = crate::buf::AlignedBuf::zeroed(geo.bytes as usize);
+            // (With the data map's bits after the bitmap's: one read.)
+            let mut bits = vec![0u8; (geo.end() - geo.offset) as usize];
+            let mut buf = crate::buf::AlignedBuf::zeroed(bits.len());
             for s in &slots {
                 if let Some(d) = s.usable() {
                     if d.member.read_at(&mut buf, geo.offset).is_ok() {

@@ -6,6 +6,7 @@
 //! Metadata areas (superblocks, bitmap, journal, checksum tables and log) are read and written
 //! by the modules that own their formats; nothing else touches a member.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -435,6 +436,27 @@ impl Array {
             Err(e) => {
                 dev.write_error(&e);
                 self.fail_target(slot, &format!("write error at member offset {off}: {e}"))?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Makes rows `rows` of a rebuild or replace target read as zeros, as they do on every
+    /// member (rows the data map shows empty): a punched hole on files, the device's
+    /// write-zeroes (unmapping where it guarantees zeros) on block devices. No checksum
+    /// records: the target's checksum area was zeroed when it joined, which says "zeros", and
+    /// empty rows never get records. False when the target failed.
+    pub(crate) fn target_zero(&self, slot: usize, dev: &Dev, rows: Range<u64>) -> Result<bool> {
+        let off = self.cell_offset(rows.start, 0);
+        let len = (rows.end - rows.start) * self.layout.chunk();
+        match dev.member.write_zeroes(off, len) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                dev.write_error(&e);
+                self.fail_target(
+                    slot,
+                    &format!("zeroing member offsets {off}..{}: {e}", off + len),
+                )?;
                 Ok(false)
             }
         }

@@ -63,7 +63,15 @@ pub struct PassReport {
     /// Blocks of the targets that could not be rebuilt because survivors' blocks failed their
     /// checksums beyond what parity covers: they read as errors, never as wrong data.
     pub unrecoverable_blocks: u64,
+    /// Rows the data map showed empty: the targets got zeros there (a hole, or the device's
+    /// write-zeroes) without the survivors being read. Included in `rows`, not in
+    /// `bytes_written`.
+    pub empty_rows: u64,
 }
+
+/// Rows of the data map's empty regions one skip covers at most (4 GiB of each member at
+/// 64 KiB chunks): their row locks are held only while the targets are zeroed there.
+const EMPTY_RUN_BYTES: u64 = 4 << 30;
 
 /// Progress: (bytes done, bytes total) of the current pass, and its slots. It is called while
 /// the pass holds row locks: it must not do I/O on the array itself.
@@ -217,6 +225,32 @@ impl Pass<'_> {
         Ok(())
     }
 
+    /// Skips the rows from `r0` that the data map shows empty (they hold zeros on every
+    /// member): under their row locks, checked again there (a write marks its rows before it
+    /// takes their locks), the targets get zeros and the checkpoints move past them. Returns
+    /// the row reached: `r0` when row `r0` may hold data.
+    fn skip_empty(&mut self, r0: u64, owner: u64, progress: &mut ProgressFn<'_>) -> Result<u64> {
+        let array = self.array;
+        let max = (EMPTY_RUN_BYTES / array.layout().chunk()).max(1);
+        let end = array.empty_rows_from(r0, max);
+        if end == r0 {
+            return Ok(r0);
+        }
+        let locks = array.row_locks();
+        let _guard = locks.batch(r0..end, owner);
+        let end = array.empty_rows_from(r0, end - r0);
+        if end == r0 {
+            return Ok(r0);
+        }
+        for (slot, t) in &self.targets {
+            // A target that fails here is failed; the pass notices at its next batch.
+            array.target_zero(*slot, &t.dev, r0..end)?;
+        }
+        self.report.empty_rows += end - r0;
+        self.advance(end, 0, progress)?;
+        Ok(end)
+    }
+
     fn make_durable(&mut self) -> Result<()> {
         for (slot, t) in &self.targets {
             // The target's checksum records go to its log before the flush that makes the
@@ -356,6 +390,21 @@ fn rebuild_pass(
                 .is_some_and(|s| s.load(Ordering::Acquire))
             {
                 break;
+            }
+            if array.empty_rows_from(r0, 1) > r0 {
+                // The batch in flight first: checkpoints move in row order.
+                if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
+                    let (bufs, written) = h.join().expect("writer thread");
+                    spare_outs = Some(bufs);
+                    poison(array, &pass.targets, prev_r0, &prev_damage);
+                    pass.advance(prev_r1, written?, progress)?;
+                    drop(prev_guard);
+                }
+                let end = pass.skip_empty(r0, owner, progress)?;
+                if end > r0 {
+                    r0 = end;
+                    continue;
+                }
             }
             let r1 = (r0 + step).min(rows);
             let b = (r1 - r0) as usize;
@@ -1011,6 +1060,17 @@ fn replace_pass(
             pass.make_durable()?;
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
+        }
+        if !pass.targets_alive() {
+            // The old member failed (the target now rebuilds) or the target failed.
+            pass.make_durable()?;
+            pass.report.seconds = pass.start.elapsed().as_secs_f64();
+            return Ok(pass.report);
+        }
+        let end = pass.skip_empty(r0, owner, progress)?;
+        if end > r0 {
+            r0 = end;
+            continue;
         }
         let r1 = (r0 + step).min(rows);
         let guard = locks.batch(r0..r1, owner);

@@ -91,6 +91,8 @@ pub struct ScrubReport {
     pub(crate) unconfirmed: Vec<(usize, u64)>,
     /// Data blocks a resync could not decide and put on the bad-block list.
     pub listed: u64,
+    /// Rows the data map showed empty (never written since create): not read.
+    pub empty_rows: u64,
     /// Blocks of the current batch a resync could not decide: (member row, 4 KiB block within
     /// the chunk, what the row has left to check it). Listed after the batch.
     #[serde(skip)]
@@ -211,22 +213,43 @@ pub fn scrub_array(
     let first = rec.next_row;
     let mut last_save = Instant::now();
     let mut next = first;
-    let r = run_rows(
-        array,
-        first..rows,
-        mode,
-        opts,
-        &mut rep,
-        &mut |row| progress(row, rows),
-        &mut |rep, row| {
-            next = row;
-            if last_save.elapsed() >= CHECKPOINT_EVERY {
-                last_save = Instant::now();
-                save(rep, row, &mut rec.clone())?;
-            }
-            Ok(())
-        },
-    );
+    let mut r = Ok(());
+    // Run by run of rows holding data: the regions the data map shows empty hold zeros on
+    // every member (nothing to check; their table entries say zeros).
+    while next < rows && !rep.stopped && r.is_ok() {
+        let empty = array.empty_rows_from(next, rows - next);
+        if empty > next {
+            rep.empty_rows += empty - next;
+            next = empty;
+            progress(next, rows);
+            continue;
+        }
+        let end = array.data_rows_from(next, rows - next);
+        r = run_rows(
+            array,
+            next..end,
+            mode,
+            opts,
+            &mut rep,
+            &mut |row| progress(row, rows),
+            &mut |rep, row| {
+                next = row;
+                if last_save.elapsed() >= CHECKPOINT_EVERY {
+                    last_save = Instant::now();
+                    save(rep, row, &mut rec.clone())?;
+                }
+                Ok(())
+            },
+        );
+        if opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+            && next < rows
+        {
+            rep.stopped = true;
+        }
+    }
     if let Err(e) = r {
         save(&rep, next, &mut rec)?;
         return Err(e);
@@ -377,6 +400,14 @@ fn repair_tables(
             let (first, count) = s.page_blocks(page);
             let mut data = AlignedBuf::zeroed((count * BLOCK) as usize);
             array.member_read_data(&d, first * BLOCK, &mut data)?;
+            // Blocks in rows the data map shows empty were not read by this scrub: they are
+            // zeros by that map, whatever the member holds there now.
+            for (i, block) in data.chunks_mut(BLOCK as usize).enumerate() {
+                let row = (first + i as u64) * BLOCK / chunk;
+                if !array.rows_hold_data(row..row + 1) {
+                    block.fill(0);
+                }
+            }
             // Checked against redundancy by this scrub, but for `unconfirmed`.
             let data = Verified::agreed(&data);
             let written = s.repair_page(d.member.as_ref(), page, data, &unconfirmed)?;

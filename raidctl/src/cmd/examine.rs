@@ -81,6 +81,9 @@ fn areas_json(sb: &Superblock) -> Value {
     if let Some(g) = BitmapGeometry::from_superblock(sb) {
         v["bitmap"] =
             json!({"offset": g.offset, "bytes": g.bytes, "rows_per_region": g.region_rows});
+        if g.data_map {
+            v["data_map"] = json!({"offset": g.offset + g.bytes, "bytes": g.bytes});
+        }
     }
     if let Some(g) = JournalGeometry::from_superblock(sb) {
         v["journal"] = json!({"offset": g.offset, "bytes": g.bytes});
@@ -217,6 +220,7 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
     let areas = areas_json(&sb);
     for (name, label) in [
         ("bitmap", "bitmap      "),
+        ("data_map", "data map    "),
         ("journal", "journal     "),
         ("checksums", "checksums   "),
     ] {

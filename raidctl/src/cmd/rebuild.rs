@@ -87,7 +87,8 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
                 "{}",
                 json!({"done": r.kind, "slots": r.slots, "resumed_from_row": r.resumed_from_row, "rows": r.rows,
                        "bytes_written": r.bytes_written, "seconds": r.seconds, "rate_bytes_per_sec": rate as u64,
-                       "checksum_repaired": r.checksum_repaired, "unrecoverable_blocks": r.unrecoverable_blocks})
+                       "checksum_repaired": r.checksum_repaired, "unrecoverable_blocks": r.unrecoverable_blocks,
+                       "rows_empty": r.empty_rows})
             );
         } else {
             eprintln!(
@@ -103,6 +104,12 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
                     String::new()
                 }
             );
+            if r.empty_rows > 0 {
+                eprintln!(
+                    "raidctl: {} of {} rows were never written since create (data map): zeroed on the new member, not read",
+                    r.empty_rows, r.rows
+                );
+            }
             if r.checksum_repaired > 0 {
                 eprintln!(
                     "raidctl: {} survivor blocks failed their checksums and were repaired from parity",

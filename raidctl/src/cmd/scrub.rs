@@ -48,6 +48,7 @@ pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<
     Ok(json!({
         "rows_checked": rep.rows_checked,
         "rows_skipped": rep.rows_skipped,
+        "rows_empty": rep.empty_rows,
         "resumed_from_row": rep.resumed_from_row,
         "bytes_read": rep.bytes_read,
         "bytes_written": rep.bytes_written,
@@ -82,9 +83,10 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
             println!("scrub: resumed an interrupted scrub at row {row}");
         }
         println!(
-            "scrub: {} rows checked, {} skipped (members unavailable), {} problems, {} repaired, {} unrepaired{}",
+            "scrub: {} rows checked, {} skipped (members unavailable), {} empty (never written: not read), {} problems, {} repaired, {} unrepaired{}",
             r["rows_checked"],
             r["rows_skipped"],
+            r["rows_empty"].as_u64().unwrap_or(0),
             r["problems"].as_array().map(|p| p.len()).unwrap_or(0),
             r["repaired"],
             r["unrepaired"],

@@ -97,6 +97,11 @@ pub fn report(a: &Array) -> Value {
         // At the cap the nearest ranges of a slot merge: the blocks between them are listed too.
         "bad_block_list_full": bad_ranges.len() >= raidcore::array::badblocks::MAX_RANGES,
     });
+    // Capacity in regions written since create (rebuild and scrub skip the rest); absent on
+    // arrays created before the data map.
+    if let Some((used, size)) = a.data_map_usage() {
+        v["data_map"] = json!({"bytes_holding_data": used, "bytes": size});
+    }
     if l.parity_count() == 1 {
         v["parity_weights"] = json!(l.weights());
     }
@@ -297,6 +302,16 @@ fn print_human(r: &Value) {
         }
     }
     println!("created  {}", s(&r["created"]));
+    if r["data_map"].is_object() {
+        let used = n(&r["data_map"]["bytes_holding_data"]);
+        let size = n(&r["data_map"]["bytes"]).max(1);
+        println!(
+            "written  {} of {} in regions written since create ({:.0}%); rebuild and scrub skip the rest",
+            human(used),
+            human(size),
+            used as f64 * 100.0 / size as f64
+        );
+    }
     let sc = &r["scrub"];
     match sc["state"].as_str() {
         Some("finished") => println!(
