@@ -879,3 +879,68 @@ fn replace_max_rate_reaches_the_serving_daemon() {
     );
     assert!(srv.stop().success());
 }
+
+/// A client's discard (what `fstrim` sends) of a whole 64 MiB data-map region returns it to
+/// empty: after a flush `status` counts one region fewer holding data, and a rebuild gives the
+/// new member nothing there. A discard of part of a region keeps it.
+#[test]
+fn a_discard_of_a_whole_region_makes_the_rebuild_skip_it() {
+    let dir = tempdir();
+    let ms: Vec<String> = (0..5)
+        .map(|i| {
+            let p = dir.path().join(format!("m{i}"));
+            sparse_file(&p, 1 << 30);
+            p.display().to_string()
+        })
+        .collect();
+    raidctl(["create", "--level", "5", &ms[0], &ms[1], &ms[2], &ms[3]]).ok();
+    let holding = || {
+        status_run(["status", "--json", &ms[0]]).json()["data_map"]["bytes_holding_data"]
+            .as_u64()
+            .unwrap()
+    };
+    // 4 members, 64 KiB chunks: a region is 1024 rows of 3 data chunks, 192 MiB of the array.
+    let region = 192u64 << 20;
+    let mut srv = Server::start(&ms[0], &dir.path().join("nbd.sock"));
+    let io = |cmds: &[String]| {
+        let mut args = vec!["-f".to_string(), "raw".into()];
+        for c in cmds {
+            args.push("-c".into());
+            args.push(c.clone());
+        }
+        args.push(srv.uri());
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let o = cmd("qemu-io", &args);
+        let text =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        assert!(!text.contains("failed") && !text.contains("error"), "{text}");
+    };
+    io(&[
+        format!("write -P 0x11 {} 1M", 4096),
+        format!("write -P 0x22 {} 1M", region + 65536),
+        format!("write -P 0x33 {} 1M", 2 * region + 65536),
+        "flush".into(),
+    ]);
+    io(&[
+        format!("discard {region} {region}"),
+        format!("discard {} {}", 2 * region, region / 2),
+        "flush".into(),
+    ]);
+    srv.stop();
+    assert_eq!(holding(), 2 * region, "regions 0 and 2 hold data, region 1 is empty");
+    raidctl(["fail", &ms[0], &ms[1]]).ok();
+    let r = raidctl(["add", &ms[0], &ms[4]]).ok();
+    assert!(r.stderr.contains("never written since create"), "{}", r.stderr);
+    let allocated = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&ms[4]).unwrap().blocks() * 512
+    };
+    // Regions 0 and 2 of the member (64 MiB each) and its metadata.
+    assert!(allocated <= (2 * 64 + 40) << 20, "{allocated} bytes allocated");
+    let a = Path::new(&ms[0]);
+    assert!(read_at(a, 4096, 1 << 20).ok().stdout.iter().all(|&b| b == 0x11));
+    assert!(read_at(a, region + 65536, 1 << 20).ok().stdout.iter().all(|&b| b == 0));
+    assert!(read_at(a, 2 * region + 65536, 1 << 20).ok().stdout.iter().all(|&b| b == 0));
+    let rep = raidctl(["scrub", "--json", &ms[0]]).ok().json();
+    assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
+}

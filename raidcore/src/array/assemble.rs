@@ -814,8 +814,10 @@ impl Array {
             ));
         }
         if !forced.is_empty() && opts.writable {
-            // Every row resyncs: set every region's bit.
-            drop(array.bitmap_mark(0..array.rows())?);
+            // Every row resyncs: set every region's bit (the write-intent bits only: the data
+            // map is the union over the members, so the taken-back member's missing bits do
+            // not matter).
+            drop(array.bitmap_mark_as(0..array.rows(), false)?);
         }
         *array.notes.lock().expect("notes lock") = notes;
         if !opts.allow_failed || opts.writable {

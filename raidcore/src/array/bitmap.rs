@@ -8,9 +8,10 @@
 //!
 //! The data map rides along (incompatible feature [`FEATURE_DATA_MAP`], record
 //! [`DATA_MAP_TAG`]): a second bit per region, right after the bitmap on every member and
-//! written with it, set with the region's write-intent bit by the first write into the region
-//! and never cleared. A region whose bit is clear has never been written since `create`
-//! zeroed it, so it holds zeros on every member: rebuild, replace and scrub skip it.
+//! written with it, set with the region's write-intent bit by the first write into the region,
+//! and cleared only after a trim zeroed all of the region (see [`Array::bitmap_trimmed`]). A
+//! region whose bit is clear holds zeros on every member (never written since `create`
+//! zeroed it, or trimmed whole since): rebuild, replace and scrub skip it.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -204,6 +205,10 @@ struct State {
     durable: Vec<u8>,
     /// A bitmap write is in progress (by whichever writer set this).
     writing: bool,
+    /// Regions a trim zeroed whole, with no other write in flight or begun since it marked
+    /// them: (region, its mark count then, when the trim was done). Their data map bits clear
+    /// after a flush that began later, if nothing marked them since.
+    trims: Vec<(u64, u64, Instant)>,
 }
 
 /// A region's write activity, updated without the bitmap lock when a write completes.
@@ -214,6 +219,9 @@ struct Activity {
     last_write: AtomicU64,
     /// Writes in flight into the region.
     inflight: AtomicU32,
+    /// Marks of the region so far (counted under the bitmap lock): a trim that returns the
+    /// region to empty checks that no other write marked it since the trim did.
+    marks: AtomicU64,
     /// The region's bit was set at open and no write touched it since, nor was it cleared: a
     /// resync may still be settling it (read without the bitmap lock by a member failure).
     stale: AtomicBool,
@@ -270,6 +278,7 @@ impl Bitmap {
                 durable: bits.clone(),
                 bits,
                 writing: false,
+                trims: Vec::new(),
             }),
             written: Condvar::new(),
             activity,
@@ -416,6 +425,16 @@ impl Array {
     /// Makes the bits of every region touching `rows` durable before those rows change, and
     /// counts a write in flight there until the returned hold is dropped.
     pub(crate) fn bitmap_mark(&self, rows: Range<u64>) -> Result<Option<BitmapHold<'_>>> {
+        self.bitmap_mark_as(rows, true)
+    }
+
+    /// As [`Array::bitmap_mark`]; `data` false for changes that leave zeros where there were
+    /// zeros (a trim, a resync), which need the write-intent bits but not the data map's.
+    pub(crate) fn bitmap_mark_as(
+        &self,
+        rows: Range<u64>,
+        data: bool,
+    ) -> Result<Option<BitmapHold<'_>>> {
         let Some(bm) = &self.bitmap else {
             return Ok(None);
         };
@@ -426,10 +445,10 @@ impl Array {
             .max(first);
         let now = Instant::now();
         for r in first..=last {
-            bm.activity[r as usize].touch(now);
-            bm.activity[r as usize]
-                .inflight
-                .fetch_add(1, Ordering::AcqRel);
+            let a = &bm.activity[r as usize];
+            a.touch(now);
+            a.inflight.fetch_add(1, Ordering::AcqRel);
+            a.marks.fetch_add(1, Ordering::AcqRel);
         }
         // Counted before the bits are written: a hold dropped on an error below uncounts.
         let hold = BitmapHold {
@@ -438,7 +457,10 @@ impl Array {
         };
         // The write-intent bits and the data map's: every bit this write needs.
         let needed: Vec<(usize, u8)> = (first..=last)
-            .flat_map(|r| std::iter::once(((r / 8) as usize, 1u8 << (r % 8))).chain(bm.map_bit(r)))
+            .flat_map(|r| {
+                std::iter::once(((r / 8) as usize, 1u8 << (r % 8)))
+                    .chain(bm.map_bit(r).filter(|_| data))
+            })
             .collect();
         for &(byte, bit) in &needed {
             st.bits[byte] |= bit;
@@ -463,8 +485,18 @@ impl Array {
     /// destage): the regions' bits are durable before it returns, and the rows count as not
     /// yet durable (`unflushed`) from now until a flush that begins after the hold is dropped.
     pub(crate) fn begin_write(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
+        self.begin_write_as(rows, true)
+    }
+
+    /// [`Array::begin_write`] of a trim: it leaves zeros where the data map says zeros, so it
+    /// does not set the map's bits.
+    pub(crate) fn begin_trim(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
+        self.begin_write_as(rows, false)
+    }
+
+    fn begin_write_as(&self, rows: Range<u64>, data: bool) -> Result<super::WriteHold<'_>> {
         let ticket = self.unflushed.begin(rows.clone());
-        let bitmap = self.bitmap_mark(rows)?;
+        let bitmap = self.bitmap_mark_as(rows, data)?;
         Ok(super::WriteHold {
             _bitmap: bitmap,
             _rows: ticket,
@@ -496,6 +528,26 @@ impl Array {
         };
         let mut st = bm.state.lock().expect("bitmap lock");
         let mut changed = false;
+        // Regions a trim returned to empty: their zeros are durable now if the trim was done
+        // before this flush began; cleared only if no write marked them since (marks happen
+        // under the lock held here) and none is in flight.
+        let mut trims = std::mem::take(&mut st.trims);
+        trims.retain(|&(r, marks, done)| {
+            let a = &bm.activity[r as usize];
+            if a.marks.load(Ordering::Acquire) != marks {
+                return false;
+            }
+            if done >= flush_start || a.inflight.load(Ordering::Acquire) != 0 {
+                return true;
+            }
+            let (byte, bit) = bm.map_bit(r).expect("trims only with a data map");
+            if st.bits[byte] & bit != 0 {
+                st.bits[byte] &= !bit;
+                changed = true;
+            }
+            false
+        });
+        st.trims = trims;
         for r in 0..bm.activity.len() {
             // Marks happen under the lock held here; a completing write only lowers the count.
             let a = &bm.activity[r];
@@ -517,6 +569,47 @@ impl Array {
             r?;
         }
         Ok(())
+    }
+
+    /// Called by a trim right after it marked `rows` (before it changes any of them): the
+    /// regions inside `rows` with no other write in flight, and their mark counts (nothing
+    /// without a data map). Writes that completed before this landed before the trim's unmaps.
+    pub(crate) fn bitmap_trim_begin(&self, rows: &Range<u64>) -> Vec<(u64, u64)> {
+        let Some(bm) = self.bitmap.as_ref().filter(|b| b.geo.data_map) else {
+            return Vec::new();
+        };
+        let _st = bm.state.lock().expect("bitmap lock");
+        (rows.start.div_ceil(bm.geo.region_rows)..bm.activity.len() as u64)
+            .filter(|&r| self.region_rows(bm, r).end <= rows.end)
+            .filter_map(|r| {
+                let a = &bm.activity[r as usize];
+                // The trim's own write is the one in flight.
+                (a.inflight.load(Ordering::Acquire) == 1)
+                    .then(|| (r, a.marks.load(Ordering::Acquire)))
+            })
+            .collect()
+    }
+
+    /// Called by a trim when it is done, before its hold is dropped: of the regions
+    /// [`Array::bitmap_trim_begin`] returned, those whose rows lie inside `zeroed` (rows every
+    /// member, and every target holding them, now reads as zeros) and that no other write
+    /// marked since become empty again after the next flush (see [`Array::bitmap_clear`]).
+    pub(crate) fn bitmap_trimmed(&self, begun: &[(u64, u64)], zeroed: &[Range<u64>]) {
+        let Some(bm) = &self.bitmap else {
+            return;
+        };
+        let now = Instant::now();
+        let mut st = bm.state.lock().expect("bitmap lock");
+        for &(r, marks) in begun {
+            let rows = self.region_rows(bm, r);
+            let whole = zeroed
+                .iter()
+                .any(|z| z.start <= rows.start && rows.end <= z.end);
+            if whole && bm.activity[r as usize].marks.load(Ordering::Acquire) == marks {
+                st.trims.retain(|t| t.0 != r);
+                st.trims.push((r, marks, now));
+            }
+        }
     }
 
     /// Rows of the regions marked at open that no write touched since and that were not

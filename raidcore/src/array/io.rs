@@ -953,8 +953,11 @@ impl Array {
             return Ok(0);
         }
         self.mark_dirty()?;
-        let _inflight =
-            self.begin_write(self.rows_of(first * unit_bytes, (end - first) * unit_bytes))?;
+        let rows = self.rows_of(first * unit_bytes, (end - first) * unit_bytes);
+        let _inflight = self.begin_trim(rows.clone())?;
+        // Regions this trim may return to empty (data map), and the runs of units it zeroed.
+        let begun = self.bitmap_trim_begin(&rows);
+        let mut zeroed: Vec<Range<u64>> = Vec::new();
         let mut done = 0;
         for unit in first..end {
             let _g = self.locks.write(self.unit_rows(unit));
@@ -1002,8 +1005,33 @@ impl Array {
                 self.rewrote_rows(unit..unit + 1);
             }
             done += unit_bytes;
+            match zeroed.last_mut() {
+                Some(z) if z.end == unit => z.end = unit + 1,
+                _ => zeroed.push(unit..unit + 1),
+            }
+        }
+        if !begun.is_empty() {
+            let zeroed_rows: Vec<Range<u64>> = zeroed.iter().map(|u| self.rows_zeroed(u)).collect();
+            self.bitmap_trimmed(&begun, &zeroed_rows);
         }
         Ok(done)
+    }
+
+    /// The member rows every cell of which belongs to the units `units` (a mirror chunk may
+    /// share its first and last rows with the chunks beside it).
+    fn rows_zeroed(&self, units: &Range<u64>) -> Range<u64> {
+        let mut rows = self.unit_rows(units.start).start..self.unit_rows(units.end - 1).end;
+        if units.start > 0 {
+            rows.start = rows.start.max(self.unit_rows(units.start - 1).end);
+        }
+        let total = match self.layout.redundancy() {
+            Redundancy::Parity { .. } => self.data_rows,
+            Redundancy::Mirror { .. } => self.layout.logical_chunks(self.data_rows),
+        };
+        if units.end < total {
+            rows.end = rows.end.min(self.unit_rows(units.end).start);
+        }
+        rows.start..rows.end.max(rows.start)
     }
 
     /// Every (slot, row) cell of a row (parity levels) or of a logical chunk (mirror levels).

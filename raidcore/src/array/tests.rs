@@ -2185,3 +2185,103 @@ fn a_block_rolled_back_to_an_older_write_is_never_taken_for_a_pending_one() {
         assert!(scrubbed.problems.is_empty(), "{:?}", scrubbed.problems);
     }
 }
+
+/// A trim that zeroes every row of a data-map region returns it to empty once a flush that
+/// began after the trim completes, and a rebuild then skips it (the new member reads zeros
+/// there); a region written after such a trim, or trimmed only in part, keeps holding data.
+#[test]
+fn a_region_trimmed_whole_is_empty_after_a_flush_unless_written_since() {
+    use std::ops::Range;
+    for (level, n) in [(Level::Raid5, 4), (Level::Raid10, 3), (Level::Raid6, 4)] {
+        let (a, _) = make(&params(level, n, 4096), 200 << 20);
+        let per = a.bitmap_region_rows().unwrap();
+        assert!(a.rows() > 2 * per, "{level:?}: three regions");
+        let l = a.layout().clone();
+        // Logical bytes whose every cell lies in rows [r0, r1), rounded inwards to whole units.
+        let bytes_of = |rows: Range<u64>| -> Range<u64> {
+            let c = l.chunk();
+            match l.redundancy() {
+                Redundancy::Parity { .. } => {
+                    let rb = c * l.data_per_row() as u64;
+                    rows.start * rb..rows.end * rb
+                }
+                Redundancy::Mirror { copies } => {
+                    let cells = |r: u64| r * n as u64;
+                    cells(rows.start).div_ceil(copies as u64) * c
+                        ..cells(rows.end) / copies as u64 * c
+                }
+            }
+        };
+        let region = |r: u64| bytes_of(r * per..(r + 1) * per);
+        // The bytes a trim of `range` zeroes: its whole units.
+        let unit = match l.redundancy() {
+            Redundancy::Parity { .. } => l.chunk() * l.data_per_row() as u64,
+            Redundancy::Mirror { .. } => l.chunk(),
+        };
+        let unit_round = |r: Range<u64>| r.start.div_ceil(unit) * unit..r.end / unit * unit;
+        let mut model = vec![0u8; a.size() as usize];
+        let w = |a: &Array, model: &mut Vec<u8>, off: u64, len: usize, seed: u8| {
+            let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(7) ^ seed).collect();
+            a.write(&data, off).unwrap();
+            model[off as usize..off as usize + len].copy_from_slice(&data);
+        };
+        let holding = |a: &Array| a.data_map_usage().unwrap().0;
+        let one = holding_of(&a, per);
+        w(&a, &mut model, region(0).start + 4096, 1 << 20, 1);
+        w(&a, &mut model, region(1).start + 8192, 1 << 20, 2);
+        a.flush().unwrap();
+        assert_eq!(holding(&a), 2 * one, "{level:?}");
+        // Region 1 trimmed whole (with a margin into its neighbours: mirror chunks share rows).
+        let r1 = region(1);
+        let trim = r1.start - 4096..r1.end + 4096;
+        assert!(a.trim(trim.start, trim.end - trim.start).unwrap() > 0);
+        let zeroed = unit_round(trim.clone());
+        model[zeroed.start as usize..zeroed.end as usize].fill(0);
+        assert_eq!(holding(&a), 2 * one, "{level:?}: not before a flush");
+        a.flush().unwrap();
+        assert_eq!(holding(&a), one, "{level:?}: empty after the flush");
+        // Trimmed again, then written before the flush: it holds data.
+        w(&a, &mut model, r1.start + 8192, 1 << 20, 3);
+        a.flush().unwrap();
+        assert_eq!(holding(&a), 2 * one, "{level:?}");
+        a.trim(trim.start, trim.end - trim.start).unwrap();
+        model[zeroed.start as usize..zeroed.end as usize].fill(0);
+        w(&a, &mut model, r1.start + 3 * 4096, 4096, 4);
+        a.flush().unwrap();
+        a.flush().unwrap();
+        assert_eq!(holding(&a), 2 * one, "{level:?}: written after the trim");
+        // Region 2 trimmed in part only: it keeps its bit.
+        let r2 = region(2);
+        w(&a, &mut model, r2.start, 1 << 20, 5);
+        a.trim(r2.start, (r2.end - r2.start) / 2).unwrap();
+        let z = unit_round(r2.start..r2.start + (r2.end - r2.start) / 2);
+        model[z.start as usize..z.end as usize].fill(0);
+        a.flush().unwrap();
+        assert_eq!(holding(&a), 3 * one, "{level:?}: partly trimmed");
+        // Region 1 trimmed whole again: after a rebuild every byte reads as the model says.
+        a.trim(trim.start, trim.end - trim.start).unwrap();
+        model[zeroed.start as usize..zeroed.end as usize].fill(0);
+        a.flush().unwrap();
+        assert_eq!(holding(&a), 2 * one, "{level:?}");
+        a.fail(&MemberRef::Slot(1)).unwrap();
+        a.add(
+            mem(200 << 20, "new"),
+            std::path::Path::new("new"),
+            None,
+            true,
+        )
+        .unwrap();
+        let reports = rebuild_all(&a);
+        assert!(
+            reports.iter().map(|r| r.empty_rows).sum::<u64>() >= per,
+            "{level:?}"
+        );
+        assert!(read_all(&a) == model, "{level:?} after the rebuild");
+        assert_consistent(&a);
+    }
+}
+
+/// Bytes of the array in one data-map region (whole regions, not the last).
+fn holding_of(a: &Array, per: u64) -> u64 {
+    a.layout().logical_chunks(per) * a.layout().chunk()
+}
