@@ -746,7 +746,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__scrub)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --repair --max-rate --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --repair --max-rate --include-empty --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -286,6 +286,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l member-timeout
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l max-rate -d 'Read at most this many bytes per second' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row. Also keeps the named half of a split brain (members each assembled without the other): the other half\'s own writes are lost when it is added back'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l repair -d 'Rewrite what is wrong where the right content can be decided'
+complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l include-empty -d 'Also check the regions never written since create (or trimmed whole), which a scrub skips: they should hold zeros on every member, and this finds rot there'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -l json -d 'Print JSON'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand scrub" -s V -l version -d 'Print version'

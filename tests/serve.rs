@@ -913,7 +913,10 @@ fn a_discard_of_a_whole_region_makes_the_rebuild_skip_it() {
         let o = cmd("qemu-io", &args);
         let text =
             String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-        assert!(!text.contains("failed") && !text.contains("error"), "{text}");
+        assert!(
+            !text.contains("failed") && !text.contains("error"),
+            "{text}"
+        );
     };
     io(&[
         format!("write -P 0x11 {} 1M", 4096),
@@ -927,20 +930,43 @@ fn a_discard_of_a_whole_region_makes_the_rebuild_skip_it() {
         "flush".into(),
     ]);
     srv.stop();
-    assert_eq!(holding(), 2 * region, "regions 0 and 2 hold data, region 1 is empty");
+    assert_eq!(
+        holding(),
+        2 * region,
+        "regions 0 and 2 hold data, region 1 is empty"
+    );
     raidctl(["fail", &ms[0], &ms[1]]).ok();
     let r = raidctl(["add", &ms[0], &ms[4]]).ok();
-    assert!(r.stderr.contains("never written since create"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("never written since create"),
+        "{}",
+        r.stderr
+    );
     let allocated = {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(&ms[4]).unwrap().blocks() * 512
     };
     // Regions 0 and 2 of the member (64 MiB each) and its metadata.
-    assert!(allocated <= (2 * 64 + 40) << 20, "{allocated} bytes allocated");
+    assert!(
+        allocated <= (2 * 64 + 40) << 20,
+        "{allocated} bytes allocated"
+    );
     let a = Path::new(&ms[0]);
-    assert!(read_at(a, 4096, 1 << 20).ok().stdout.iter().all(|&b| b == 0x11));
-    assert!(read_at(a, region + 65536, 1 << 20).ok().stdout.iter().all(|&b| b == 0));
-    assert!(read_at(a, 2 * region + 65536, 1 << 20).ok().stdout.iter().all(|&b| b == 0));
+    assert!(read_at(a, 4096, 1 << 20)
+        .ok()
+        .stdout
+        .iter()
+        .all(|&b| b == 0x11));
+    assert!(read_at(a, region + 65536, 1 << 20)
+        .ok()
+        .stdout
+        .iter()
+        .all(|&b| b == 0));
+    assert!(read_at(a, 2 * region + 65536, 1 << 20)
+        .ok()
+        .stdout
+        .iter()
+        .all(|&b| b == 0));
     let rep = raidctl(["scrub", "--json", &ms[0]]).ok().json();
     assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
 }

@@ -544,10 +544,38 @@ impl Superblock {
             ));
         }
         // Every feature record this version knows, checked before anything uses it.
-        crate::array::bitmap::BitmapGeometry::parse(self)?;
-        crate::array::journal::JournalGeometry::parse(self)?;
-        crate::array::csum::CsumGeometry::parse(self)?;
+        for f in FEATURES {
+            if let Some(tag) = f.tag {
+                let n = self.extensions.iter().filter(|e| e.tag == tag).count();
+                if n > 1 {
+                    return corrupt(format!("{n} {} records (extension tag {tag})", f.name));
+                }
+            }
+        }
+        let bitmap = crate::array::bitmap::BitmapGeometry::parse(self)?;
+        let journal = crate::array::journal::JournalGeometry::parse(self)?;
+        let csum = crate::array::csum::CsumGeometry::parse(self)?;
         crate::array::badblocks::BadBlocks::load(self)?;
+        // The metadata areas never overlap (a forged record could point one into another).
+        let mut areas: Vec<(&str, u64, u64)> = Vec::new();
+        if let Some(g) = bitmap {
+            areas.push(("write-intent bitmap and data map", g.offset, g.end()));
+        }
+        if let Some(g) = journal {
+            areas.push(("write-hole journal", g.offset, g.offset + g.bytes));
+        }
+        if let Some(g) = csum {
+            areas.push(("checksum area", g.offset, g.end()));
+        }
+        areas.sort_by_key(|a| a.1);
+        for w in areas.windows(2) {
+            if w[0].2 > w[1].1 {
+                return corrupt(format!(
+                    "the {} (ending at {}) overlaps the {} (from {})",
+                    w[0].0, w[0].2, w[1].0, w[1].1
+                ));
+            }
+        }
         Ok(layout)
     }
 

@@ -265,7 +265,12 @@ impl Daemon {
             }
             Some("scrub") => {
                 let repair = req["repair"].as_bool().unwrap_or(false);
-                crate::cmd::scrub::scrub_json(a, repair, req["max_rate"].as_u64())
+                crate::cmd::scrub::scrub_json(
+                    a,
+                    repair,
+                    req["max_rate"].as_u64(),
+                    req["include_empty"].as_bool().unwrap_or(false),
+                )
             }
             Some("wear") => {
                 let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);

@@ -109,6 +109,12 @@ impl BitmapGeometry {
     /// crafted record is refused, never trusted).
     pub fn parse(sb: &Superblock) -> crate::error::Result<Option<BitmapGeometry>> {
         let data_map = sb.incompat_features & FEATURE_DATA_MAP != 0;
+        if !data_map && sb.extensions.iter().any(|e| e.tag == DATA_MAP_TAG) {
+            crate::bail!(
+                Corrupt,
+                "a data map record (extension tag {DATA_MAP_TAG}) without incompat bit {FEATURE_DATA_MAP}"
+            );
+        }
         if sb.compat_features & FEATURE_BITMAP == 0 {
             if data_map {
                 crate::bail!(
@@ -423,13 +429,9 @@ impl Array {
     }
 
     /// Makes the bits of every region touching `rows` durable before those rows change, and
-    /// counts a write in flight there until the returned hold is dropped.
-    pub(crate) fn bitmap_mark(&self, rows: Range<u64>) -> Result<Option<BitmapHold<'_>>> {
-        self.bitmap_mark_as(rows, true)
-    }
-
-    /// As [`Array::bitmap_mark`]; `data` false for changes that leave zeros where there were
-    /// zeros (a trim, a resync), which need the write-intent bits but not the data map's.
+    /// counts a write in flight there until the returned hold is dropped. `data` false for
+    /// changes that leave zeros where there were zeros (a trim, a forced assembly's resync
+    /// marks): they need the write-intent bits but not the data map's.
     pub(crate) fn bitmap_mark_as(
         &self,
         rows: Range<u64>,

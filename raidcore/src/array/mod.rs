@@ -391,13 +391,35 @@ impl Array {
             // (With the data map's bits after the bitmap's: one read.)
             let mut bits = vec![0u8; (geo.end() - geo.offset) as usize];
             let mut buf = crate::buf::AlignedBuf::zeroed(bits.len());
+            let mut unread = false;
             for s in &slots {
                 if let Some(d) = s.usable() {
-                    if d.member.read_at(&mut buf, geo.offset).is_ok() {
-                        for (b, x) in bits.iter_mut().zip(buf.iter()) {
-                            *b |= x;
+                    match d.member.read_at(&mut buf, geo.offset) {
+                        Ok(()) => {
+                            for (b, x) in bits.iter_mut().zip(buf.iter()) {
+                                *b |= x;
+                            }
+                        }
+                        Err(e) => {
+                            d.read_errors.fetch_add(1, Ordering::Relaxed);
+                            d.note_error(format!("reading the write-intent bitmap: {e}"));
+                            unread = true;
                         }
                     }
+                }
+            }
+            if unread {
+                // A member's bits are unknown, and any of them may be set only there: every
+                // region counts as holding data (a needless full rebuild, never a region
+                // skipped that holds data) and, after an unclean stop, as marked (a full
+                // resync). They are written so at the next bitmap write, over what that
+                // member held.
+                let half = geo.bytes as usize;
+                if geo.data_map {
+                    bits[half..].fill(0xff);
+                }
+                if !sb.clean {
+                    bits[..half].fill(0xff);
                 }
             }
             bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits)

@@ -940,7 +940,7 @@ fn a_marked_region_is_set_on_every_member_while_clears_and_other_marks_race() {
                     let mut rng = Rng(t + 1);
                     for _ in 0..100 {
                         let r = rng.below(regions);
-                        let hold = a.bitmap_mark(r * region..r * region + 1).unwrap();
+                        let hold = a.bitmap_mark_as(r * region..r * region + 1, true).unwrap();
                         // While the hold lives, no clear (nor a clear's write that began
                         // before the mark) may take the bit off a member.
                         std::thread::sleep(std::time::Duration::from_millis(3));
@@ -2284,4 +2284,94 @@ fn a_region_trimmed_whole_is_empty_after_a_flush_unless_written_since() {
 /// Bytes of the array in one data-map region (whole regions, not the last).
 fn holding_of(a: &Array, per: u64) -> u64 {
     a.layout().logical_chunks(per) * a.layout().chunk()
+}
+
+/// An unreadable bitmap block at open (outside attack on the data map): the members' bits
+/// were skipped and the map came up empty, so the next rebuild gave the new member zeros where
+/// the data was, reads returned them with exit 0 and the empty map was written over the good
+/// one. Every region now counts as holding data when any member's bits cannot be read.
+#[test]
+fn an_unreadable_data_map_makes_every_region_hold_data_never_none() {
+    use crate::sim::member::SimMember;
+    let (store, a, _) = killable(Level::Raid5, 3);
+    let data: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    a.write(&data, 8192).unwrap();
+    let geo = bitmap::BitmapGeometry::from_superblock(&a.superblock()).unwrap();
+    assert!(geo.data_map);
+    a.close().unwrap();
+    for i in 0..3 {
+        let m = store
+            .get(std::path::Path::new(&format!("/d/m{i}")))
+            .unwrap();
+        let mut f = m.faults();
+        f.bad_reads = vec![geo.offset..geo.end()];
+        m.set_faults(f);
+    }
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+    let (holding, size) = b.data_map_usage().unwrap();
+    assert_eq!(
+        holding, size,
+        "every region holds data when the map cannot be read"
+    );
+    for i in 0..3 {
+        let m: Arc<SimMember> = store
+            .get(std::path::Path::new(&format!("/d/m{i}")))
+            .unwrap();
+        m.set_faults(Default::default());
+    }
+    b.fail(&MemberRef::Slot(1)).unwrap();
+    let new = Arc::new(SimMember::new(
+        "/d/new",
+        vec![0x77; 8 << 20],
+        Arc::new(std::sync::atomic::AtomicBool::new(true)),
+    ));
+    b.add(new, std::path::Path::new("/d/new"), None, true)
+        .unwrap();
+    let reports = rebuild_all(&b);
+    assert_eq!(reports.iter().map(|r| r.empty_rows).sum::<u64>(), 0);
+    let mut got = vec![0u8; data.len()];
+    b.read(&mut got, 8192).unwrap();
+    assert!(got == data, "read back after the rebuild");
+}
+
+/// Forged data map records (outside attack): a record without its incompat bit was ignored,
+/// a second record after the right one was never looked at, and nothing stopped one metadata
+/// area from lying over another. Each is refused as corrupt now.
+#[test]
+fn forged_data_map_records_and_overlapping_areas_are_refused() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 8 << 20);
+    let sb = a.superblock();
+    assert!(sb.validate().is_ok());
+    let refused = |sb: &Superblock, why: &str| {
+        let e = sb.validate().expect_err(why).to_string();
+        assert!(e.contains(why), "{e}");
+    };
+    let mut no_bit = sb.clone();
+    no_bit.incompat_features &= !bitmap::FEATURE_DATA_MAP;
+    refused(&no_bit, "without incompat bit");
+    let mut two = sb.clone();
+    let rec = sb
+        .extensions
+        .iter()
+        .find(|e| e.tag == bitmap::DATA_MAP_TAG)
+        .unwrap()
+        .clone();
+    let mut other = rec.clone();
+    other.data[0] ^= 0x10;
+    two.extensions.push(other);
+    refused(&two, "2 data map records");
+    let mut over = sb.clone();
+    let bm = bitmap::BitmapGeometry::from_superblock(&sb).unwrap();
+    let mut cs = csum::CsumGeometry::from_superblock(&sb).unwrap();
+    cs.offset = bm.offset + bm.bytes; // onto the data map
+    for e in over.extensions.iter_mut() {
+        if e.tag == csum::CSUM_TAG {
+            *e = cs.to_extension();
+        }
+    }
+    refused(&over, "overlaps");
 }

@@ -116,6 +116,10 @@ pub struct ScrubOptions {
     pub max_rate: Option<u64>,
     /// When set, the run stops at the next batch (its checkpoint recorded).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Check the regions the data map shows empty too (skipped otherwise: they hold zeros on
+    /// every member unless something rotted there, which no read of the array's data would
+    /// notice without checksums).
+    pub include_empty: bool,
 }
 
 /// Checks (and per `mode` repairs) every row in `ranges`. `progress(rows done, rows total)`.
@@ -128,7 +132,7 @@ pub fn run(
 ) -> Result<ScrubReport> {
     let opts = ScrubOptions {
         max_rate,
-        stop: None,
+        ..Default::default()
     };
     let _job = array.job_slot();
     let mut rep = ScrubReport::default();
@@ -217,14 +221,22 @@ pub fn scrub_array(
     // Run by run of rows holding data: the regions the data map shows empty hold zeros on
     // every member (nothing to check; their table entries say zeros).
     while next < rows && !rep.stopped && r.is_ok() {
-        let empty = array.empty_rows_from(next, rows - next);
+        let empty = if opts.include_empty {
+            next
+        } else {
+            array.empty_rows_from(next, rows - next)
+        };
         if empty > next {
             rep.empty_rows += empty - next;
             next = empty;
             progress(next, rows);
             continue;
         }
-        let end = array.data_rows_from(next, rows - next);
+        let end = if opts.include_empty {
+            rows
+        } else {
+            array.data_rows_from(next, rows - next)
+        };
         r = run_rows(
             array,
             next..end,
@@ -1994,7 +2006,12 @@ fn check_parity_row(
                             i,
                             cell_kind(i, d, false),
                             false,
-                            "its checksum page is damaged, as are others of this row, and the row's parity disagrees with them: which is wrong cannot be told".into(),
+                            if array.has_checksums() {
+                                "its checksum page is damaged, as are others of this row, and the row's parity disagrees with them: which is wrong cannot be told"
+                            } else {
+                                "the row's parity disagrees with its data and, without checksums, which block is wrong cannot be told"
+                            }
+                            .into(),
                         ),
                     );
                 }

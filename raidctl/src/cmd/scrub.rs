@@ -25,13 +25,22 @@ pub struct ScrubArgs {
     /// Read at most this many bytes per second
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub max_rate: Option<u64>,
+    /// Also check the regions never written since create (or trimmed whole), which a scrub
+    /// skips: they should hold zeros on every member, and this finds rot there
+    #[arg(long)]
+    pub include_empty: bool,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
 }
 
 /// Runs a full scrub (resuming an interrupted one) and returns its report as JSON.
-pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<Value> {
+pub fn scrub_json(
+    array: &Array,
+    repair: bool,
+    max_rate: Option<u64>,
+    include_empty: bool,
+) -> Result<Value> {
     let mut bar = crate::progress::Progress::new("scrub", false);
     // Progress in bytes read from the members, so the rate is the scrub's read rate.
     let per_row = array.layout().chunk() * array.layout().members() as u64;
@@ -41,6 +50,7 @@ pub fn scrub_json(array: &Array, repair: bool, max_rate: Option<u64>) -> Result<
         &scrub::ScrubOptions {
             max_rate,
             stop: None,
+            include_empty,
         },
         &mut |d, t| bar.update(d * per_row, t * per_row, None),
     )?;
@@ -66,12 +76,12 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
         Some(_) if !a.drill.inject.is_empty() => return Err(crate::inject::served_error()),
         Some(c) => crate::control::call(
             c,
-            json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate}),
+            json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate, "include_empty": a.include_empty}),
         )?,
         None => {
             // The drill lives as long as the array: its watchdog and its end-of-run report.
             let (_drill, array) = a.drill.assemble(&a.array, true)?;
-            let r = scrub_json(&array, a.repair, a.max_rate)?;
+            let r = scrub_json(&array, a.repair, a.max_rate, a.include_empty)?;
             array.close()?;
             r
         }
