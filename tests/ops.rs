@@ -125,6 +125,7 @@ fn status_exit_codes_follow_health() {
 fn status_and_wear_answer_during_an_offline_scrub() {
     let dir = tempdir();
     let m = members_created(dir.path(), "5", 4, "64M");
+    fill(&m[0], dir.path());
     let mut scrub = Bg::start(&["scrub", "--max-rate", "4M", &m[0]]);
     // Once the scrub holds the members' locks, status names it, and a fail is refused,
     // naming it too.
@@ -157,6 +158,7 @@ fn status_and_wear_answer_during_an_offline_scrub() {
 fn an_interrupted_rebuild_shows_as_interrupted() {
     let dir = tempdir();
     let m = members_created(dir.path(), "5", 3, "64M");
+    fill(&m[0], dir.path());
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
     raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
     let mut job = Bg::start(&["rebuild", "--max-rate", "2M", &m[0]]);

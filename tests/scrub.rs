@@ -228,6 +228,7 @@ fn an_interrupted_scrub_resumes_from_its_checkpoint() {
     args.extend(["--size".into(), "80M".into()]);
     args.extend(strs(&ms));
     raidctl(&args).ok();
+    fill(&ms[0].display().to_string(), dir.path());
     // A slow scrub (rate-limited), killed after its first checkpoint is recorded.
     let mut child = std::process::Command::new(BIN)
         .args(["scrub", "--max-rate", "4M", &ms[0].display().to_string()])

@@ -459,6 +459,7 @@ fn file_system_on_nbdfuse_survives_online_fail_and_rebuild() {
 fn reads_during_a_rate_limited_rebuild_are_answered_and_a_scrub_waits_its_turn() {
     let dir = tempdir();
     let ms = members_created_with(dir.path(), "5", 4, "16M", &["--chunk", "4K"]);
+    fill(&ms[0], dir.path());
     let spare = dir.path().join("spare");
     sparse_file(&spare, 16 << 20);
     let spare = spare.display().to_string();
@@ -852,6 +853,7 @@ fn serve_notifies_systemd_ready_and_stopping() {
 fn replace_max_rate_reaches_the_serving_daemon() {
     let dir = tempdir();
     let ms = members_created(dir.path(), "5", 3, "16M");
+    fill(&ms[0], dir.path());
     let sock = dir.path().join("nbd.sock");
     let mut srv = Server::start(&ms[0], &sock);
     let new = dir.path().join("new");

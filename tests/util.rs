@@ -330,6 +330,16 @@ pub fn members_created_with(
     ms
 }
 
+/// Writes a pattern over the whole array of `member`: every data-map region then holds data,
+/// so rebuilds and scrubs read every row (what tests of long or interrupted jobs need; on an
+/// array holding nothing they finish at once).
+pub fn fill(member: &str, dir: &Path) {
+    let size = status_run(["status", "--json", member]).json()["size_bytes"]
+        .as_u64()
+        .unwrap();
+    write_at(Path::new(member), 0, &pattern("fill", size as usize), dir);
+}
+
 /// Bad data blocks over every member, from `status --json`.
 pub fn listed_bad_blocks(status: &serde_json::Value) -> u64 {
     status["members"]

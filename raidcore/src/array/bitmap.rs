@@ -457,23 +457,20 @@ impl Array {
             bm,
             regions: first..=last,
         };
-        // The write-intent bits and the data map's: every bit this write needs.
-        let needed: Vec<(usize, u8)> = (first..=last)
-            .flat_map(|r| {
+        // The write-intent bits and the data map's: every bit this write needs (no allocation:
+        // this runs on every write).
+        let needed = || {
+            (first..=last).flat_map(move |r| {
                 std::iter::once(((r / 8) as usize, 1u8 << (r % 8)))
                     .chain(bm.map_bit(r).filter(|_| data))
             })
-            .collect();
-        for &(byte, bit) in &needed {
+        };
+        for (byte, bit) in needed() {
             st.bits[byte] |= bit;
         }
         // Until every bit of these regions is durable: written by this writer, or by a write
         // that began after another writer set them (the group).
-        let durable = |st: &State| {
-            needed
-                .iter()
-                .all(|&(byte, bit)| st.durable[byte] & bit != 0)
-        };
+        let durable = |st: &State| needed().all(|(byte, bit)| st.durable[byte] & bit != 0);
         while !durable(&st) {
             let (g, r) = self.commit_bitmap(bm, st, true);
             st = g;
@@ -582,7 +579,7 @@ impl Array {
         };
         let _st = bm.state.lock().expect("bitmap lock");
         (rows.start.div_ceil(bm.geo.region_rows)..bm.activity.len() as u64)
-            .filter(|&r| self.region_rows(bm, r).end <= rows.end)
+            .take_while(|&r| self.region_rows(bm, r).end <= rows.end)
             .filter_map(|r| {
                 let a = &bm.activity[r as usize];
                 // The trim's own write is the one in flight.
