@@ -379,7 +379,7 @@ fn rebuild_pass(
     // Rate-limited, one batch at a time: the pause between batches holds no rows.
     let one_at_a_time = pass.rate.limited();
     std::thread::scope(|scope| -> Result<()> {
-        let mut inflight: Option<(Writer<'_>, u64, u64, RowGuard<'_>, Damage)> = None;
+        let mut inflight: Option<InFlight<'_, '_>> = None;
         while r0 < rows {
             if !pass.targets_alive() {
                 crate::bail!(Io, "a rebuild target failed; see status");
@@ -393,13 +393,7 @@ fn rebuild_pass(
             }
             if array.empty_rows_from(r0, 1) > r0 {
                 // The batch in flight first: checkpoints move in row order.
-                if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
-                    let (bufs, written) = h.join().expect("writer thread");
-                    spare_outs = Some(bufs);
-                    poison(array, &pass.targets, prev_r0, &prev_damage);
-                    pass.advance(prev_r1, written?, progress)?;
-                    drop(prev_guard);
-                }
+                land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
                 let end = pass.skip_empty(r0, owner, progress)?;
                 if end > r0 {
                     r0 = end;
@@ -420,13 +414,7 @@ fn rebuild_pass(
             )?;
             pass.report.checksum_repaired += damage.repaired;
             pass.report.unrecoverable_blocks += damage.poisoned.len() as u64;
-            if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
-                let (bufs, written) = h.join().expect("writer thread");
-                spare_outs = Some(bufs);
-                poison(array, &pass.targets, prev_r0, &prev_damage);
-                pass.advance(prev_r1, written?, progress)?;
-                drop(prev_guard);
-            }
+            land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
             let mine = std::mem::replace(&mut outs, spare_outs.take().expect("two buffer sets"));
             let targets = pass.targets.clone();
             let write = move || {
@@ -455,22 +443,11 @@ fn rebuild_pass(
             inflight = Some((writer, r0, r1, guard, damage));
             r0 = r1;
             if one_at_a_time {
-                let (h, prev_r0, prev_r1, prev_guard, prev_damage) =
-                    inflight.take().expect("just set");
-                let (bufs, written) = h.join().expect("writer thread");
-                spare_outs = Some(bufs);
-                poison(array, &pass.targets, prev_r0, &prev_damage);
-                pass.advance(prev_r1, written?, progress)?;
-                drop(prev_guard);
+                land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
                 pass.rate.pause();
             }
         }
-        if let Some((h, prev_r0, prev_r1, prev_guard, prev_damage)) = inflight.take() {
-            let (_, written) = h.join().expect("writer thread");
-            poison(array, &pass.targets, prev_r0, &prev_damage);
-            pass.advance(prev_r1, written?, progress)?;
-            drop(prev_guard);
-        }
+        land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
         Ok(())
     })?;
     if r0 < rows {
@@ -480,6 +457,29 @@ fn rebuild_pass(
         return Ok(pass.report);
     }
     pass.finish()
+}
+
+/// A batch whose target write is in flight: the writer, its rows, their locks, what it found.
+type InFlight<'s, 'a> = (Writer<'s>, u64, u64, RowGuard<'a>, Damage);
+
+/// Lands the batch in flight, if any: joins its write (its buffers come back to `spare`),
+/// marks what it could not rebuild, moves the checkpoints past it and only then unlocks its
+/// rows.
+fn land(
+    batch: Option<InFlight<'_, '_>>,
+    spare: &mut Option<Vec<AlignedBuf>>,
+    pass: &mut Pass<'_>,
+    progress: &mut ProgressFn<'_>,
+) -> Result<()> {
+    let Some((h, r0, r1, guard, damage)) = batch else {
+        return Ok(());
+    };
+    let (bufs, written) = h.join().expect("writer thread");
+    *spare = Some(bufs);
+    poison(pass.array, &pass.targets, r0, &damage);
+    pass.advance(r1, written?, progress)?;
+    drop(guard);
+    Ok(())
 }
 
 /// A target write in flight (or done, in the simulator): gives back its buffers and the bytes
