@@ -2,7 +2,7 @@
 //! to the tolerated number of members removed it still does and writes still work; one more
 //! removed gives a clear error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
@@ -228,4 +228,28 @@ fn stdin_write_and_stdout_read_roundtrip() {
         .map(|m| m["bytes_written_by_kind"]["data"].as_u64().unwrap())
         .sum();
     assert!(total >= data.len() as u64);
+}
+
+/// RAID0 without checksums has nothing to resync or rebuild: it gets no write-intent bitmap
+/// (whose first write into each 64 MiB region flushes every member) and no data map; with
+/// checksums it keeps both (a resync recomputes the entries of marked regions).
+#[test]
+fn raid0_without_checksums_carries_no_bitmap() {
+    let dir = tempdir();
+    let plain = members_created_with(dir.path(), "0", 3, "64M", &["--no-checksums"]);
+    let areas = &raidctl(["examine", "--json", &plain[0]]).ok().json()["areas"];
+    assert!(
+        areas["bitmap"].is_null() && areas["data_map"].is_null(),
+        "{areas}"
+    );
+    let data = pattern("r0", 3 << 20);
+    write_at(Path::new(&plain[0]), 4096, &data, dir.path());
+    assert!(read_at(Path::new(&plain[0]), 4096, data.len()).ok().stdout == data);
+    let dir2 = tempdir();
+    let summed = members_created(dir2.path(), "0", 3, "64M");
+    let areas = &raidctl(["examine", "--json", &summed[0]]).ok().json()["areas"];
+    assert!(
+        areas["bitmap"].is_object() && areas["data_map"].is_object(),
+        "{areas}"
+    );
 }

@@ -222,8 +222,16 @@ impl Array {
             extensions: Vec::new(),
         };
         let mut meta_end = format::METADATA_OFFSET;
-        if let Some(geo) =
-            super::bitmap::BitmapGeometry::plan(sb.data_rows, layout.chunk(), sb.metadata_bytes)
+        // RAID0 without checksums has nothing a resync could do (no redundancy, no entries) and
+        // nothing to rebuild: no bitmap (its first write into each region costs a bitmap write
+        // and a flush of every member) and so no data map.
+        let resync_has_work =
+            layout.level() != crate::layout::Level::Raid0 || spec.checksums.is_some();
+        if let Some(geo) = resync_has_work
+            .then(|| {
+                super::bitmap::BitmapGeometry::plan(sb.data_rows, layout.chunk(), sb.metadata_bytes)
+            })
+            .flatten()
         {
             sb.compat_features |= super::bitmap::FEATURE_BITMAP;
             sb.extensions.push(geo.to_extension());
