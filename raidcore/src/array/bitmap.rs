@@ -267,7 +267,15 @@ impl Drop for BitmapHold<'_> {
 }
 
 impl Bitmap {
-    pub(crate) fn new(geo: BitmapGeometry, regions: u64, bits: Vec<u8>) -> Bitmap {
+    /// `bits` as the engine starts with them; `durable` those known on every member (the
+    /// bits as read, or fewer: a bit set here but not there is written before any write
+    /// relies on it).
+    pub(crate) fn new(
+        geo: BitmapGeometry,
+        regions: u64,
+        bits: Vec<u8>,
+        durable: Vec<u8>,
+    ) -> Bitmap {
         let set = |r: u64| {
             bits.get((r / 8) as usize)
                 .is_some_and(|b| b & (1 << (r % 8)) != 0)
@@ -281,7 +289,7 @@ impl Bitmap {
         Bitmap {
             geo,
             state: Mutex::new(State {
-                durable: bits.clone(),
+                durable,
                 bits,
                 writing: false,
                 trims: Vec::new(),

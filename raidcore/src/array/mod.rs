@@ -408,12 +408,19 @@ impl Array {
                     }
                 }
             }
+            // Known on every member: at most what was read from all of them.
+            let durable = if unread {
+                vec![0u8; bits.len()]
+            } else {
+                bits.clone()
+            };
             if unread {
                 // A member's bits are unknown, and any of them may be set only there: every
                 // region counts as holding data (a needless full rebuild, never a region
                 // skipped that holds data) and, after an unclean stop, as marked (a full
-                // resync). They are written so at the next bitmap write, over what that
-                // member held.
+                // resync). None counts as durable, so the first write writes them all to
+                // every member before its data: a crash after it cannot find a region it
+                // wrote empty on members whose bits read fine.
                 let half = geo.bytes as usize;
                 if geo.data_map {
                     bits[half..].fill(0xff);
@@ -422,7 +429,7 @@ impl Array {
                     bits[..half].fill(0xff);
                 }
             }
-            bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits)
+            bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits, durable)
         });
         let array = Array {
             data_offset: sb.data_offset,
