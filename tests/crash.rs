@@ -34,18 +34,7 @@ fn trials(level: &str, n: usize, count: usize) -> usize {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let offset = (4 << 20) + (x >> 40) % (8 << 20);
-        let mut w = Command::new(BIN)
-            .args([
-                "write",
-                &ms[0],
-                "--offset",
-                &offset.to_string(),
-                "--input",
-                &big.display().to_string(),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut w = spawn_write(&ms[0], offset, &big);
         std::thread::sleep(Duration::from_millis((x >> 20) % 40));
         let _ = w.kill();
         let _ = w.wait();

@@ -895,7 +895,6 @@ fn a_raid10_rebuild_and_replace_write_only_the_regions_written_since_create() {
 /// and scrub finds nothing, in every trial.
 #[test]
 fn a_write_killed_in_regions_never_written_loses_nothing_to_a_rebuild_that_skips_empty_ones() {
-    use std::process::{Command, Stdio};
     let dir = tempdir();
     let d: Vec<String> = (0..4 + 3)
         .map(|i| {
@@ -912,18 +911,7 @@ fn a_write_killed_in_regions_never_written_loses_nothing_to_a_rebuild_that_skips
     for (t, spare) in d[4..].iter().enumerate() {
         // A fresh window each trial, 1 GiB apart: every region it touches was never written.
         let offset = (t as u64 + 1) << 30;
-        let mut w = Command::new(BIN)
-            .args([
-                "write",
-                &members[0],
-                "--offset",
-                &offset.to_string(),
-                "--input",
-                &big.display().to_string(),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut w = spawn_write(&members[0], offset, &big);
         std::thread::sleep(std::time::Duration::from_millis(40 + 60 * t as u64));
         let _ = w.kill();
         let _ = w.wait();

@@ -340,6 +340,23 @@ pub fn fill(member: &str, dir: &Path) {
     write_at(Path::new(member), 0, &pattern("fill", size as usize), dir);
 }
 
+/// Starts `raidctl write MEMBER --offset OFFSET --input INPUT` (its errors discarded), for a
+/// test that kills it mid-way.
+pub fn spawn_write(member: &str, offset: u64, input: &Path) -> Child {
+    Command::new(BIN)
+        .args([
+            "write",
+            member,
+            "--offset",
+            &offset.to_string(),
+            "--input",
+            &input.display().to_string(),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Bad data blocks over every member, from `status --json`.
 pub fn listed_bad_blocks(status: &serde_json::Value) -> u64 {
     status["members"]

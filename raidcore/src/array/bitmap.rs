@@ -315,23 +315,6 @@ impl Bitmap {
             .then(|| ((self.geo.bytes + r / 8) as usize, 1u8 << (r % 8)))
     }
 
-    /// True when some region touching `rows` may hold data (always, without a data map).
-    pub(crate) fn rows_hold_data(&self, rows: &Range<u64>) -> bool {
-        if !self.geo.data_map {
-            return true;
-        }
-        if rows.is_empty() {
-            return false;
-        }
-        let first = rows.start / self.geo.region_rows;
-        let last = (rows.end - 1) / self.geo.region_rows;
-        let st = self.state.lock().expect("bitmap lock");
-        (first..=last).any(|r| {
-            self.map_bit(r)
-                .is_none_or(|(byte, bit)| st.bits.get(byte).is_none_or(|b| b & bit != 0))
-        })
-    }
-
     /// The first region from `r` (below `limit`) that may hold data (`holding`) or that the
     /// data map shows empty (not `holding`), or `limit`. Without a data map every region may
     /// hold data.
@@ -637,9 +620,7 @@ impl Array {
     /// data from the moment it marks them, before it touches a member; a caller that skips
     /// rows on this answer holds their row locks, so no write lands there meanwhile.
     pub fn rows_hold_data(&self, rows: Range<u64>) -> bool {
-        self.bitmap
-            .as_ref()
-            .is_none_or(|bm| bm.rows_hold_data(&rows))
+        !rows.is_empty() && self.empty_rows_from(rows.start, rows.end - rows.start) < rows.end
     }
 
     /// The end of the run of rows from `from`, at most `max` of them, that the data map shows
