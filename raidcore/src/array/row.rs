@@ -312,7 +312,7 @@ impl Array {
     /// those whose entries are unknown (indices, ascending; both empty without checksums).
     /// `count`: count the failing blocks on the device (false when the caller counted them
     /// at an earlier read of the same range).
-    pub(super) fn member_read_blocks(
+    pub(crate) fn member_read_blocks(
         &self,
         slot: usize,
         buf: &mut [u8],

@@ -1779,6 +1779,44 @@ fn a_degraded_raid6_resync_never_blesses_rot() {
     assert_eq!(read_all(&a), model);
 }
 
+/// Simulator seeds 515 and 1175: a RAID5 row with a member missing has no redundancy left to
+/// check its parity. When the resync after an unclean stop finds that parity failing its
+/// entry (rot, or a write the crash cut), the missing member's data of the column could only
+/// be rebuilt from it: before, the parity's entry was marked unknown and reads rebuilt the
+/// missing block from the rot and returned it as data. Now that block is listed as lost
+/// (reads of it fail) and every other block of the row reads right; a write makes it whole.
+#[test]
+fn a_degraded_raid5_resync_never_rebuilds_missing_data_from_rotten_parity() {
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 4 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(11), 60);
+    let row = 9u64;
+    let off = 3 * 4096 * row + 4096; // row 9, data block 1
+    a.write(&[0x5c; 4096], off).unwrap();
+    model[off as usize..][..4096].fill(0x5c);
+    a.flush().unwrap();
+    let (slot, _) = locate_logical(&a, off);
+    let p = a.layout().p_slot(row);
+    a.fail_member(slot, "test").unwrap();
+    flip(&a, p, a.cell_offset(row, 0) + 100);
+    let rep = scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    assert!(rep.listed > 0, "{rep:?}");
+    let mut got = vec![0u8; 4096];
+    match a.read(&mut got, off) {
+        Ok(()) => assert_eq!(got[..], model[off as usize..][..4096], "missing block read"),
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::BadBlock, "{e}"),
+    }
+    assert!(a.read(&mut got, off).is_err(), "the missing block is listed");
+    for o in (0..a.size()).step_by(4096).filter(|&o| o != off) {
+        a.read(&mut got, o).unwrap();
+        assert_eq!(got[..], model[o as usize..][..4096], "block at {o}");
+    }
+    // A write of the listed block makes it readable again.
+    a.write(&[0x77; 4096], off).unwrap();
+    a.read(&mut got, off).unwrap();
+    assert!(got.iter().all(|&x| x == 0x77));
+}
+
 /// Seed 668: where a row's checksum entries are unknown on more members than parity can
 /// rebuild (damaged table pages), a read checks those blocks against the row's parity. RAID5:
 /// rot in one of two unchecked blocks makes the row disagree with P and cannot be located, so

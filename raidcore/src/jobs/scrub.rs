@@ -935,22 +935,26 @@ fn resync_parity_row(
             return Ok(());
         }
         // Degraded past what parity can check (the journal covers these rows): nothing
-        // verifies the blocks present, so nothing is written or recorded from them. A data
-        // block failing its entry (rot, or a write the crash cut before its entry was logged)
-        // is listed as lost (list_undecided): reads of it fail until it is written.
-        // A parity block failing its entry keeps the old way for now: its entry is marked
-        // unknown, and reads rebuild the missing data from it unchecked. (A write the crash
-        // cut there, its parity's entry not logged yet, looks the same as rot; which of the
-        // two is left open: issue 31, the degraded write hole.)
+        // verifies the blocks present, so nothing is written or recorded from them. A block
+        // failing its entry (rot, or a write the crash cut before its entry was logged; read
+        // again first, so a glitch of one read is not taken for either) is undecided
+        // (list_undecided): a data block is listed as lost, and so are the missing members'
+        // data blocks of its column, which could only be rebuilt from the rest of the column
+        // (a failing parity block among it). Reads of them fail until they are written. A
+        // failing parity block's entry is marked unknown, so that writes to the column can
+        // still read it to update it.
         let d = slots.len() - parity;
         for b in (0..cu / B).filter(|_| array.has_checksums()) {
-            if (0..d).any(|i| cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b))) {
+            let failing = |i: usize| {
+                cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b))
+                    && still_failing(array, slots[i], row, (b * B) as u64)
+            };
+            let parity_failing: Vec<usize> = (d..slots.len()).filter(|&i| failing(i)).collect();
+            if (0..d).any(failing) || !parity_failing.is_empty() {
                 rep.undecided.push((row, b, Left::Nothing));
             }
-            for i in d..slots.len() {
-                if cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b)) {
-                    unvouch(array, slots[i], row, (b * B) as u64);
-                }
+            for i in parity_failing {
+                unvouch(array, slots[i], row, (b * B) as u64);
             }
         }
         rep.rows_skipped += 1;
@@ -1545,6 +1549,17 @@ fn resync_degraded_block(
 
 /// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for mirror copies
 /// and parity blocks it keeps but cannot verify, so no entry vouches for them.
+/// Whether block `within` of `slot`'s cell in `row`, found failing its checksum entry in a
+/// batch read, fails it again when read on its own: a transient glitch of the first read
+/// (a bus or controller error) is not taken for rot or a torn write. An unreadable block
+/// counts as failing.
+fn still_failing(array: &Array, slot: usize, row: u64, within: u64) -> bool {
+    let mut buf = AlignedBuf::zeroed(B);
+    array
+        .member_read_blocks(slot, &mut buf, row, within, false)
+        .map_or(true, |(bad, _)| !bad.is_empty())
+}
+
 fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
     if let Some(dev) = array.source(slot, row) {
         if let Some(s) = array.csum_of(&dev) {
@@ -1606,7 +1621,15 @@ fn list_undecided(
                 .as_ref()
                 .is_some_and(|cl| cl.bad(rel, c, b) || (whole && cl.unknown(rel, c, b)))
         };
-        let any = (0..d).any(failing);
+        // In a row with nothing left to check it, a failing parity block condemns the
+        // missing members' data of its column as well.
+        let any = (0..d).any(failing)
+            || (left == Left::Nothing
+                && (d..slots.len()).any(|i| {
+                    cells[slots[i]]
+                        .as_ref()
+                        .is_some_and(|cl| cl.bad(rel, c, b))
+                }));
         (0..d)
             .filter(|&i| failing(i) || (left != Left::Whole && any && cells[slots[i]].is_none()))
             .map(|i| (i, slots[i]))
