@@ -489,7 +489,7 @@ impl Array {
         let bitmap = self.bitmap_mark_as(rows, data)?;
         Ok(super::WriteHold {
             _bitmap: bitmap,
-            _rows: ticket,
+            rows: ticket,
         })
     }
 
@@ -613,6 +613,45 @@ impl Array {
             .filter(|&r| bm.activity[r as usize].stale.load(Ordering::Acquire))
             .map(|r| self.region_rows(bm, r))
             .collect()
+    }
+
+    /// A resync went over `ranges` (rows) to the end: the stale regions they cover whole are
+    /// settled. The rows it wrote count as written (`job_rows`), so a member failure before
+    /// the next flush still suspects those; nothing else of the crash is left in them.
+    /// Before, a region stayed stale until its bit was cleared, and a member failing
+    /// meanwhile made every row of it suspect, so a crash then listed the member's data there
+    /// as lost though the resync and a flush had settled it (simulator seeds 725 and 112).
+    pub(crate) fn resync_settled(&self, ranges: &[Range<u64>]) {
+        let Some(bm) = &self.bitmap else {
+            return;
+        };
+        let mut ranges = ranges.to_vec();
+        ranges.sort_by_key(|x| x.start);
+        for r in 0..bm.activity.len() as u64 {
+            let a = &bm.activity[r as usize];
+            if !a.stale.load(Ordering::Acquire) {
+                continue;
+            }
+            let rows = self.region_rows(bm, r);
+            let mut at = rows.start;
+            for x in &ranges {
+                if x.start <= at && at < x.end {
+                    at = x.end;
+                }
+            }
+            if at < rows.end {
+                continue;
+            }
+            a.stale.store(false, Ordering::Release);
+        }
+    }
+
+    /// Registers a job's batch over member rows `rows` that may write (a resync, scrub
+    /// --repair) as a write in flight: a member failing meanwhile suspects them, and once it
+    /// ends they count as not durable until the next flush, like a request's rows. A batch
+    /// that wrote nothing ends with [`unflushed::WriteTicket::forget`].
+    pub(crate) fn job_rows(&self, rows: Range<u64>) -> super::unflushed::WriteTicket<'_> {
+        self.unflushed.begin(rows)
     }
 
     /// False only when the data map shows that no row of `rows` was written since `create`

@@ -840,7 +840,7 @@ impl Array {
             return Ok(());
         }
         self.mark_dirty()?;
-        let _inflight = self.begin_write(self.rows_of(offset, data.len() as u64))?;
+        let hold = self.begin_write(self.rows_of(offset, data.len() as u64))?;
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -892,7 +892,7 @@ impl Array {
                     let held = self.stripe_write(p.unit, parity, &range, src);
                     match held {
                         Ok(true) => Ok(()),
-                        Ok(false) => self.write_parity_row(p.unit, parity, &range, src),
+                        Ok(false) => self.write_parity_row(p.unit, parity, &range, src, &hold),
                         Err(e) => Err(e),
                     }
                     .map_err(|e| {
@@ -1060,6 +1060,7 @@ impl Array {
         parity: usize,
         range: &Range<u64>,
         src: &[u8],
+        hold: &super::WriteHold,
     ) -> Result<()> {
         let chunk = self.layout.chunk();
         let (first, last) = (range.start / chunk, (range.end - 1) / chunk);
@@ -1067,10 +1068,10 @@ impl Array {
             let mid = last * chunk;
             self.count_row_write(2, false);
             let (a, b) = src.split_at((mid - range.start) as usize);
-            self.write_parity_span(row, parity, &(range.start..mid), a, false)?;
-            return self.write_parity_span(row, parity, &(mid..range.end), b, false);
+            self.write_parity_span(row, parity, &(range.start..mid), a, false, hold)?;
+            return self.write_parity_span(row, parity, &(mid..range.end), b, false, hold);
         }
-        self.write_parity_span(row, parity, range, src, true)
+        self.write_parity_span(row, parity, range, src, true, hold)
     }
 
     /// As [`Array::write_parity_row`], for a range whose parity is updated as one span;
@@ -1082,6 +1083,7 @@ impl Array {
         range: &Range<u64>,
         src: &[u8],
         count: bool,
+        hold: &super::WriteHold,
     ) -> Result<()> {
         let chunk = self.layout.chunk();
         let d_count = self.layout.data_per_row();
@@ -1219,12 +1221,28 @@ impl Array {
             })?;
             if journaled {
                 self.journal_clear()?;
+                self.journaled(hold, row)?;
             }
             drop(journal_guard);
             return self.check_alive();
         }
         self.check_alive()?;
         bail!(Io, "row {row}: members kept failing during the write")
+    }
+
+    /// Row `row` of the write `hold` went through the journal: it is all new on every member,
+    /// durably (the clear flushed them first), so a crash can no longer tear it. When that
+    /// takes it off a member failure's suspect rows, the record on the members follows at
+    /// once: a crash before the next flush would list the failed member's data there.
+    fn journaled(&self, hold: &super::WriteHold, row: u64) -> Result<()> {
+        if !hold.journaled(row) {
+            return Ok(());
+        }
+        let lists = self.unflushed.suspects(self.slots.len());
+        if self.bad.lock().expect("bad-block lock").set_suspect(lists) {
+            self.persist()?;
+        }
+        Ok(())
     }
 
     /// A read whose bytes feed new parity (row position `pos`): a checksum mismatch is an

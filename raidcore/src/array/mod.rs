@@ -338,7 +338,16 @@ pub struct Array {
 /// rows registered as not yet durable, until dropped when the write completed.
 pub(crate) struct WriteHold<'a> {
     _bitmap: Option<bitmap::BitmapHold<'a>>,
-    _rows: unflushed::WriteTicket<'a>,
+    rows: unflushed::WriteTicket<'a>,
+}
+
+impl WriteHold<'_> {
+    /// Row `row` of this write went through the write-hole journal and is durable on every
+    /// member: no crash can tear it now, so it leaves the rows at risk. Returns whether that
+    /// changed the suspect rows of a member failure (to be recorded, [`Array::journaled`]).
+    fn journaled(&self, row: u64) -> bool {
+        self.rows.settle(row)
+    }
 }
 
 /// Seconds between superblock updates that record the wear counters while writes go on.

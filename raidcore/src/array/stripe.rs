@@ -287,7 +287,7 @@ impl Array {
         if !st.dirty.any() {
             return Ok(());
         }
-        let _inflight = self.begin_write(row..row + 1)?;
+        let hold = self.begin_write(row..row + 1)?;
         let chunk = self.layout.chunk() as usize;
         let per_chunk = chunk / BLOCK as usize;
         let d_count = self.layout.data_per_row();
@@ -338,7 +338,7 @@ impl Array {
                 for r in st.dirty.runs(0..d_count * per_chunk) {
                     let b = r.start * BLOCK as usize..r.end * BLOCK as usize;
                     let range = b.start as u64..b.end as u64;
-                    self.write_parity_row(row, parity, &range, &st.data[b])?;
+                    self.write_parity_row(row, parity, &range, &st.data[b], &hold)?;
                 }
             }
         }

@@ -39,8 +39,8 @@ enum Until {
 struct State {
     epoch: u64,
     next_id: u64,
-    /// (id, rows) of every write in flight.
-    inflight: Vec<(u64, Range<u64>)>,
+    /// (id, rows, rows of it settled by the journal) of every write in flight.
+    inflight: Vec<(u64, Range<u64>, Vec<u64>)>,
     /// (epoch completed, rows, merged and sorted) of writes done but maybe not durable.
     completed: Vec<(u64, Vec<Range<u64>>)>,
     suspects: Vec<Suspect>,
@@ -55,6 +55,27 @@ pub(crate) struct Unflushed {
 pub(crate) struct WriteTicket<'a> {
     owner: &'a Unflushed,
     id: u64,
+}
+
+impl WriteTicket<'_> {
+    /// See [`Unflushed::settle`].
+    pub(crate) fn settle(&self, row: u64) -> bool {
+        self.owner.settle(self.id, row)
+    }
+
+    /// Ends the write having changed nothing on the members (a job's batch that found nothing
+    /// to repair): its rows are not at risk. A member failure that caught it in flight keeps
+    /// them suspect until the next flush, as for any write.
+    pub(crate) fn forget(self) {
+        let mut st = self.owner.st.lock().expect("unflushed lock");
+        st.inflight.retain(|w| w.0 != self.id);
+        let e = st.epoch;
+        for s in &mut st.suspects {
+            if s.until == Until::Write(self.id) {
+                s.until = Until::Completed(e);
+            }
+        }
+    }
 }
 
 impl Drop for WriteTicket<'_> {
@@ -73,8 +94,32 @@ impl Unflushed {
         let mut st = self.st.lock().expect("unflushed lock");
         let id = st.next_id;
         st.next_id += 1;
-        st.inflight.push((id, rows));
+        st.inflight.push((id, rows, Vec::new()));
         WriteTicket { owner: self, id }
+    }
+
+    /// Row `row` of the write `id` went through the write-hole journal, whose clear flushed
+    /// every member first: all new and durable, it is at risk no longer, neither as the write's
+    /// own row nor as a suspect row it gave a member failure that caught it in flight.
+    /// Returns whether that changed the suspect rows.
+    fn settle(&self, id: u64, row: u64) -> bool {
+        let mut st = self.st.lock().expect("unflushed lock");
+        if let Some(w) = st.inflight.iter_mut().find(|w| w.0 == id) {
+            w.2.push(row);
+        }
+        let mut changed = false;
+        for s in st
+            .suspects
+            .iter_mut()
+            .filter(|s| s.until == Until::Write(id))
+        {
+            if s.rows.iter().any(|r| r.contains(&row)) {
+                s.rows = subtract(&s.rows, row);
+                changed = true;
+            }
+        }
+        st.suspects.retain(|s| !s.rows.is_empty());
+        changed
     }
 
     fn end(&self, id: u64) {
@@ -82,11 +127,20 @@ impl Unflushed {
         let Some(p) = st.inflight.iter().position(|w| w.0 == id) else {
             return;
         };
-        let (_, rows) = st.inflight.swap_remove(p);
+        let (_, rows, settled) = st.inflight.swap_remove(p);
         let e = st.epoch;
-        match st.completed.last_mut() {
-            Some((le, list)) if *le == e => add(list, rows),
-            _ => st.completed.push((e, vec![rows])),
+        let mut left = vec![rows];
+        for &r in &settled {
+            left = subtract(&left, r);
+        }
+        if !left.is_empty() {
+            if !matches!(st.completed.last(), Some((le, _)) if *le == e) {
+                st.completed.push((e, Vec::new()));
+            }
+            let list = &mut st.completed.last_mut().expect("pushed").1;
+            for r in left {
+                add(list, r);
+            }
         }
         for s in &mut st.suspects {
             if s.until == Until::Write(id) {
@@ -104,9 +158,11 @@ impl Unflushed {
         let mut new: Vec<Suspect> = st
             .inflight
             .iter()
-            .map(|(id, r)| Suspect {
+            .map(|(id, r, settled)| Suspect {
                 slot,
-                rows: vec![r.clone()],
+                rows: settled
+                    .iter()
+                    .fold(vec![r.clone()], |left, &row| subtract(&left, row)),
                 until: Until::Write(*id),
             })
             .chain(st.completed.iter().map(|(c, l)| Suspect {
@@ -166,6 +222,23 @@ impl Unflushed {
     pub(crate) fn clear_suspects(&self) {
         self.st.lock().expect("unflushed lock").suspects.clear();
     }
+}
+
+/// `list` without row `row`.
+fn subtract(list: &[Range<u64>], row: u64) -> Vec<Range<u64>> {
+    let mut out = Vec::with_capacity(list.len() + 1);
+    for r in list {
+        if r.contains(&row) {
+            out.extend(
+                [r.start..row, row + 1..r.end]
+                    .into_iter()
+                    .filter(|x| !x.is_empty()),
+            );
+        } else {
+            out.push(r.clone());
+        }
+    }
+    out
 }
 
 /// Adds `r` to a sorted list of disjoint ranges, merging, and keeps it within [`MAX_RANGES`].
@@ -265,6 +338,24 @@ mod tests {
         let m = u.flush_begin();
         assert!(u.flush_done(&m));
         assert_eq!(u.suspects(2), vec![Vec::<Range<u64>>::new(); 2]);
+    }
+
+    /// Simulator seed 1080: a row written through the write-hole journal is durable when its
+    /// write returns from it, and leaves the rows a member failure suspects, in flight or done.
+    #[test]
+    fn a_journaled_row_is_never_suspect() {
+        let u = Unflushed::default();
+        let w = u.begin(0..3);
+        u.fail(0, Vec::new());
+        assert!(w.settle(1), "the failure's suspect rows shrink");
+        u.fail(1, Vec::new());
+        assert_eq!(u.suspects(2), vec![vec![0..1, 2..3], vec![0..1, 2..3]]);
+        drop(w);
+        let done = u.begin(5..6);
+        assert!(!done.settle(5), "no suspect rows");
+        drop(done);
+        u.fail(1, Vec::new());
+        assert_eq!(u.suspects(2)[1], vec![0..1, 2..3]);
     }
 
     #[test]

@@ -155,6 +155,7 @@ pub fn run(
         // Replace targets are written alongside their slot's member but never read, so the
         // resync does not see them: copy the resynced rows they already hold again.
         super::rebuild::refresh_replace_targets(array, ranges)?;
+        array.resync_settled(ranges);
         if rep.listed > 0 {
             array.event(
                 "bad-blocks",
@@ -723,6 +724,8 @@ fn run_rows<'a>(
                 issue(&mut inflight, &mut read_inline, &mut next_row);
             }
             let before = rep.bytes_read;
+            let wrote_before = rep.bytes_written;
+            let writing = heal.then(|| array.job_rows(cur.rows.clone()));
             let r = match layout.redundancy() {
                 Redundancy::Parity { parity } => {
                     parity_batch(array, &cur, parity, mode, rep, pool, raw)
@@ -731,6 +734,11 @@ fn run_rows<'a>(
                     mirror_batch(array, &cur, copies, mode, rep, pool, raw)
                 }
             };
+            if rep.bytes_written == wrote_before {
+                if let Some(t) = writing {
+                    t.forget();
+                }
+            }
             drop(cur_guard);
             r?;
             progress(cur.rows.end);
@@ -1625,11 +1633,8 @@ fn list_undecided(
         // missing members' data of its column as well.
         let any = (0..d).any(failing)
             || (left == Left::Nothing
-                && (d..slots.len()).any(|i| {
-                    cells[slots[i]]
-                        .as_ref()
-                        .is_some_and(|cl| cl.bad(rel, c, b))
-                }));
+                && (d..slots.len())
+                    .any(|i| cells[slots[i]].as_ref().is_some_and(|cl| cl.bad(rel, c, b))));
         (0..d)
             .filter(|&i| failing(i) || (left != Left::Whole && any && cells[slots[i]].is_none()))
             .map(|i| (i, slots[i]))
