@@ -241,8 +241,8 @@ fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     );
 }
 
-/// Mutation gap (issue 31, row.rs judge_blocks): the bad-block lookup's offset (row x chunk
-/// + within, in blocks) was never checked away from row 0 and block 0: a block on the list
+/// Mutation gap (issue 31, row.rs judge_blocks): the bad-block lookup's offset (row times
+/// chunk plus within, in blocks) was never checked away from row 0 and block 0: a block on the list
 /// whose placeholder fails its entry must not be judged bad, and a block beside it must.
 #[test]
 fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
