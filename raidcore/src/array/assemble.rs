@@ -846,8 +846,8 @@ impl Array {
     /// data in the rows the write-intent bitmap names can only be computed from rows a write
     /// may have cut (new data on some members, old on others), so it goes on the bad-block
     /// list rather than be guessed (see `badblocks`). Likewise for a member failed earlier
-    /// while writes were in flight, in the rows those writes were cutting. The suspect record
-    /// is spent either way.
+    /// while writes were in flight, in the columns those writes were cutting (its suspect
+    /// blocks, within the marked regions). The suspect record is spent either way.
     fn mark_lost_in_crash(&self, lost: &[usize], was_clean: bool, persist: bool) -> Result<()> {
         let suspect = self.bad.lock().expect("bad-block lock").suspect();
         let had_suspect = suspect.iter().any(|l| !l.is_empty());
@@ -857,12 +857,16 @@ impl Array {
         );
         let mut notes = Vec::new();
         if parity && !was_clean {
-            let dirty = self.dirty_rows();
+            let dirty: Vec<std::ops::Range<u64>> = self
+                .dirty_rows()
+                .into_iter()
+                .map(|r| self.row_blocks(r))
+                .collect();
             for (slot, slot_suspect) in suspect.iter().enumerate() {
                 if self.slots[slot].usable().is_some() {
                     continue;
                 }
-                let rows: Vec<std::ops::Range<u64>> = if lost.contains(&slot) {
+                let blocks: Vec<std::ops::Range<u64>> = if lost.contains(&slot) {
                     dirty.clone()
                 } else {
                     slot_suspect
@@ -875,9 +879,9 @@ impl Array {
                         })
                         .collect()
                 };
-                let marked: u64 = rows
+                let marked: u64 = blocks
                     .iter()
-                    .map(|r| self.mark_lost_unless_checked(slot, r.clone()))
+                    .map(|b| self.mark_lost_unless_checked(slot, b.clone()))
                     .sum();
                 if marked > 0 {
                     let note = format!(
@@ -903,30 +907,35 @@ impl Array {
         self.persist()
     }
 
-    /// Marks `slot`'s data in `rows` lost, except what the row's redundancy proves intact: on
-    /// RAID6 with only this slot missing from a row, the slot's cell is computed from P and
-    /// checked against Q, 4 KiB column by column; a torn write leaves the two disagreeing in
-    /// the columns it cut, and only those are marked. Elsewhere (RAID5, F1, two slots missing,
-    /// a read failing) the whole row is marked, as nothing can check it. Returns the blocks
-    /// marked.
-    fn mark_lost_unless_checked(&self, slot: usize, rows: std::ops::Range<u64>) -> u64 {
-        if self.layout.parity_count() != 2 {
-            return self.mark_lost_data(slot, rows);
-        }
+    /// Marks `slot`'s data in member blocks `blocks` (numbered as the bad-block list numbers
+    /// them) lost, except what the row's redundancy proves intact: on RAID6 with only this slot
+    /// missing from a row, the slot's cell is computed from P and checked against Q, 4 KiB
+    /// column by column; a torn write leaves the two disagreeing in the columns it cut, and
+    /// only those are marked. Elsewhere (RAID5, F1, two slots missing, a read failing) every
+    /// block named is marked, as nothing can check it. Blocks where the slot holds parity do
+    /// not count (parity is never read as data). Returns the data blocks marked.
+    fn mark_lost_unless_checked(&self, slot: usize, blocks: std::ops::Range<u64>) -> u64 {
         let per_row = self.layout.chunk() / super::csum::BLOCK;
         let before = self.bad_block_counts()[slot];
-        for row in rows {
-            match self.torn_columns(slot, row) {
-                Some(cols) => {
-                    for c in cols {
-                        self.bad
-                            .lock()
-                            .expect("bad-block lock")
-                            .mark(slot, row * per_row + c.start..row * per_row + c.end);
+        let mark = |b: std::ops::Range<u64>| {
+            self.bad.lock().expect("bad-block lock").mark(slot, b);
+        };
+        if self.layout.parity_count() != 2 {
+            mark(blocks);
+        } else {
+            for row in blocks.start / per_row..blocks.end.div_ceil(per_row) {
+                let base = row * per_row;
+                let part = blocks.start.max(base)..blocks.end.min(base + per_row);
+                match self.torn_columns(slot, row) {
+                    Some(cols) => {
+                        for c in cols {
+                            let b = (base + c.start).max(part.start)..(base + c.end).min(part.end);
+                            if !b.is_empty() {
+                                mark(b);
+                            }
+                        }
                     }
-                }
-                None => {
-                    self.mark_lost_data(slot, row..row + 1);
+                    None => mark(part),
                 }
             }
         }

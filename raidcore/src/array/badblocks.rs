@@ -14,9 +14,10 @@
 //! The same holds for a member failed while writes were in flight (they began healthy, so they
 //! are not journaled): the rows they were writing are recorded as *suspect* with the failure,
 //! and a crash before those writes are flushed turns the failed member's data there into marks.
-//! The record is exact to the row (`unflushed`: writes in flight, and writes completed since the
-//! last flush began), and each write's rows leave it at the first flush that begins after that
-//! write completed, whatever else is in flight (an epoch, not an idle moment).
+//! The record is exact to the 4 KiB column (`unflushed`: writes in flight, and writes completed
+//! since the last flush began, each over the columns of its parity span), and each write's
+//! blocks leave it at the first flush that begins after that write completed, whatever else is
+//! in flight (an epoch, not an idle moment).
 //!
 //! And a rebuild that meets a survivor block it can neither read nor trust where parity no
 //! longer covers the column (RAID5 rebuilding its one missing member): the survivor's block and
@@ -57,14 +58,27 @@ pub struct BadBlocks {
     /// Per slot, blocks rewritten since the last flush: they read normally, and leave the
     /// list when the flush makes the rewrite durable.
     rewritten: Vec<Vec<Range<u64>>>,
-    /// Per slot, rows that writes in flight when the slot's member failed were writing (not
-    /// blocks): a crash before they are durable loses the member's data there.
+    /// Per slot, member blocks (numbered as `marked`'s, every member's column of a row alike)
+    /// that writes in flight when the slot's member failed were writing: a crash before they
+    /// are durable loses the member's data there.
     suspect: Vec<Vec<Range<u64>>>,
 }
 
-/// The persisted form: bad block ranges, then suspect row ranges (`start`/`blocks` count rows).
+/// The persisted form: bad block ranges, then the suspect blocks widened to whole rows
+/// (`start`/`blocks` count rows: what a raidctl from before `suspect_blocks` reads, a
+/// superset), then the suspect blocks themselves. A record without the last field (written by
+/// such a raidctl) is read with its rows as whole rows of blocks; one with it is read by such a
+/// raidctl as its first two fields (postcard leaves trailing bytes unread).
 #[derive(Default, Serialize, Deserialize)]
 struct Record {
+    bad: Vec<BadRange>,
+    suspect: Vec<BadRange>,
+    suspect_blocks: Vec<BadRange>,
+}
+
+/// [`Record`] as written before `suspect_blocks`.
+#[derive(Default, Serialize, Deserialize)]
+struct RecordRows {
     bad: Vec<BadRange>,
     suspect: Vec<BadRange>,
 }
@@ -167,12 +181,14 @@ impl BadBlocks {
             .iter()
             .find(|e| e.tag == BADBLOCKS_TAG)
             .ok_or_else(|| corrupt("feature bit set but no record".into()))?;
-        let rec: Record = postcard::from_bytes(&data.data)
-            .map_err(|e| corrupt(format!("does not decode: {e}")))?;
-        let blocks = sb.data_rows.saturating_mul(sb.layout.chunk_bytes / BLOCK);
+        let per_row = sb.layout.chunk_bytes / BLOCK;
+        let rec =
+            decode(&data.data, per_row).map_err(|e| corrupt(format!("does not decode: {e}")))?;
+        let blocks = sb.data_rows.saturating_mul(per_row);
         for (list, limit, what) in [
             (&rec.bad, blocks, "blocks"),
             (&rec.suspect, sb.data_rows, "rows"),
+            (&rec.suspect_blocks, blocks, "blocks"),
         ] {
             for r in list {
                 let end = r
@@ -190,7 +206,7 @@ impl BadBlocks {
         for r in rec.bad {
             insert(&mut b.marked[r.slot as usize], r.start..r.start + r.blocks);
         }
-        for r in rec.suspect {
+        for r in rec.suspect_blocks {
             insert(&mut b.suspect[r.slot as usize], r.start..r.start + r.blocks);
         }
         Ok(b)
@@ -271,14 +287,14 @@ impl BadBlocks {
         self.marked.iter().all(|l| l.is_empty())
     }
 
-    /// Records rows writes in flight were writing when `slot`'s member failed.
-    pub fn add_suspect(&mut self, slot: usize, rows: Range<u64>) {
-        insert(&mut self.suspect[slot], rows);
+    /// Records blocks writes in flight were writing when `slot`'s member failed.
+    pub fn add_suspect(&mut self, slot: usize, blocks: Range<u64>) {
+        insert(&mut self.suspect[slot], blocks);
         // Bounded like the marks: merging only widens.
         merge_nearest(&mut self.suspect, MAX_RANGES / 2);
     }
 
-    /// Sets every slot's suspect rows to what is still not durable (`Unflushed::suspects`).
+    /// Sets every slot's suspect blocks to what is still not durable (`Unflushed::suspects`).
     /// Returns whether the record changed.
     pub fn set_suspect(&mut self, lists: Vec<Vec<Range<u64>>>) -> bool {
         let mut lists = lists;
@@ -289,12 +305,13 @@ impl BadBlocks {
         changed
     }
 
-    /// Suspect rows per slot.
+    /// Suspect blocks per slot.
     pub fn suspect(&self) -> Vec<Vec<Range<u64>>> {
         self.suspect.clone()
     }
 
-    /// Forgets every suspect row (their writes are durable, or a crash turned them into marks).
+    /// Forgets every suspect block (their writes are durable, or a crash turned them into
+    /// marks).
     /// Returns whether there were any.
     pub fn clear_suspect(&mut self) -> bool {
         let any = self.has_suspect();
@@ -316,9 +333,22 @@ impl BadBlocks {
         if self.is_empty() && !self.has_suspect() && sb.compat_features & FEATURE_BADBLOCKS == 0 {
             return;
         }
+        let per_row = sb.layout.chunk_bytes / BLOCK;
+        let rows: Vec<Vec<Range<u64>>> = self
+            .suspect
+            .iter()
+            .map(|l| {
+                let mut out = Vec::new();
+                for r in l {
+                    insert(&mut out, r.start / per_row..r.end.div_ceil(per_row));
+                }
+                out
+            })
+            .collect();
         let rec = Record {
             bad: self.ranges(),
-            suspect: flatten(&self.suspect),
+            suspect: flatten(&rows),
+            suspect_blocks: flatten(&self.suspect),
         };
         let data = postcard::to_stdvec(&rec).expect("bad-block list encodes");
         sb.compat_features |= FEATURE_BADBLOCKS;
@@ -417,19 +447,6 @@ impl Array {
         }
     }
 
-    /// Marks the cells of `slot` in `rows` bad, as one range. Where the slot holds parity the
-    /// mark does nothing (parity is never read as data, and a rebuild recomputes it from the
-    /// data); only data cells count. Returns the data blocks newly marked.
-    pub(crate) fn mark_lost_data(&self, slot: usize, rows: Range<u64>) -> u64 {
-        let per_row = self.layout.chunk() / BLOCK;
-        let before = self.bad_block_counts()[slot];
-        self.bad
-            .lock()
-            .expect("bad-block lock")
-            .mark(slot, rows.start * per_row..rows.end * per_row);
-        self.bad_block_counts()[slot] - before
-    }
-
     /// Marks the 4 KiB block of `slot` at byte `at` of its data area bad, when it holds data
     /// (a lost parity block is recomputed by the next write of its row and never read as
     /// data). Returns whether it was marked.
@@ -509,8 +526,33 @@ fn record_of(sb: &Superblock) -> Record {
     sb.extensions
         .iter()
         .find(|e| e.tag == BADBLOCKS_TAG)
-        .and_then(|e| postcard::from_bytes(&e.data).ok())
+        .and_then(|e| decode(&e.data, sb.layout.chunk_bytes / BLOCK).ok())
         .unwrap_or_default()
+}
+
+/// Decodes a stored [`Record`], or a [`RecordRows`] (its suspect rows taken as their blocks).
+/// A record whose rows name suspects but whose blocks do not is read by its rows: a raidctl
+/// that writes the blocks writes both.
+fn decode(data: &[u8], per_row: u64) -> std::result::Result<Record, postcard::Error> {
+    match postcard::from_bytes::<Record>(data) {
+        Ok(r) if r.suspect.is_empty() || !r.suspect_blocks.is_empty() => Ok(r),
+        _ => {
+            let old: RecordRows = postcard::from_bytes(data)?;
+            Ok(Record {
+                suspect_blocks: old
+                    .suspect
+                    .iter()
+                    .map(|r| BadRange {
+                        slot: r.slot,
+                        start: r.start.saturating_mul(per_row),
+                        blocks: r.blocks.saturating_mul(per_row),
+                    })
+                    .collect(),
+                bad: old.bad,
+                suspect: old.suspect,
+            })
+        }
+    }
 }
 
 /// The bad-block ranges a superblock records.
@@ -521,6 +563,56 @@ pub fn ranges_of(sb: &Superblock) -> Vec<BadRange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The suspect record moved from rows to 4 KiB blocks (issue 31 item 3): a record written
+    /// before reads as whole rows of blocks, and a raidctl from before reads a new record's
+    /// first two fields, its rows a superset of the blocks.
+    #[test]
+    fn suspect_blocks_and_the_rows_record_read_each_other() {
+        let per_row = 4;
+        let old = RecordRows {
+            bad: vec![BadRange {
+                slot: 1,
+                start: 9,
+                blocks: 2,
+            }],
+            suspect: vec![BadRange {
+                slot: 2,
+                start: 3,
+                blocks: 1,
+            }],
+        };
+        let rec = decode(&postcard::to_stdvec(&old).unwrap(), per_row).unwrap();
+        assert_eq!(rec.bad, old.bad);
+        assert_eq!(
+            rec.suspect_blocks,
+            vec![BadRange {
+                slot: 2,
+                start: 12,
+                blocks: 4
+            }]
+        );
+        let new = Record {
+            bad: vec![],
+            suspect: vec![BadRange {
+                slot: 0,
+                start: 2,
+                blocks: 2,
+            }],
+            suspect_blocks: vec![BadRange {
+                slot: 0,
+                start: 9,
+                blocks: 3,
+            }],
+        };
+        let raw = postcard::to_stdvec(&new).unwrap();
+        let seen: RecordRows = postcard::from_bytes(&raw).unwrap();
+        assert_eq!(seen.suspect, new.suspect);
+        assert_eq!(
+            decode(&raw, per_row).unwrap().suspect_blocks,
+            new.suspect_blocks
+        );
+    }
 
     #[test]
     fn marks_merge_rewrites_settle_and_the_cap_holds() {

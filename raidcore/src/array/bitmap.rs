@@ -472,20 +472,31 @@ impl Array {
     }
 
     /// The door of every request write to member rows (a write, a trim, a stripe-cache
-    /// destage): the regions' bits are durable before it returns, and the rows count as not
-    /// yet durable (`unflushed`) from now until a flush that begins after the hold is dropped.
-    pub(crate) fn begin_write(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
-        self.begin_write_as(rows, true)
+    /// destage): the regions' bits are durable before it returns, and the member blocks it
+    /// may change (`blocks`, within `rows`: [`Array::write_blocks`]) count as not yet durable
+    /// (`unflushed`) from now until a flush that begins after the hold is dropped.
+    pub(crate) fn begin_write(
+        &self,
+        rows: Range<u64>,
+        blocks: Vec<Range<u64>>,
+    ) -> Result<super::WriteHold<'_>> {
+        self.begin_write_as(rows, blocks, true)
     }
 
     /// [`Array::begin_write`] of a trim: it leaves zeros where the data map says zeros, so it
     /// does not set the map's bits.
     pub(crate) fn begin_trim(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
-        self.begin_write_as(rows, false)
+        let blocks = vec![self.row_blocks(rows.clone())];
+        self.begin_write_as(rows, blocks, false)
     }
 
-    fn begin_write_as(&self, rows: Range<u64>, data: bool) -> Result<super::WriteHold<'_>> {
-        let ticket = self.unflushed.begin(rows.clone());
+    fn begin_write_as(
+        &self,
+        rows: Range<u64>,
+        blocks: Vec<Range<u64>>,
+        data: bool,
+    ) -> Result<super::WriteHold<'_>> {
+        let ticket = self.unflushed.begin(blocks);
         let bitmap = self.bitmap_mark_as(rows, data)?;
         Ok(super::WriteHold {
             _bitmap: bitmap,
@@ -651,7 +662,7 @@ impl Array {
     /// ends they count as not durable until the next flush, like a request's rows. A batch
     /// that wrote nothing ends with [`unflushed::WriteTicket::forget`].
     pub(crate) fn job_rows(&self, rows: Range<u64>) -> super::unflushed::WriteTicket<'_> {
-        self.unflushed.begin(rows)
+        self.unflushed.begin(vec![self.row_blocks(rows)])
     }
 
     /// False only when the data map shows that no row of `rows` was written since `create`

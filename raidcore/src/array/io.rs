@@ -174,6 +174,48 @@ impl Array {
         }
     }
 
+    /// The member blocks (4 KiB, numbered as the bad-block list numbers them: row x blocks per
+    /// chunk + block within the chunk) of every member of `rows`.
+    pub(crate) fn row_blocks(&self, rows: Range<u64>) -> Range<u64> {
+        let per_row = self.layout.chunk() / BLOCK;
+        rows.start * per_row..rows.end * per_row
+    }
+
+    /// The member blocks a write of logical `offset..offset + len` may change, as
+    /// [`Array::row_blocks`] numbers them: on a parity level, in each row the columns of its
+    /// parity span (the data cells it covers there, and the parity over them; a row covered in
+    /// more than one cell counts whole), at most three ranges; on a mirror level its rows.
+    pub(crate) fn write_blocks(&self, offset: u64, len: u64) -> Vec<Range<u64>> {
+        let rows = self.rows_of(offset, len);
+        let Redundancy::Parity { .. } = self.layout.redundancy() else {
+            return vec![self.row_blocks(rows)];
+        };
+        let chunk = self.layout.chunk();
+        let rb = chunk * self.layout.data_per_row() as u64;
+        let end = offset + len.max(1);
+        // The columns of one row's part `a..b` (row-relative bytes).
+        let cols = |row: u64, a: u64, b: u64| {
+            let base = self.row_blocks(row..row + 1).start;
+            if a / chunk == (b - 1) / chunk {
+                base + (a % chunk) / BLOCK..base + ((b - 1) % chunk) / BLOCK + 1
+            } else {
+                self.row_blocks(row..row + 1)
+            }
+        };
+        let (r0, r1) = (rows.start, rows.end - 1);
+        let mut out = Vec::with_capacity(3);
+        if r0 == r1 {
+            out.push(cols(r0, offset - r0 * rb, end - r0 * rb));
+            return out;
+        }
+        out.push(cols(r0, offset - r0 * rb, rb));
+        if r1 > r0 + 1 {
+            out.push(self.row_blocks(r0 + 1..r1));
+        }
+        out.push(cols(r1, 0, end - r1 * rb));
+        out
+    }
+
     /// Reads `buf.len()` bytes at logical `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let _req = InFlight::new(&self.requests);
@@ -840,7 +882,8 @@ impl Array {
             return Ok(());
         }
         self.mark_dirty()?;
-        let hold = self.begin_write(self.rows_of(offset, data.len() as u64))?;
+        let len = data.len() as u64;
+        let hold = self.begin_write(self.rows_of(offset, len), self.write_blocks(offset, len))?;
         let chunk = self.layout.chunk();
         match self.layout.redundancy() {
             Redundancy::Mirror { copies } => {
@@ -1235,7 +1278,7 @@ impl Array {
     /// takes it off a member failure's suspect rows, the record on the members follows at
     /// once: a crash before the next flush would list the failed member's data there.
     fn journaled(&self, hold: &super::WriteHold, row: u64) -> Result<()> {
-        if !hold.journaled(row) {
+        if !hold.journaled(self.row_blocks(row..row + 1)) {
             return Ok(());
         }
         let lists = self.unflushed.suspects(self.slots.len());

@@ -345,8 +345,8 @@ impl WriteHold<'_> {
     /// Row `row` of this write went through the write-hole journal and is durable on every
     /// member: no crash can tear it now, so it leaves the rows at risk. Returns whether that
     /// changed the suspect rows of a member failure (to be recorded, [`Array::journaled`]).
-    fn journaled(&self, row: u64) -> bool {
-        self.rows.settle(row)
+    fn journaled(&self, blocks: std::ops::Range<u64>) -> bool {
+        self.rows.settle(blocks)
     }
 }
 
@@ -728,7 +728,11 @@ impl Array {
             // rows, exactly: writes in flight, writes completed since the last flush began, and
             // regions marked before this open that no write touched since (a resync may still
             // be settling them). Nothing flushed before is among them.
-            self.unflushed.fail(slot, self.stale_dirty_rows());
+            let stale = self.stale_dirty_rows();
+            self.unflushed.fail(
+                slot,
+                stale.into_iter().map(|r| self.row_blocks(r)).collect(),
+            );
             let lists = self.unflushed.suspects(self.slots.len());
             self.bad.lock().expect("bad-block lock").set_suspect(lists);
         }

@@ -287,10 +287,25 @@ impl Array {
         if !st.dirty.any() {
             return Ok(());
         }
-        let hold = self.begin_write(row..row + 1)?;
         let chunk = self.layout.chunk() as usize;
         let per_chunk = chunk / BLOCK as usize;
         let d_count = self.layout.data_per_row();
+        // The columns the held blocks cover in any cell: what the destage may change.
+        let base = self.row_blocks(row..row + 1).start;
+        let mut cols: Vec<Range<u64>> = Vec::new();
+        for r in st.dirty.runs(0..d_count * per_chunk) {
+            let (a, b) = (r.start % per_chunk, (r.end - 1) % per_chunk + 1);
+            if r.end - r.start >= per_chunk || b <= a {
+                cols = vec![0..per_chunk as u64];
+                break;
+            }
+            cols.push(a as u64..b as u64);
+        }
+        let blocks = cols
+            .into_iter()
+            .map(|c| base + c.start..base + c.end)
+            .collect();
+        let hold = self.begin_write(row..row + 1, blocks)?;
         let span = self.parity_span_known(st);
         match span {
             Some(span) if !self.row_needs_journal(row, parity) => {

@@ -2071,6 +2071,28 @@ fn a_write_killed_between_its_data_and_parity_resyncs_by_its_noted_entries() {
     }
 }
 
+/// The member blocks a write puts at risk (seeds 50 and 1080: a crash listed a lost member's
+/// whole row where a small write had cut one 4 KiB column): the columns of the parity span in
+/// each row, whole rows where it covers more than one cell.
+#[test]
+fn a_write_puts_at_risk_the_columns_of_its_parity_span_only() {
+    let (a, _) = make(&params(Level::Raid5, 4, 8192), 4 << 20);
+    let row = 3 * 8192u64; // bytes of data per row; 2 blocks per chunk
+                           // One column of one cell: row 0, data cell 1, block 1.
+    assert_eq!(a.write_blocks(8192 + 4096 + 10, 100), vec![1..2]);
+    // Both columns of one cell; then two cells of row 5 count whole.
+    assert_eq!(a.write_blocks(5 * row + 100, 5000), vec![10..12]);
+    assert_eq!(a.write_blocks(5 * row + 8000, 400), vec![10..12]);
+    // Rows 1 (last column of its last cell) to 4 (first column of its first cell).
+    assert_eq!(
+        a.write_blocks(row + 2 * 8192 + 4096, 3 * row - 2 * 8192 - 4096 + 10),
+        vec![3..4, 4..8, 8..9]
+    );
+    // A mirror level: whole rows.
+    let (m, _) = make(&params(Level::Raid1, 2, 8192), 4 << 20);
+    assert_eq!(m.write_blocks(8192 + 5, 10), vec![2..4]);
+}
+
 /// Simulator seed 1080: RAID6 with one member failed, a small write (journaled: the row is
 /// degraded) and no flush after it, then a second member fails and the power goes. The
 /// journaled write was durable when it returned, yet its row stayed among the rows "completed

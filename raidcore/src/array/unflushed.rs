@@ -1,8 +1,14 @@
-//! Writes not yet durable, row by row, and the suspect rows of failed members: the rows that
-//! requests are writing now, and the rows that completed writes changed since the last flush
-//! began. When a member fails, those rows become its suspect rows (a crash before they are
+//! Writes not yet durable, and the suspect blocks of failed members: the member blocks that
+//! requests are writing now, and those that completed writes changed since the last flush
+//! began. When a member fails, those become its suspect blocks (a crash before they are
 //! durable can leave them torn, with the failed member's data no longer computable from them);
 //! each leaves the record at the first flush that begins after its write completed.
+//!
+//! Units: 4 KiB member blocks, numbered as the bad-block list numbers them (row x blocks per
+//! chunk + block within the chunk), one number for the same column of every member of a row.
+//! A write of a parity row puts at risk the columns of its parity span only (simulator seeds
+//! 50 and 1080: a crash listed a lost member's whole row where a small write had cut one
+//! column).
 //!
 //! Epochs: a counter bumped at every flush start. A write completed at epoch `c` is durable
 //! once a flush that began at epoch `c` or later (bumping it) has completed. Before this,
@@ -17,11 +23,11 @@ use std::ops::Range;
 
 use crate::sync::Mutex;
 
-/// At most this many row ranges are kept per completed epoch; past it the two nearest merge
-/// (a superset of the rows at risk: it can list more, never less).
+/// At most this many block ranges are kept per completed epoch; past it the two nearest merge
+/// (a superset of the blocks at risk: it can list more, never less).
 const MAX_RANGES: usize = 4096;
 
-/// Suspect rows of one slot from one write (or one epoch's completed writes).
+/// Suspect blocks of one slot from one write (or one epoch's completed writes).
 struct Suspect {
     slot: usize,
     rows: Vec<Range<u64>>,
@@ -39,9 +45,9 @@ enum Until {
 struct State {
     epoch: u64,
     next_id: u64,
-    /// (id, rows, rows of it settled by the journal) of every write in flight.
-    inflight: Vec<(u64, Range<u64>, Vec<u64>)>,
-    /// (epoch completed, rows, merged and sorted) of writes done but maybe not durable.
+    /// (id, blocks not settled by the journal) of every write in flight.
+    inflight: Vec<(u64, Vec<Range<u64>>)>,
+    /// (epoch completed, blocks, merged and sorted) of writes done but maybe not durable.
     completed: Vec<(u64, Vec<Range<u64>>)>,
     suspects: Vec<Suspect>,
 }
@@ -59,8 +65,8 @@ pub(crate) struct WriteTicket<'a> {
 
 impl WriteTicket<'_> {
     /// See [`Unflushed::settle`].
-    pub(crate) fn settle(&self, row: u64) -> bool {
-        self.owner.settle(self.id, row)
+    pub(crate) fn settle(&self, blocks: Range<u64>) -> bool {
+        self.owner.settle(self.id, blocks)
     }
 
     /// Ends the write having changed nothing on the members (a job's batch that found nothing
@@ -89,23 +95,27 @@ impl Drop for WriteTicket<'_> {
 pub(crate) struct FlushMark(u64);
 
 impl Unflushed {
-    /// Registers a write of `rows`, in flight until the ticket is dropped.
-    pub(crate) fn begin(&self, rows: Range<u64>) -> WriteTicket<'_> {
+    /// Registers a write of `blocks`, in flight until the ticket is dropped.
+    pub(crate) fn begin(&self, blocks: Vec<Range<u64>>) -> WriteTicket<'_> {
         let mut st = self.st.lock().expect("unflushed lock");
         let id = st.next_id;
         st.next_id += 1;
-        st.inflight.push((id, rows, Vec::new()));
+        let mut list = Vec::new();
+        for r in blocks {
+            add(&mut list, r);
+        }
+        st.inflight.push((id, list));
         WriteTicket { owner: self, id }
     }
 
-    /// Row `row` of the write `id` went through the write-hole journal, whose clear flushed
-    /// every member first: all new and durable, it is at risk no longer, neither as the write's
-    /// own row nor as a suspect row it gave a member failure that caught it in flight.
-    /// Returns whether that changed the suspect rows.
-    fn settle(&self, id: u64, row: u64) -> bool {
+    /// Blocks `blocks` (a row's) of the write `id` went through the write-hole journal, whose
+    /// clear flushed every member first: all new and durable, they are at risk no longer,
+    /// neither as the write's own nor as suspect blocks it gave a member failure that caught it
+    /// in flight. Returns whether that changed the suspect blocks.
+    fn settle(&self, id: u64, blocks: Range<u64>) -> bool {
         let mut st = self.st.lock().expect("unflushed lock");
         if let Some(w) = st.inflight.iter_mut().find(|w| w.0 == id) {
-            w.2.push(row);
+            w.1 = subtract(&w.1, &blocks);
         }
         let mut changed = false;
         for s in st
@@ -113,8 +123,11 @@ impl Unflushed {
             .iter_mut()
             .filter(|s| s.until == Until::Write(id))
         {
-            if s.rows.iter().any(|r| r.contains(&row)) {
-                s.rows = subtract(&s.rows, row);
+            if s.rows
+                .iter()
+                .any(|r| r.start < blocks.end && blocks.start < r.end)
+            {
+                s.rows = subtract(&s.rows, &blocks);
                 changed = true;
             }
         }
@@ -127,12 +140,8 @@ impl Unflushed {
         let Some(p) = st.inflight.iter().position(|w| w.0 == id) else {
             return;
         };
-        let (_, rows, settled) = st.inflight.swap_remove(p);
+        let (_, left) = st.inflight.swap_remove(p);
         let e = st.epoch;
-        let mut left = vec![rows];
-        for &r in &settled {
-            left = subtract(&left, r);
-        }
         if !left.is_empty() {
             if !matches!(st.completed.last(), Some((le, _)) if *le == e) {
                 st.completed.push((e, Vec::new()));
@@ -149,20 +158,19 @@ impl Unflushed {
         }
     }
 
-    /// `slot`'s member failed: every row a crash could leave torn now (writes in flight, and
-    /// writes completed since the last flush began) becomes its suspect, with `extra` rows
-    /// (durable after the next flush).
+    /// `slot`'s member failed: every block a crash could leave torn now (writes in flight,
+    /// and writes completed since the last flush began) becomes its suspect, with `extra`
+    /// blocks (durable after the next flush).
     pub(crate) fn fail(&self, slot: usize, extra: Vec<Range<u64>>) {
         let mut st = self.st.lock().expect("unflushed lock");
         let e = st.epoch;
         let mut new: Vec<Suspect> = st
             .inflight
             .iter()
-            .map(|(id, r, settled)| Suspect {
+            .filter(|(_, l)| !l.is_empty())
+            .map(|(id, l)| Suspect {
                 slot,
-                rows: settled
-                    .iter()
-                    .fold(vec![r.clone()], |left, &row| subtract(&left, row)),
+                rows: l.clone(),
                 until: Until::Write(*id),
             })
             .chain(st.completed.iter().map(|(c, l)| Suspect {
@@ -185,7 +193,7 @@ impl Unflushed {
         st.suspects.extend(new);
     }
 
-    /// Every slot's suspect rows (`slots` lists), merged.
+    /// Every slot's suspect blocks (`slots` lists), merged.
     pub(crate) fn suspects(&self, slots: usize) -> Vec<Vec<Range<u64>>> {
         let st = self.st.lock().expect("unflushed lock");
         let mut out = vec![Vec::new(); slots];
@@ -224,13 +232,13 @@ impl Unflushed {
     }
 }
 
-/// `list` without row `row`.
-fn subtract(list: &[Range<u64>], row: u64) -> Vec<Range<u64>> {
+/// `list` without `cut`.
+fn subtract(list: &[Range<u64>], cut: &Range<u64>) -> Vec<Range<u64>> {
     let mut out = Vec::with_capacity(list.len() + 1);
     for r in list {
-        if r.contains(&row) {
+        if r.start < cut.end && cut.start < r.end {
             out.extend(
-                [r.start..row, row + 1..r.end]
+                [r.start..cut.start, cut.end..r.end]
                     .into_iter()
                     .filter(|x| !x.is_empty()),
             );
@@ -271,11 +279,11 @@ mod tests {
     #[test]
     fn a_failure_suspects_the_writes_in_flight_and_those_completed_since_the_last_flush() {
         let u = Unflushed::default();
-        drop(u.begin(0..2));
+        drop(u.begin(vec![0..2]));
         let m = u.flush_begin();
-        let b = u.begin(10..11);
+        let b = u.begin(vec![10..11]);
         u.flush_done(&m);
-        drop(u.begin(4..5));
+        drop(u.begin(vec![4..5]));
         // 0..2 completed before the flush began: durable, never suspect.
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(3), vec![vec![], vec![4..5, 10..11], vec![]]);
@@ -288,8 +296,8 @@ mod tests {
     #[test]
     fn each_write_leaves_the_record_at_the_first_flush_after_it_completed() {
         let u = Unflushed::default();
-        let early = u.begin(0..1);
-        let slow = u.begin(7..8);
+        let early = u.begin(vec![0..1]);
+        let slow = u.begin(vec![7..8]);
         u.fail(2, Vec::new());
         drop(early);
         // A write caught by the failure still in flight keeps only its own rows suspect.
@@ -302,7 +310,7 @@ mod tests {
         assert!(!u.flush_done(&m));
         assert_eq!(u.suspects(3)[2], vec![7..8]);
         // Writes begun after the failure are not its suspects.
-        let later = u.begin(20..21);
+        let later = u.begin(vec![20..21]);
         let m = u.flush_begin();
         assert!(u.flush_done(&m));
         assert!(u.suspects(3)[2].is_empty());
@@ -316,9 +324,9 @@ mod tests {
     #[test]
     fn a_write_completed_after_a_flush_began_stays_suspect_after_that_flush() {
         let u = Unflushed::default();
-        drop(u.begin(0..1));
+        drop(u.begin(vec![0..1]));
         let m = u.flush_begin();
-        drop(u.begin(10..11));
+        drop(u.begin(vec![10..11]));
         assert!(!u.flush_done(&m));
         u.fail(0, Vec::new());
         assert_eq!(u.suspects(1), vec![vec![10..11]]);
@@ -345,14 +353,14 @@ mod tests {
     #[test]
     fn a_journaled_row_is_never_suspect() {
         let u = Unflushed::default();
-        let w = u.begin(0..3);
+        let w = u.begin(vec![0..3]);
         u.fail(0, Vec::new());
-        assert!(w.settle(1), "the failure's suspect rows shrink");
+        assert!(w.settle(1..2), "the failure's suspect blocks shrink");
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(2), vec![vec![0..1, 2..3], vec![0..1, 2..3]]);
         drop(w);
-        let done = u.begin(5..6);
-        assert!(!done.settle(5), "no suspect rows");
+        let done = u.begin(vec![5..6]);
+        assert!(!done.settle(5..6), "no suspect blocks");
         drop(done);
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(2)[1], vec![0..1, 2..3]);
