@@ -486,14 +486,14 @@ impl Array {
     /// [`Array::begin_write`] of a trim: it leaves zeros where the data map says zeros, so it
     /// does not set the map's bits.
     pub(crate) fn begin_trim(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
-        let blocks = vec![self.row_blocks(rows.clone())];
-        self.begin_write_as(rows, blocks, false)
+        let blocks = self.row_blocks(rows.clone());
+        self.begin_write_as(rows, std::iter::once(blocks), false)
     }
 
     fn begin_write_as(
         &self,
         rows: Range<u64>,
-        blocks: Vec<Range<u64>>,
+        blocks: impl IntoIterator<Item = Range<u64>>,
         data: bool,
     ) -> Result<super::WriteHold<'_>> {
         let ticket = self.unflushed.begin(blocks);
@@ -662,7 +662,7 @@ impl Array {
     /// ends they count as not durable until the next flush, like a request's rows. A batch
     /// that wrote nothing ends with [`unflushed::WriteTicket::forget`].
     pub(crate) fn job_rows(&self, rows: Range<u64>) -> super::unflushed::WriteTicket<'_> {
-        self.unflushed.begin(vec![self.row_blocks(rows)])
+        self.unflushed.begin(std::iter::once(self.row_blocks(rows)))
     }
 
     /// False only when the data map shows that no row of `rows` was written since `create`

@@ -296,7 +296,8 @@ impl Array {
         for r in st.dirty.runs(0..d_count * per_chunk) {
             let (a, b) = (r.start % per_chunk, (r.end - 1) % per_chunk + 1);
             if r.end - r.start >= per_chunk || b <= a {
-                cols = vec![0..per_chunk as u64];
+                cols.clear();
+                cols.push(0..per_chunk as u64);
                 break;
             }
             cols.push(a as u64..b as u64);

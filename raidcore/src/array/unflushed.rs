@@ -96,7 +96,7 @@ pub(crate) struct FlushMark(u64);
 
 impl Unflushed {
     /// Registers a write of `blocks`, in flight until the ticket is dropped.
-    pub(crate) fn begin(&self, blocks: Vec<Range<u64>>) -> WriteTicket<'_> {
+    pub(crate) fn begin(&self, blocks: impl IntoIterator<Item = Range<u64>>) -> WriteTicket<'_> {
         let mut st = self.st.lock().expect("unflushed lock");
         let id = st.next_id;
         st.next_id += 1;
@@ -275,15 +275,16 @@ fn add(list: &mut Vec<Range<u64>>, r: Range<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::iter::once;
 
     #[test]
     fn a_failure_suspects_the_writes_in_flight_and_those_completed_since_the_last_flush() {
         let u = Unflushed::default();
-        drop(u.begin(vec![0..2]));
+        drop(u.begin(once(0..2)));
         let m = u.flush_begin();
-        let b = u.begin(vec![10..11]);
+        let b = u.begin(once(10..11));
         u.flush_done(&m);
-        drop(u.begin(vec![4..5]));
+        drop(u.begin(once(4..5)));
         // 0..2 completed before the flush began: durable, never suspect.
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(3), vec![vec![], vec![4..5, 10..11], vec![]]);
@@ -296,8 +297,8 @@ mod tests {
     #[test]
     fn each_write_leaves_the_record_at_the_first_flush_after_it_completed() {
         let u = Unflushed::default();
-        let early = u.begin(vec![0..1]);
-        let slow = u.begin(vec![7..8]);
+        let early = u.begin(once(0..1));
+        let slow = u.begin(once(7..8));
         u.fail(2, Vec::new());
         drop(early);
         // A write caught by the failure still in flight keeps only its own rows suspect.
@@ -310,7 +311,7 @@ mod tests {
         assert!(!u.flush_done(&m));
         assert_eq!(u.suspects(3)[2], vec![7..8]);
         // Writes begun after the failure are not its suspects.
-        let later = u.begin(vec![20..21]);
+        let later = u.begin(once(20..21));
         let m = u.flush_begin();
         assert!(u.flush_done(&m));
         assert!(u.suspects(3)[2].is_empty());
@@ -324,9 +325,9 @@ mod tests {
     #[test]
     fn a_write_completed_after_a_flush_began_stays_suspect_after_that_flush() {
         let u = Unflushed::default();
-        drop(u.begin(vec![0..1]));
+        drop(u.begin(once(0..1)));
         let m = u.flush_begin();
-        drop(u.begin(vec![10..11]));
+        drop(u.begin(once(10..11)));
         assert!(!u.flush_done(&m));
         u.fail(0, Vec::new());
         assert_eq!(u.suspects(1), vec![vec![10..11]]);
@@ -353,13 +354,13 @@ mod tests {
     #[test]
     fn a_journaled_row_is_never_suspect() {
         let u = Unflushed::default();
-        let w = u.begin(vec![0..3]);
+        let w = u.begin(once(0..3));
         u.fail(0, Vec::new());
         assert!(w.settle(1..2), "the failure's suspect blocks shrink");
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(2), vec![vec![0..1, 2..3], vec![0..1, 2..3]]);
         drop(w);
-        let done = u.begin(vec![5..6]);
+        let done = u.begin(once(5..6));
         assert!(!done.settle(5..6), "no suspect blocks");
         drop(done);
         u.fail(1, Vec::new());
