@@ -827,6 +827,19 @@ impl Array {
         }
         if opts.writable {
             let lost = array.settle_entries()?;
+            // A replace whose member is gone copies from nothing: it is a rebuild of the same
+            // target from here, which holds the rows below its checkpoint for the slot. Now,
+            // before the resync: as a replace target it was refreshed from the missing member
+            // (simulator seed 1305553: "resync after restart: slot 3 (missing) failed").
+            for slot in 0..n {
+                if array.slots[slot].usable().is_none()
+                    && array.slots[slot]
+                        .target()
+                        .is_some_and(|t| t.kind != TargetKind::Rebuild)
+                {
+                    array.replace_source_lost(slot)?;
+                }
+            }
             // A degraded partial-row write cut short by a crash is completed from its journal.
             array.journal_replay()?;
             array.mark_lost_in_crash(&lost, was_clean, true)?;
@@ -866,6 +879,14 @@ impl Array {
                 if self.slots[slot].usable().is_some() {
                     continue;
                 }
+                // Rows a rebuild target holds (below its durable checkpoint) are the slot's as
+                // any member's are: a torn write there is the resync's, nothing is lost.
+                let held = self.slots[slot]
+                    .target()
+                    .filter(|t| t.kind == TargetKind::Rebuild)
+                    .map_or(0, |t| {
+                        self.row_blocks(0..t.durable.load(Ordering::Acquire)).end
+                    });
                 let blocks: Vec<std::ops::Range<u64>> = if lost.contains(&slot) {
                     dirty.clone()
                 } else {
@@ -881,7 +902,9 @@ impl Array {
                 };
                 let marked: u64 = blocks
                     .iter()
-                    .map(|b| self.mark_lost_unless_checked(slot, b.clone()))
+                    .map(|b| b.start.max(held)..b.end)
+                    .filter(|b| !b.is_empty())
+                    .map(|b| self.mark_lost_unless_checked(slot, b))
                     .sum();
                 if marked > 0 {
                     let note = format!(
