@@ -130,7 +130,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__add)
-            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -145,6 +145,10 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -370,7 +374,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__fail)
-            opts="-h -V --scan --force-assemble --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -381,6 +385,10 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -672,7 +680,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__rebuild)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -691,6 +699,10 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -720,7 +732,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__replace)
-            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -738,6 +750,10 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --min-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -746,7 +762,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__scrub)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --repair --max-rate --include-empty --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --repair --max-rate --min-rate --include-empty --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -768,6 +784,10 @@ _raidctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --min-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -776,7 +796,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --keep-roles --stripe-cache --nbd-device --ublk --ublk-id --queues --queue-depth --harden --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --min-rate --keep-roles --stripe-cache --nbd-device --ublk --ublk-id --queues --queue-depth --harden --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -807,6 +827,10 @@ _raidctl() {
                     return 0
                     ;;
                 --max-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-rate)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

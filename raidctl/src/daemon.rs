@@ -93,6 +93,8 @@ pub struct ServeConfig {
     pub export: String,
     pub readonly: bool,
     pub rebuild_rate: Option<u64>,
+    /// `serve --min-rate` (None: the default; 0: jobs never yield).
+    pub rebuild_min_rate: Option<u64>,
     pub keep_roles: bool,
     /// Fault injection (`raidctl inject`) and the member timeout; every member goes through it.
     pub drill: crate::inject::Drill,
@@ -114,6 +116,8 @@ struct Daemon {
     /// The `--max-rate` of the add, replace or rebuild that asked for the next job, if any
     /// (else `serve --max-rate`).
     job_rate: Mutex<Option<u64>>,
+    /// Its `--min-rate`, likewise (else `serve --min-rate`).
+    job_min_rate: Mutex<Option<u64>>,
     config: ServeConfig,
     /// What `status` says about this daemon: pid, control socket, NBD addresses.
     served_by: Value,
@@ -253,6 +257,7 @@ impl Daemon {
                     json!({"role_change": change.map(|c| c.description)})
                 };
                 *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
+                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(out)
             }
@@ -260,6 +265,7 @@ impl Daemon {
             Some("members") => Ok(json!({"members": member_list(a)})),
             Some("rebuild") => {
                 *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
+                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
             }
@@ -269,6 +275,7 @@ impl Daemon {
                     a,
                     repair,
                     req["max_rate"].as_u64(),
+                    req["min_rate"].as_u64().or(self.config.rebuild_min_rate),
                     req["include_empty"].as_bool().unwrap_or(false),
                 )
             }
@@ -498,6 +505,13 @@ impl Daemon {
                         .expect("job rate lock")
                         .take()
                         .or(self.config.rebuild_rate),
+                    min_rate: crate::cmd::rebuild::min_rate(
+                        self.job_min_rate
+                            .lock()
+                            .expect("job rate lock")
+                            .take()
+                            .or(self.config.rebuild_min_rate),
+                    ),
                     keep_roles: self.config.keep_roles,
                     stop: Some(stop.clone()),
                     ..RebuildOptions::default()
@@ -645,6 +659,7 @@ pub fn serve(array: Array, config: ServeConfig, ready: impl FnOnce(&[String])) -
         next_conn: Default::default(),
         rebuild_wanted: AtomicBool::new(true),
         job_rate: Mutex::new(None),
+        job_min_rate: Mutex::new(None),
         config,
         served_by,
         job_clock: Mutex::new(None),

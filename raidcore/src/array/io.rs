@@ -34,9 +34,10 @@ pub(crate) struct KeptAsIs {
 struct InFlight<'a>(&'a AtomicUsize);
 
 impl<'a> InFlight<'a> {
-    fn new(c: &'a AtomicUsize) -> InFlight<'a> {
-        c.fetch_add(1, Ordering::Relaxed);
-        InFlight(c)
+    fn new(a: &'a Array) -> InFlight<'a> {
+        a.served.fetch_add(1, Ordering::Relaxed);
+        a.requests.fetch_add(1, Ordering::Relaxed);
+        InFlight(&a.requests)
     }
 }
 
@@ -218,7 +219,7 @@ impl Array {
 
     /// Reads `buf.len()` bytes at logical `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let _req = InFlight::new(&self.requests);
+        let _req = InFlight::new(self);
         let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         self.check_bounds("read", offset, buf.len())?;
         self.check_alive()?;
@@ -871,7 +872,7 @@ impl Array {
 
     /// Writes `data` at logical `offset`.
     pub fn write(&self, data: &[u8], offset: u64) -> Result<()> {
-        let _req = InFlight::new(&self.requests);
+        let _req = InFlight::new(self);
         let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
@@ -980,6 +981,7 @@ impl Array {
     /// devices that cannot unmap with guaranteed zeros, and degraded rows. Returns the bytes
     /// discarded.
     pub fn trim(&self, offset: u64, len: u64) -> Result<u64> {
+        self.served.fetch_add(1, Ordering::Relaxed);
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
         }

@@ -320,6 +320,8 @@ pub struct Array {
     /// Reads and writes in progress (member I/O of one request runs in parallel only when
     /// few are).
     pub(crate) requests: AtomicUsize,
+    /// Requests begun since open (reads, writes, trims, flushes): jobs yield while it moves.
+    pub(crate) served: AtomicU64,
     /// Partial-row writes held until their row is complete (parity levels).
     stripes: stripe::StripeCache,
     /// Blocks whose contents were lost (persisted with every superblock write). A leaf lock.
@@ -468,6 +470,7 @@ impl Array {
             unverified_dirty,
             scrub_record: Mutex::new(scrub_record),
             requests: Default::default(),
+            served: Default::default(),
             stripes: stripe::StripeCache::new(),
             bad: Mutex::new(bad),
             unflushed: Default::default(),
@@ -1073,6 +1076,7 @@ impl Array {
     /// Writes out what the stripe cache holds, flushes every usable member and target
     /// (fdatasync); then regions idle long enough get their write-intent bit cleared.
     pub fn flush(&self) -> Result<()> {
+        self.served.fetch_add(1, Ordering::Relaxed);
         let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         self.write_back(None)?;
         // Writes completed before this are durable once the members are flushed below.
@@ -1114,6 +1118,12 @@ impl Array {
             }
         }
         self.check_alive()
+    }
+
+    /// Requests (reads, writes, trims, flushes) begun since open: what jobs watch to yield to
+    /// users ([`crate::jobs`]).
+    pub fn requests_served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 
     /// Flushes, records the wear counters and marks the array clean.

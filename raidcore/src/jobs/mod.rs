@@ -1,7 +1,9 @@
 //! Long work over rows: rebuild, replace, scrub and resync, one job at a time per array (the
 //! array's job slot), with checkpoints in the superblocks, rate limits and progress callbacks.
 //! A job locks bounded batches of rows and never sleeps holding them, so foreground I/O waits
-//! at most one small batch for a job.
+//! at most one small batch for a job. Jobs yield to users: while requests are being served they
+//! work one batch at a time at their minimum rate (md's sync_speed_min), and at full speed (or
+//! their maximum rate) when the array is idle.
 
 pub mod rebuild;
 pub mod scrub;
@@ -10,22 +12,54 @@ use std::time::Duration;
 
 use crate::clock::Instant;
 
-/// Keeps a job at or below `max_rate` bytes per second: work is counted with
-/// [`RateLimit::account`], and [`RateLimit::pause`] sleeps off any excess. A job pauses only
+/// What a job does at most while users' requests are being served, unless told otherwise
+/// (`--min-rate`): bytes per second (written to targets by a rebuild, read by a scrub).
+pub const DEFAULT_MIN_RATE: u64 = 32 << 20;
+
+/// Keeps a job at or below `max_rate` bytes per second, and at `min_rate` while users'
+/// requests are being served: work is counted with [`RateLimit::account`], requests seen with
+/// [`RateLimit::yielding`], and [`RateLimit::pause`] sleeps off any excess. A job pauses only
 /// with no rows locked, so a rate-limited job never makes requests wait for its sleep.
 pub(crate) struct RateLimit {
     max_rate: Option<u64>,
+    min_rate: Option<u64>,
     start: Instant,
     bytes: u64,
+    /// The array's request count at the last look.
+    seen: Option<u64>,
+    /// Since when requests have been seen at every look, and the bytes counted then.
+    busy: Option<(Instant, u64)>,
 }
 
 impl RateLimit {
-    pub(crate) fn new(max_rate: Option<u64>) -> RateLimit {
+    /// `min_rate`: the rate while requests are served (None or 0: the job never yields).
+    pub(crate) fn new(max_rate: Option<u64>, min_rate: Option<u64>) -> RateLimit {
         RateLimit {
             max_rate: max_rate.filter(|&r| r > 0),
+            min_rate: min_rate.filter(|&r| r > 0),
             start: Instant::now(),
             bytes: 0,
+            seen: None,
+            busy: None,
         }
+    }
+
+    /// Looks at the array's request count (`served`, [`crate::array::Array::requests_served`])
+    /// between batches: true when requests were served since the last look, and the job is to
+    /// work one batch at a time, pausing ([`RateLimit::pause`]) to its minimum rate. The first
+    /// look only takes the count.
+    pub(crate) fn yielding(&mut self, served: u64) -> bool {
+        if self.min_rate.is_none() {
+            return false;
+        }
+        let busy = self.seen.is_some_and(|s| s != served);
+        self.seen = Some(served);
+        if !busy {
+            self.busy = None;
+        } else if self.busy.is_none() {
+            self.busy = Some((Instant::now(), self.bytes));
+        }
+        busy
     }
 
     /// Whether a rate is set (jobs then work one batch at a time, pausing between batches).
@@ -37,7 +71,8 @@ impl RateLimit {
         self.bytes += bytes;
     }
 
-    /// Sleeps until the bytes accounted so far fit the rate. Call with no rows locked.
+    /// Sleeps until the bytes accounted so far fit the rate, and while requests are being
+    /// served the bytes since they began fit the minimum rate. Call with no rows locked.
     pub(crate) fn pause(&self) {
         if let Some(rate) = self.max_rate {
             let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
@@ -46,6 +81,20 @@ impl RateLimit {
                 crate::clock::sleep(due - spent);
             }
         }
+        let yield_for = self.yield_for();
+        if !yield_for.is_zero() {
+            crate::clock::sleep(yield_for);
+        }
+    }
+
+    /// How long the job is to wait for the bytes since requests began to be seen to fit the
+    /// minimum rate (zero when the array is idle or the job never yields).
+    fn yield_for(&self) -> Duration {
+        let (Some(rate), Some((since, at))) = (self.min_rate, self.busy) else {
+            return Duration::ZERO;
+        };
+        let due = Duration::from_secs_f64((self.bytes - at) as f64 / rate as f64);
+        due.saturating_sub(since.elapsed())
     }
 }
 
@@ -57,3 +106,41 @@ pub(crate) fn batch_rows(chunk: u64, wanted_bytes: u64) -> u64 {
 
 /// Bytes per member in one job batch, at most.
 pub(crate) const MAX_BATCH_BYTES: u64 = 2 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30 (jobs yield to users): a job that sees requests served between its batches
+    /// paces itself to its minimum rate from then on, and runs unpaced again once a look finds
+    /// none; without a minimum rate it never yields.
+    #[test]
+    fn a_job_yields_to_its_minimum_rate_while_requests_are_served() {
+        let mut r = RateLimit::new(None, Some(1 << 20));
+        assert!(!r.yielding(0), "the first look only takes the count");
+        r.account(8 << 20);
+        assert!(!r.yielding(0), "no request since");
+        assert_eq!(r.yield_for(), Duration::ZERO);
+        assert!(r.yielding(3), "requests were served");
+        r.account(2 << 20);
+        assert!(
+            r.yield_for() > Duration::from_millis(1500),
+            "2 MiB at 1 MiB/s"
+        );
+        assert!(r.yielding(4));
+        r.account(2 << 20);
+        assert!(
+            r.yield_for() > Duration::from_millis(3500),
+            "4 MiB since they began"
+        );
+        assert!(!r.yielding(4), "idle again");
+        assert_eq!(r.yield_for(), Duration::ZERO);
+        let mut never = RateLimit::new(None, None);
+        assert!(!never.yielding(1) && !never.yielding(2));
+        let mut zero = RateLimit::new(None, Some(0));
+        assert!(
+            !zero.yielding(1) && !zero.yielding(2),
+            "0 means never yield"
+        );
+    }
+}

@@ -24,6 +24,9 @@ use crate::plan::{self, Cell, CopyChoice, Recovered};
 pub struct RebuildOptions {
     /// Bytes per second written to targets, at most.
     pub max_rate: Option<u64>,
+    /// Bytes per second written to targets while users' requests are being served (the job
+    /// yields to them down to this; None: it never yields).
+    pub min_rate: Option<u64>,
     /// Do not move the parity-heavy role when spares are promoted.
     pub keep_roles: bool,
     /// How often the checkpoint is flushed and recorded.
@@ -38,6 +41,7 @@ impl Default for RebuildOptions {
     fn default() -> Self {
         RebuildOptions {
             max_rate: None,
+            min_rate: Some(super::DEFAULT_MIN_RATE),
             keep_roles: false,
             checkpoint_every: Duration::from_secs(2),
             batch_bytes: 8 << 20,
@@ -329,7 +333,7 @@ fn new_pass<'a>(
             ..Default::default()
         },
         targets,
-        rate: RateLimit::new(opts.max_rate),
+        rate: RateLimit::new(opts.max_rate, opts.min_rate),
         last_checkpoint: Instant::now(),
         start: Instant::now(),
     }
@@ -442,7 +446,8 @@ fn rebuild_pass(
             };
             inflight = Some((writer, r0, r1, guard, damage));
             r0 = r1;
-            if one_at_a_time {
+            // While users' requests are served, one batch at a time at the minimum rate.
+            if pass.rate.yielding(array.requests_served()) || one_at_a_time {
                 land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
                 pass.rate.pause();
             }
@@ -1117,6 +1122,7 @@ fn replace_pass(
         }
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
+        pass.rate.yielding(array.requests_served());
         pass.rate.pause();
         r0 = r1;
     }

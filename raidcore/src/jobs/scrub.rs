@@ -110,16 +110,30 @@ impl ScrubReport {
 }
 
 /// Options of a scrub run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ScrubOptions {
     /// Bytes per second read, at most.
     pub max_rate: Option<u64>,
+    /// Bytes per second read while users' requests are being served (the run yields to them
+    /// down to this; None: it never yields).
+    pub min_rate: Option<u64>,
     /// When set, the run stops at the next batch (its checkpoint recorded).
     pub stop: Option<Arc<AtomicBool>>,
     /// Check the regions the data map shows empty too (skipped otherwise: they hold zeros on
     /// every member unless something rotted there, which no read of the array's data would
     /// notice without checksums).
     pub include_empty: bool,
+}
+
+impl Default for ScrubOptions {
+    fn default() -> Self {
+        ScrubOptions {
+            max_rate: None,
+            min_rate: Some(super::DEFAULT_MIN_RATE),
+            stop: None,
+            include_empty: false,
+        }
+    }
 }
 
 /// Checks (and per `mode` repairs) every row in `ranges`. `progress(rows done, rows total)`.
@@ -630,7 +644,7 @@ fn run_rows<'a>(
     // 2 MiB per member per batch, two batches ahead: the best of the sizes and depths measured
     // on the development machine's virtual disk (docs/NOTES.md).
     let per = super::batch_rows(c, 2 << 20);
-    let mut rate = RateLimit::new(opts.max_rate);
+    let mut rate = RateLimit::new(opts.max_rate, opts.min_rate);
     let pool = Pool::default();
     let heal = array.is_writable() && matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
     let stop = || {
@@ -720,7 +734,11 @@ fn run_rows<'a>(
                     .map(|rx| rx.recv().expect("scrub reader gone"))
                     .collect()
             };
-            if ahead > 0 && next_row < rows.end && !stop() {
+            // While users' requests are served: no read-ahead (its batches hold their rows),
+            // one batch at a time at the minimum rate.
+            let yielding = rate.yielding(array.requests_served());
+            while ahead > 0 && !yielding && inflight.len() < ahead && next_row < rows.end && !stop()
+            {
                 issue(&mut inflight, &mut read_inline, &mut next_row);
             }
             let before = rep.bytes_read;
@@ -744,7 +762,7 @@ fn run_rows<'a>(
             progress(cur.rows.end);
             checkpoint(rep, cur.rows.end)?;
             rate.account(rep.bytes_read - before);
-            if ahead == 0 {
+            if (ahead == 0 || yielding) && inflight.is_empty() {
                 rate.pause();
                 if next_row < rows.end && !stop() {
                     issue(&mut inflight, &mut read_inline, &mut next_row);

@@ -1881,6 +1881,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
             6..=8 if !a.pending_targets().is_empty() => {
                 let mut opts = RebuildOptions {
                     max_rate: [None, None, Some(256 << 10), Some(4 << 20)][r.below(4) as usize],
+                    min_rate: RebuildOptions::default().min_rate,
                     keep_roles: r.below(2) == 0,
                     checkpoint_every: Duration::from_millis(50 + r.below(3000)),
                     batch_bytes: [a.layout().chunk(), 64 << 10, 8 << 20][r.below(3) as usize],

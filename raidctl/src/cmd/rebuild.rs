@@ -17,6 +17,10 @@ pub struct RebuildFlags {
     /// Rebuild at most this many bytes per second (K/M/G suffixes)
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub max_rate: Option<u64>,
+    /// While clients' requests are served, rebuild at this many bytes per second (it yields to
+    /// them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M
+    #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
+    pub min_rate: Option<u64>,
     /// Skewed arrays: do not move the parity-heavy role to the most-worn member
     #[arg(long)]
     pub keep_roles: bool,
@@ -33,6 +37,7 @@ impl RebuildFlags {
     pub fn quiet() -> RebuildFlags {
         RebuildFlags {
             max_rate: None,
+            min_rate: None,
             keep_roles: false,
             no_rebuild: false,
             json: false,
@@ -49,6 +54,16 @@ pub struct RebuildArgs {
     pub drill: crate::inject::InjectArgs,
     #[command(flatten)]
     pub flags: RebuildFlags,
+}
+
+/// A job's rate while clients are served, from `--min-rate` (unset: the default; 0: the job
+/// never yields).
+pub fn min_rate(flag: Option<u64>) -> Option<u64> {
+    match flag {
+        None => Some(raidcore::jobs::DEFAULT_MIN_RATE),
+        Some(0) => None,
+        Some(r) => Some(r),
+    }
 }
 
 /// Runs the pending work after a change, unless --no-rebuild; then closes the array.
@@ -71,6 +86,7 @@ fn finish(array: Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<ExitCod
 fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
     let opts = RebuildOptions {
         max_rate: f.max_rate,
+        min_rate: min_rate(f.min_rate),
         keep_roles: f.keep_roles,
         checkpoint_every: Duration::from_secs(2),
         ..RebuildOptions::default()
@@ -138,7 +154,10 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         if !a.drill.inject.is_empty() {
             return Err(crate::inject::served_error());
         }
-        let r = crate::control::call(c, json!({"cmd": "rebuild", "max_rate": a.flags.max_rate}))?;
+        let r = crate::control::call(
+            c,
+            json!({"cmd": "rebuild", "max_rate": a.flags.max_rate, "min_rate": a.flags.min_rate}),
+        )?;
         eprintln!(
             "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",
             r["pending"]

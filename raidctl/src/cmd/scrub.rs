@@ -25,6 +25,11 @@ pub struct ScrubArgs {
     /// Read at most this many bytes per second
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub max_rate: Option<u64>,
+    /// While clients' requests are served, read at this many bytes per second (the scrub
+    /// yields to them; full speed, or --max-rate, when they are idle; 0: never yield). Default
+    /// 32M
+    #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
+    pub min_rate: Option<u64>,
     /// Also check the regions never written since create (or trimmed whole), which a scrub
     /// skips: they should hold zeros on every member, and this finds rot there
     #[arg(long)]
@@ -39,6 +44,7 @@ pub fn scrub_json(
     array: &Array,
     repair: bool,
     max_rate: Option<u64>,
+    min_rate: Option<u64>,
     include_empty: bool,
 ) -> Result<Value> {
     let mut bar = crate::progress::Progress::new("scrub", false);
@@ -49,6 +55,7 @@ pub fn scrub_json(
         repair,
         &scrub::ScrubOptions {
             max_rate,
+            min_rate: crate::cmd::rebuild::min_rate(min_rate),
             stop: None,
             include_empty,
         },
@@ -76,12 +83,12 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
         Some(_) if !a.drill.inject.is_empty() => return Err(crate::inject::served_error()),
         Some(c) => crate::control::call(
             c,
-            json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate, "include_empty": a.include_empty}),
+            json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate, "min_rate": a.min_rate, "include_empty": a.include_empty}),
         )?,
         None => {
             // The drill lives as long as the array: its watchdog and its end-of-run report.
             let (_drill, array) = a.drill.assemble(&a.array, true)?;
-            let r = scrub_json(&array, a.repair, a.max_rate, a.include_empty)?;
+            let r = scrub_json(&array, a.repair, a.max_rate, a.min_rate, a.include_empty)?;
             array.close()?;
             r
         }

@@ -43,6 +43,11 @@ pub struct ServeArgs {
     /// Background rebuilds write at most this many bytes per second, leaving room for clients
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub max_rate: Option<u64>,
+    /// Background rebuilds and scrubs run at this many bytes per second while clients'
+    /// requests are served (full speed, or --max-rate, when clients are idle; 0: never yield).
+    /// Default 32M
+    #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
+    pub min_rate: Option<u64>,
     /// Skewed arrays: do not move the parity-heavy role when members are replaced
     #[arg(long)]
     pub keep_roles: bool,
@@ -120,6 +125,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
         export: a.export.clone(),
         readonly: a.readonly,
         rebuild_rate: a.max_rate,
+        rebuild_min_rate: a.min_rate,
         keep_roles: a.keep_roles,
         drill,
         nbd_device: a.nbd_device.clone(),
