@@ -323,6 +323,50 @@ fn busy_array_losing_a_member_then_killed_keeps_flushed_data_readable() {
     }
 }
 
+/// Found by an outside attack (2026-12-06): a `scrub --repair` batch counted as a write over
+/// all its rows once it repaired one block, so a member failing during the scrub and a kill -9
+/// before the next flush listed the failed member's data in the whole 2 MiB batch (385 blocks
+/// of flushed data, unreadable for good). Only the blocks a repair writes count now: what is
+/// listed is at most the failed member's block in the column of the repair and in the column
+/// of the one write not flushed.
+#[test]
+fn a_member_failing_during_scrub_repair_then_a_kill_loses_only_the_columns_written() {
+    use crate::serve::{go, write_nbd};
+    let dir = tempdir();
+    let ms = members_created(dir.path(), "5", 4, "48M");
+    fill(&ms[0], dir.path());
+    let data_offset = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
+        .as_u64()
+        .unwrap();
+    // A data block of row 2 rots: the scrub's first batch repairs it.
+    rot_bytes(&ms[0], data_offset + 2 * 65536 + 3 * 4096 + 100);
+    let sock = dir.path().join("nbd.sock");
+    let mut srv = Server::start_with(&ms[0], &sock, &["--stripe-cache", "0"]);
+    // One write far from it, never flushed: the array is dirty at the kill.
+    let mut s = go(&sock);
+    write_nbd(&mut s, 1, 600 * 196_608, &[7u8; 4096], false).unwrap();
+    let mut scrub = Command::new(BIN)
+        .args(["scrub", "--repair", "--max-rate", "2M", &ms[0]])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    raidctl(["fail", &ms[0], "2"]).ok();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut child = srv.child.take().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = scrub.kill();
+    let _ = scrub.wait();
+    drop(s);
+    let st = status_run(["status", "--json", &ms[0]]).json();
+    let listed = listed_bad_blocks(&st);
+    assert!(listed <= 2, "{listed} blocks listed: {st}");
+    // Row 0 of slot 2 was flushed long before and never written since: it reads.
+    raidctl(["read", &ms[0], "--offset", "131072", "--length", "4096"]).ok();
+}
+
 /// Found by an outside attack (2026-12-05): `raidctl wear --record` opened the array writable
 /// by a path of its own that skipped the resync, and its clean close marked an array a kill -9
 /// had left dirty clean: the rows the killed write tore were never resynced (scrub found 4,897

@@ -554,9 +554,20 @@ pub(crate) fn write_fua(
     offset: u64,
     data: &[u8],
 ) -> std::io::Result<()> {
+    write_nbd(s, cookie, offset, data, true)
+}
+
+/// Sends an NBD WRITE, with FUA or without; as [`write_fua`].
+pub(crate) fn write_nbd(
+    s: &mut UnixStream,
+    cookie: u64,
+    offset: u64,
+    data: &[u8],
+    fua: bool,
+) -> std::io::Result<()> {
     let mut h = Vec::with_capacity(28 + data.len());
     h.extend_from_slice(&0x2560_9513u32.to_be_bytes());
-    h.extend_from_slice(&1u16.to_be_bytes()); // FUA
+    h.extend_from_slice(&u16::from(fua).to_be_bytes()); // FUA
     h.extend_from_slice(&1u16.to_be_bytes()); // WRITE
     h.extend_from_slice(&cookie.to_be_bytes());
     h.extend_from_slice(&offset.to_be_bytes());

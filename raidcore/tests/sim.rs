@@ -437,6 +437,17 @@ fn a_degraded_row_never_rebuilds_missing_data_from_rotten_parity() {
     pass_with_rot(515);
 }
 
+/// Found by an outside attack on the suspect blocks (2026-12-06): RAID6 N=6, a scrub --repair
+/// batch over rows 0..10 repaired one rotten block and then counted as a write over all ten
+/// rows; slot 5 failed during it, the power went before a flush, and 96 blocks of slot 5's
+/// flushed data were listed. A repair counts only the blocks it writes (`repair_write`).
+#[test]
+fn a_scrub_repair_puts_at_risk_only_the_blocks_it_rewrites() {
+    if let Err(f) = raidcore::sim::run(9001188) {
+        panic!("{f}");
+    }
+}
+
 #[test]
 fn a_member_failing_after_the_resync_loses_nothing_the_resync_settled() {
     pass(725);

@@ -627,8 +627,9 @@ impl Array {
     }
 
     /// A resync went over `ranges` (rows) to the end: the stale regions they cover whole are
-    /// settled. The rows it wrote count as written (`job_rows`), so a member failure before
-    /// the next flush still suspects those; nothing else of the crash is left in them.
+    /// settled. The blocks it wrote count as written ([`Array::repair_write`]), so a member
+    /// failure before the next flush still suspects those; nothing else of the crash is left
+    /// in them.
     /// Before, a region stayed stale until its bit was cleared, and a member failing
     /// meanwhile made every row of it suspect, so a crash then listed the member's data there
     /// as lost though the resync and a flush had settled it (simulator seeds 725 and 112).
@@ -655,14 +656,6 @@ impl Array {
             }
             a.stale.store(false, Ordering::Release);
         }
-    }
-
-    /// Registers a job's batch over member rows `rows` that may write (a resync, scrub
-    /// --repair) as a write in flight: a member failing meanwhile suspects them, and once it
-    /// ends they count as not durable until the next flush, like a request's rows. A batch
-    /// that wrote nothing ends with [`unflushed::WriteTicket::forget`].
-    pub(crate) fn job_rows(&self, rows: Range<u64>) -> super::unflushed::WriteTicket<'_> {
-        self.unflushed.begin(std::iter::once(self.row_blocks(rows)))
     }
 
     /// False only when the data map shows that no row of `rows` was written since `create`

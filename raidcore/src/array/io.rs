@@ -319,7 +319,7 @@ impl Array {
                     // copies nothing vouched for (which records their entries).
                     for i in rewrite {
                         let (slot, row, _) = at(i);
-                        self.member_write(
+                        self.repair_write(
                             slot,
                             self.judged_good(out),
                             row,
@@ -611,7 +611,7 @@ impl Array {
         if self.writable {
             let d_count = slots.len() - parity;
             for (i, run) in rewrites {
-                self.member_write(
+                self.repair_write(
                     slots[i],
                     self.judged_good(&bufs[i][run.clone()]),
                     row,
@@ -653,7 +653,7 @@ impl Array {
                         // remapped, and the next plain read of these rows succeeds).
                         cell.fill(0);
                         if self.writable {
-                            self.member_write(
+                            self.repair_write(
                                 slot,
                                 Verified::zeros(cell),
                                 row,
@@ -665,7 +665,7 @@ impl Array {
                     };
                     self.read_mirror_chunk(chunk, copies, cell, 0)?;
                     if self.writable {
-                        self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
+                        self.repair_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                     }
                 }
             }
@@ -751,7 +751,7 @@ impl Array {
                     && !bad.is_empty()
                     && matches!(self.layout.redundancy(), Redundancy::Mirror { .. })
                 {
-                    self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
+                    self.repair_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                 }
                 continue;
             }
@@ -777,7 +777,7 @@ impl Array {
                     None => cell.fill(0),
                 }
                 if known == Known::Unreadable && self.writable {
-                    self.member_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
+                    self.repair_write(slot, self.judged_good(cell), row, 0, WriteKind::Data)?;
                 }
                 Ok(())
             }

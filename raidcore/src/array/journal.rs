@@ -249,7 +249,7 @@ impl Array {
         let Some(e) = entry else { return Ok(false) };
         for (slot, img) in &e.cells {
             if *slot < self.slots.len() {
-                self.member_write(
+                self.repair_write(
                     *slot,
                     Verified::journal(img),
                     e.row,

@@ -68,20 +68,6 @@ impl WriteTicket<'_> {
     pub(crate) fn settle(&self, blocks: Range<u64>) -> bool {
         self.owner.settle(self.id, blocks)
     }
-
-    /// Ends the write having changed nothing on the members (a job's batch that found nothing
-    /// to repair): its rows are not at risk. A member failure that caught it in flight keeps
-    /// them suspect until the next flush, as for any write.
-    pub(crate) fn forget(self) {
-        let mut st = self.owner.st.lock().expect("unflushed lock");
-        st.inflight.retain(|w| w.0 != self.id);
-        let e = st.epoch;
-        for s in &mut st.suspects {
-            if s.until == Until::Write(self.id) {
-                s.until = Until::Completed(e);
-            }
-        }
-    }
 }
 
 impl Drop for WriteTicket<'_> {

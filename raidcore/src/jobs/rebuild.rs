@@ -823,7 +823,7 @@ fn recover_block(
                     } else {
                         Verified::agreed(&blocks[pos])
                     };
-                    array.member_write(
+                    array.repair_write(
                         s,
                         cell,
                         r,
@@ -933,7 +933,7 @@ fn mirror_blocks(
                     let (s2, row2) = others[o];
                     let good = bytes[copy][blk.clone()].to_vec();
                     let good = array.judged_good(&good);
-                    array.member_write(s2, good, row2, blk.start as u64, WriteKind::Data)?;
+                    array.repair_write(s2, good, row2, blk.start as u64, WriteKind::Data)?;
                     if cells[o] != Cell::Unchecked {
                         damage.repaired += 1;
                     }

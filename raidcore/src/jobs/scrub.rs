@@ -742,8 +742,6 @@ fn run_rows<'a>(
                 issue(&mut inflight, &mut read_inline, &mut next_row);
             }
             let before = rep.bytes_read;
-            let wrote_before = rep.bytes_written;
-            let writing = heal.then(|| array.job_rows(cur.rows.clone()));
             let r = match layout.redundancy() {
                 Redundancy::Parity { parity } => {
                     parity_batch(array, &cur, parity, mode, rep, pool, raw)
@@ -752,11 +750,6 @@ fn run_rows<'a>(
                     mirror_batch(array, &cur, copies, mode, rep, pool, raw)
                 }
             };
-            if rep.bytes_written == wrote_before {
-                if let Some(t) = writing {
-                    t.forget();
-                }
-            }
             drop(cur_guard);
             r?;
             progress(cur.rows.end);
@@ -1096,7 +1089,7 @@ fn resync_parity_block(
                 }
                 continue;
             }
-            array.member_write(slots[i], why(fresh), row, within, WriteKind::Parity)?;
+            array.repair_write(slots[i], why(fresh), row, within, WriteKind::Parity)?;
             rep.bytes_written += BLOCK;
             push(rep, problem(i, cell_kind(i, d, false), true, note.into()));
         }
@@ -1109,7 +1102,7 @@ fn resync_parity_block(
             if let Some(z) = plan::locate(&pd, &qd).filter(|&z| z < d) {
                 let fixed: Vec<u8> = block(z).iter().zip(&pd).map(|(a, b)| a ^ b).collect();
                 // P and Q agree on the one block they name: independent redundancy.
-                array.member_write(
+                array.repair_write(
                     slots[z],
                     Verified::agreed(&fixed),
                     row,
@@ -1236,7 +1229,7 @@ fn resync_parity_block(
                     continue;
                 }
                 let fixed = Verified::rebuilt(&blocks[i]);
-                array.member_write(slots[i], fixed, row, within, WriteKind::of_cell(i, d))?;
+                array.repair_write(slots[i], fixed, row, within, WriteKind::of_cell(i, d))?;
                 rep.bytes_written += BLOCK;
                 push(
                     rep,
@@ -1297,7 +1290,7 @@ fn resync_parity_block(
             // entry: that checksum vouches for the rebuild and for every cell it used. The
             // block is restored, the others' entries recorded, parity made to agree.
             let rebuilt = Verified::rebuilt(&fixed[x]);
-            array.member_write(slots[x], rebuilt, row, within, WriteKind::of_cell(x, d))?;
+            array.repair_write(slots[x], rebuilt, row, within, WriteKind::of_cell(x, d))?;
             rep.bytes_written += BLOCK;
             push(
                 rep,
@@ -1457,7 +1450,7 @@ fn resync_degraded_block(
         |rep: &mut ScrubReport, fixed: &[Vec<u8>], vouch: &[usize], why: Vouch, note: &str| {
             for i in (0..total).filter(|&i| i != m) {
                 if fixed[i] != read[i] {
-                    array.member_write(
+                    array.repair_write(
                         slots[i],
                         why(&fixed[i]),
                         row,
@@ -1744,7 +1737,7 @@ fn freeze_listed(
             }
             continue;
         }
-        array.member_write(slots[i], fresh, row, (b * B) as u64, WriteKind::Parity)?;
+        array.repair_write(slots[i], fresh, row, (b * B) as u64, WriteKind::Parity)?;
         written += BLOCK;
     }
     Ok(written)
@@ -2007,7 +2000,7 @@ fn check_parity_row(
                         continue;
                     }
                     if repair {
-                        array.member_write(
+                        array.repair_write(
                             slots[i],
                             why,
                             row,
@@ -2110,7 +2103,7 @@ fn legacy_block(
             if repair {
                 // P and Q agree on the one block they name: independent redundancy.
                 let fixed = Verified::agreed(&fixed);
-                array.member_write(slots[z], fixed, row, within, WriteKind::Data)?;
+                array.repair_write(slots[z], fixed, row, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
             }
             push(
@@ -2145,7 +2138,7 @@ fn legacy_block(
             } else {
                 Verified::unchecked(fresh)
             };
-            array.member_write(slots[idx], fresh, row, within, WriteKind::Parity)?;
+            array.repair_write(slots[idx], fresh, row, within, WriteKind::Parity)?;
             rep.bytes_written += BLOCK;
         }
         push(
@@ -2236,7 +2229,7 @@ fn mirror_batch(
              -> Result<()> {
                 if repair {
                     let data = Verified::rebuilt(data);
-                    array.member_write(x.0, data, x.1, (b * B) as u64, WriteKind::Data)?;
+                    array.repair_write(x.0, data, x.1, (b * B) as u64, WriteKind::Data)?;
                     rep.bytes_written += BLOCK;
                 }
                 push(rep, problem(x, kind, repair, note.into()));
@@ -2369,7 +2362,7 @@ fn mirror_batch(
                 let fix = repair && majority.is_some();
                 if fix {
                     let g = Verified::agreed(majority.as_ref().expect("decided"));
-                    array.member_write(x.0, g, x.1, (b * B) as u64, WriteKind::Data)?;
+                    array.repair_write(x.0, g, x.1, (b * B) as u64, WriteKind::Data)?;
                     rep.bytes_written += BLOCK;
                 }
                 push(
@@ -2467,7 +2460,7 @@ fn resync_mirror_block<'a>(
         for &x in avail {
             if block(x) != &first[..] {
                 let first = Verified::unchecked(&first);
-                array.member_write(x.0, first, x.1, within, WriteKind::Data)?;
+                array.repair_write(x.0, first, x.1, within, WriteKind::Data)?;
                 rep.bytes_written += BLOCK;
             }
             unvouch(array, x.0, x.1, within);
@@ -2484,7 +2477,7 @@ fn resync_mirror_block<'a>(
             }
             continue;
         }
-        array.member_write(x.0, why(&good), x.1, within, WriteKind::Data)?;
+        array.repair_write(x.0, why(&good), x.1, within, WriteKind::Data)?;
         rep.bytes_written += BLOCK;
         push(
             rep,
