@@ -294,9 +294,7 @@ fn busy_array_losing_a_member_then_killed_keeps_flushed_data_readable() {
         std::thread::sleep(Duration::from_millis(800));
         raidctl(["fail", &ms[0], "1"]).ok();
         std::thread::sleep(Duration::from_millis(2500));
-        let mut child = srv.child.take().unwrap();
-        let _ = child.kill();
-        let _ = child.wait();
+        srv.kill_9();
         for c in clients {
             c.join().unwrap();
         }
@@ -354,9 +352,7 @@ fn a_member_failing_during_scrub_repair_then_a_kill_loses_only_the_columns_writt
     std::thread::sleep(Duration::from_millis(2500));
     raidctl(["fail", &ms[0], "2"]).ok();
     std::thread::sleep(Duration::from_millis(300));
-    let mut child = srv.child.take().unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    srv.kill_9();
     let _ = scrub.kill();
     let _ = scrub.wait();
     drop(s);

@@ -282,6 +282,13 @@ impl Server {
     }
 
     /// SIGTERM, then the exit status.
+    /// kill -9 of the server (a crash), reaped.
+    pub fn kill_9(&mut self) {
+        let mut c = self.child.take().unwrap();
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let mut c = self.child.take().unwrap();
         // SAFETY: plain kill(2) on our own child's pid.
