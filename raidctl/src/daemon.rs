@@ -213,6 +213,9 @@ impl Daemon {
             }
             Some("fail") => {
                 let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
+                // The rates first: the supervisor may start the hot spare's rebuild at once.
+                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
+                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 let slot = a.fail(&m)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
                 // usize::MAX: the member was a spare, removed (as offline).
@@ -248,6 +251,9 @@ impl Daemon {
                         .table
                         .wrap(&new, crate::cmd::add::open_new(a, &new, force)?),
                 };
+                // The rates before the target exists: the supervisor may start its job at once.
+                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
+                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 let out = if req["cmd"] == "add" {
                     let (slot, change) = a.add(member, &new, endurance, keep)?;
                     json!({"slot": slot, "role_change": change.map(|c| c.description)})
@@ -256,8 +262,6 @@ impl Daemon {
                     let change = a.replace(&old, member, &new, endurance, keep)?;
                     json!({"role_change": change.map(|c| c.description)})
                 };
-                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
-                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(out)
             }

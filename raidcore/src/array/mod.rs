@@ -281,6 +281,8 @@ pub struct Array {
     pub(crate) config: RwLock<()>,
     /// One job at a time.
     job: Mutex<()>,
+    /// Jobs waiting for `job`: a scrub gives way to them ([`Array::job_waiting`]).
+    job_waiters: AtomicUsize,
     kernel: &'static Kernel,
     writable: bool,
     data_offset: u64,
@@ -453,6 +455,7 @@ impl Array {
             locks: RowLocks::new(),
             config: RwLock::new(()),
             job: Mutex::new(()),
+            job_waiters: Default::default(),
             kernel: Kernel::best(),
             writable,
             dirty: AtomicBool::new(false),
@@ -529,7 +532,18 @@ impl Array {
 
     /// Admits one job at a time (rebuild, replace, scrub, resync): held for the whole job.
     pub(crate) fn job_slot(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.job.lock().unwrap_or_else(|e| e.into_inner())
+        self.job_waiters.fetch_add(1, Ordering::AcqRel);
+        let g = self.job.lock().unwrap_or_else(|e| e.into_inner());
+        self.job_waiters.fetch_sub(1, Ordering::AcqRel);
+        g
+    }
+
+    /// Whether another job waits for the job slot: a scrub stops at its next batch (its
+    /// checkpoint recorded; the next scrub resumes there) so that a rebuild is not held up by
+    /// a scrub yielding to clients for hours (an outside attack: a hot spare stayed idle, the
+    /// array degraded, for as long as clients kept the scrub at its minimum rate).
+    pub(crate) fn job_waiting(&self) -> bool {
+        self.job_waiters.load(Ordering::Acquire) > 0
     }
 
     /// Chooses the parity kernel (tests and benchmarks).

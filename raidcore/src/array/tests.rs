@@ -515,6 +515,70 @@ fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
     rebuild::run(a, &opts, &mut |_, _, _| {}).unwrap()
 }
 
+/// Found by an outside attack on jobs yielding to clients: a scrub held the array's one job
+/// slot while it yielded, so under constant client load a hot spare's rebuild waited for the
+/// whole scrub at its minimum rate (days on large members), the array degraded meanwhile. A
+/// scrub now stops at its next batch when another job waits for the slot (its checkpoint
+/// recorded), and its pause returns early when it is told to stop. Here the scrub would yield
+/// at 1 byte per second: the rebuild must finish while it is still yielding.
+#[test]
+fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
+    use std::sync::atomic::AtomicBool;
+    let (a, _) = make(&params(Level::Raid5, 4, 4096), 64 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(9), 60);
+    let give_up = Arc::new(AtomicBool::new(false));
+    let clients_done = AtomicBool::new(false);
+    let rebuilt = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let scrub = s.spawn(|| {
+            let opts = scrub::ScrubOptions {
+                min_rate: Some(1),
+                stop: Some(give_up.clone()),
+                ..Default::default()
+            };
+            scrub::scrub_array(&a, false, &opts, &mut |_, _| {}).unwrap()
+        });
+        s.spawn(|| {
+            let mut buf = vec![0u8; 4096];
+            let mut i = 0u64;
+            while !clients_done.load(Ordering::Acquire) {
+                let _ = a.read(&mut buf, (i * 4096) % (a.size() - 4096));
+                i += 7;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        // Give the scrub time to start yielding, then lose a member with a spare ready.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        a.fail(&MemberRef::Slot(1)).unwrap();
+        a.add(
+            mem(64 << 20, "new"),
+            std::path::Path::new("new"),
+            None,
+            true,
+        )
+        .unwrap();
+        s.spawn(|| {
+            rebuild_all(&a);
+            rebuilt.store(true, Ordering::Release);
+        });
+        // The rebuild takes well under a second here; 20 s is only a bound so that the test
+        // fails rather than waits days when the scrub keeps the slot.
+        let t0 = std::time::Instant::now();
+        while !rebuilt.load(Ordering::Acquire) && t0.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let done_in_time = rebuilt.load(Ordering::Acquire);
+        give_up.store(true, Ordering::Release);
+        clients_done.store(true, Ordering::Release);
+        let rep = scrub.join().unwrap();
+        assert!(done_in_time, "the rebuild waited for the yielding scrub");
+        assert!(rep.stopped, "the scrub stopped for the rebuild");
+    });
+    assert_eq!(a.state(), ArrayState::Clean);
+    assert_eq!(read_all(&a), model);
+}
+
 #[test]
 fn fail_add_rebuild_restores_every_redundant_level() {
     for (i, (level, n)) in LEVELS

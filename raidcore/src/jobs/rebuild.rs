@@ -382,6 +382,11 @@ fn rebuild_pass(
     // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
     // Rate-limited, one batch at a time: the pause between batches holds no rows.
     let one_at_a_time = pass.rate.limited();
+    let stopping = || {
+        opts.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+    };
     std::thread::scope(|scope| -> Result<()> {
         let mut inflight: Option<InFlight<'_, '_>> = None;
         while r0 < rows {
@@ -449,7 +454,7 @@ fn rebuild_pass(
             // While users' requests are served, one batch at a time at the minimum rate.
             if pass.rate.yielding(array.requests_served()) || one_at_a_time {
                 land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
-                pass.rate.pause();
+                pass.rate.pause(&stopping);
             }
         }
         land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
@@ -1123,7 +1128,11 @@ fn replace_pass(
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
         pass.rate.yielding(array.requests_served());
-        pass.rate.pause();
+        pass.rate.pause(&|| {
+            opts.stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Acquire))
+        });
         r0 = r1;
     }
     pass.finish()

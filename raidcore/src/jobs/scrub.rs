@@ -186,6 +186,15 @@ pub fn run(
     Ok(rep)
 }
 
+/// Whether a run is to stop at its next batch: asked to (`opts.stop`), or a scrub that another
+/// job waits for (a rebuild; the scrub resumes from its checkpoint next time).
+fn halted(array: &Array, mode: Mode, opts: &ScrubOptions) -> bool {
+    opts.stop
+        .as_ref()
+        .is_some_and(|s| s.load(Ordering::Acquire))
+        || (matches!(mode, Mode::Scrub { .. }) && array.job_waiting())
+}
+
 /// A full scrub with its record: resumes an interrupted run from its checkpoint, records the
 /// checkpoint every few seconds and the result at the end (on a writable array), and checks
 /// the checksum tables themselves.
@@ -268,12 +277,7 @@ pub fn scrub_array(
                 Ok(())
             },
         );
-        if opts
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Acquire))
-            && next < rows
-        {
+        if halted(array, mode, opts) && next < rows {
             rep.stopped = true;
         }
     }
@@ -647,11 +651,7 @@ fn run_rows<'a>(
     let mut rate = RateLimit::new(opts.max_rate, opts.min_rate);
     let pool = Pool::default();
     let heal = array.is_writable() && matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
-    let stop = || {
-        opts.stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Acquire))
-    };
+    let stop = || halted(array, mode, opts);
     // Inside the simulator every read happens on the actor's own thread, where the scheduler
     // sees it.
     let inline = crate::sim::sched::is_actor();
@@ -756,7 +756,7 @@ fn run_rows<'a>(
             checkpoint(rep, cur.rows.end)?;
             rate.account(rep.bytes_read - before);
             if (ahead == 0 || yielding) && inflight.is_empty() {
-                rate.pause();
+                rate.pause(&stop);
                 if next_row < rows.end && !stop() {
                     issue(&mut inflight, &mut read_inline, &mut next_row);
                 }

@@ -67,6 +67,7 @@ pub fn scrub_json(
         "rows_skipped": rep.rows_skipped,
         "rows_empty": rep.empty_rows,
         "resumed_from_row": rep.resumed_from_row,
+        "stopped": rep.stopped,
         "bytes_read": rep.bytes_read,
         "bytes_written": rep.bytes_written,
         "seconds": rep.seconds,
@@ -98,6 +99,9 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
     } else {
         if let Some(row) = r["resumed_from_row"].as_u64() {
             println!("scrub: resumed an interrupted scrub at row {row}");
+        }
+        if r["stopped"] == true {
+            println!("scrub: stopped before the end to let a rebuild run; the next scrub resumes where this one stopped");
         }
         println!(
             "scrub: {} rows checked, {} skipped (members unavailable), {} empty (never written: not read), {} problems, {} repaired, {} unrepaired{}",
