@@ -448,6 +448,16 @@ fn a_scrub_repair_puts_at_risk_only_the_blocks_it_rewrites() {
     }
 }
 
+/// Found by a soak (2026-12-06; failing on the engine of the day before too): the simulator's
+/// watchdog stopped seed 10000154 (RAID6, 1 TiB members, a replace running): a client waited
+/// inside the `OnceLock` of a device's checksum store while the replace opening that store
+/// waited for its turn to read the member, a wait the scheduler could not see. The opener now
+/// holds a lock the scheduler sees (`Dev::csum_opening`).
+#[test]
+fn a_checksum_store_opened_by_two_actors_at_once_never_hangs_the_simulator() {
+    pass_large(10000154);
+}
+
 #[test]
 fn a_member_failing_after_the_resync_loses_nothing_the_resync_settled() {
     pass(725);

@@ -911,6 +911,10 @@ impl Array {
     /// A device's checksum store (opened and replayed on first use).
     pub(crate) fn csum_of<'a>(&self, d: &'a Dev) -> Option<&'a CsumStore> {
         let g = self.csum_geo?;
+        if let Some(s) = d.csum.get() {
+            return Some(s);
+        }
+        let _opening = d.csum_opening.lock().expect("csum opening lock");
         Some(d.csum.get_or_init(|| {
             let blocks = self.data_rows * self.layout.chunk() / BLOCK;
             CsumStore::open(d.member.as_ref(), g, self.data_offset, blocks)

@@ -127,6 +127,11 @@ pub struct Dev {
     pub(crate) last_error: Mutex<Option<String>>,
     /// Per-block checksums, opened on first use when the array has them.
     pub(crate) csum: std::sync::OnceLock<csum::CsumStore>,
+    /// Taken by whoever opens `csum` (which reads the member): a second user waits on this
+    /// lock, which the simulator's scheduler sees, rather than inside the `OnceLock`, which it
+    /// does not (simulator seed 10000154 hung: a client blocked in the `OnceLock` while the
+    /// replace opening the store waited for its turn to read). A leaf lock.
+    pub(crate) csum_opening: crate::sync::Mutex<()>,
 }
 
 impl Dev {
@@ -150,6 +155,7 @@ impl Dev {
             csum_errors: AtomicU64::new(0),
             last_error: Mutex::new(None),
             csum: std::sync::OnceLock::new(),
+            csum_opening: crate::sync::Mutex::new(()),
         }
     }
 
