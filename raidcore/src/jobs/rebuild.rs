@@ -37,6 +37,15 @@ pub struct RebuildOptions {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
+impl RebuildOptions {
+    /// Whether the job was asked to stop (`stop` set).
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+    }
+}
+
 impl Default for RebuildOptions {
     fn default() -> Self {
         RebuildOptions {
@@ -106,11 +115,7 @@ pub fn run(
     let _job = array.job_slot();
     let mut reports = Vec::new();
     array.promote_spares(opts.keep_roles)?;
-    let stopped = || {
-        opts.stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Acquire))
-    };
+    let stopped = || opts.stop_requested();
     // A pass that ends without progress and without changing what is pending would repeat
     // forever: stop after a few.
     let mut idle_passes = 0;
@@ -382,22 +387,13 @@ fn rebuild_pass(
     // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
     // Rate-limited, one batch at a time: the pause between batches holds no rows.
     let one_at_a_time = pass.rate.limited();
-    let stopping = || {
-        opts.stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Acquire))
-    };
     std::thread::scope(|scope| -> Result<()> {
         let mut inflight: Option<InFlight<'_, '_>> = None;
         while r0 < rows {
             if !pass.targets_alive() {
                 crate::bail!(Io, "a rebuild target failed; see status");
             }
-            if opts
-                .stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Acquire))
-            {
+            if opts.stop_requested() {
                 break;
             }
             if array.empty_rows_from(r0, 1) > r0 {
@@ -454,7 +450,7 @@ fn rebuild_pass(
             // While users' requests are served, one batch at a time at the minimum rate.
             if pass.rate.yielding(array.requests_served()) || one_at_a_time {
                 land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
-                pass.rate.pause(&stopping);
+                pass.rate.pause(&|| opts.stop_requested());
             }
         }
         land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
@@ -1062,11 +1058,7 @@ fn replace_pass(
     let locks = array.row_locks();
     let owner = locks.job_owner();
     while r0 < rows {
-        if opts
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Acquire))
-        {
+        if opts.stop_requested() {
             pass.make_durable()?;
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
@@ -1128,11 +1120,7 @@ fn replace_pass(
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
         pass.rate.yielding(array.requests_served());
-        pass.rate.pause(&|| {
-            opts.stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Acquire))
-        });
+        pass.rate.pause(&|| opts.stop_requested());
         r0 = r1;
     }
     pass.finish()
