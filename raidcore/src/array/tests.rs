@@ -531,6 +531,20 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
     let clients_done = AtomicBool::new(false);
     let rebuilt = AtomicBool::new(false);
     std::thread::scope(|s| {
+        // Clients first (reading without pause, so every gap between the scrub's batches
+        // sees requests served), then the scrub.
+        s.spawn(|| {
+            let mut buf = vec![0u8; 4096];
+            let mut i = 0u64;
+            while !clients_done.load(Ordering::Acquire) {
+                let _ = a.read(&mut buf, (i * 4096) % (a.size() - 4096));
+                i += 7;
+                std::thread::yield_now();
+            }
+        });
+        while a.requests_served() < 100 {
+            std::thread::yield_now();
+        }
         let scrub = s.spawn(|| {
             let opts = scrub::ScrubOptions {
                 min_rate: Some(1),
@@ -539,17 +553,9 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
             };
             scrub::scrub_array(&a, false, &opts, &mut |_, _| {}).unwrap()
         });
-        s.spawn(|| {
-            let mut buf = vec![0u8; 4096];
-            let mut i = 0u64;
-            while !clients_done.load(Ordering::Acquire) {
-                let _ = a.read(&mut buf, (i * 4096) % (a.size() - 4096));
-                i += 7;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        });
         // Give the scrub time to start yielding, then lose a member with a spare ready.
         std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!scrub.is_finished(), "the scrub yields to the clients");
         a.fail(&MemberRef::Slot(1)).unwrap();
         a.add(
             mem(64 << 20, "new"),
