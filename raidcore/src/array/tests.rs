@@ -577,9 +577,10 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
         let done_in_time = rebuilt.load(Ordering::Acquire);
         give_up.store(true, Ordering::Release);
         clients_done.store(true, Ordering::Release);
-        let rep = scrub.join().unwrap();
+        scrub.join().unwrap();
+        // (Whether the scrub reports itself stopped depends on where in its run the rebuild
+        // came: at the last batch of a run of rows it ends instead; not asserted.)
         assert!(done_in_time, "the rebuild waited for the yielding scrub");
-        assert!(rep.stopped, "the scrub stopped for the rebuild");
     });
     assert_eq!(a.state(), ArrayState::Clean);
     assert_eq!(read_all(&a), model);
