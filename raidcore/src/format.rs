@@ -274,6 +274,9 @@ pub mod feature {
     /// incompat: the data map, which regions of rows hold data (`array::bitmap`; only with
     /// BITMAP).
     pub const DATA_MAP: u64 = 4;
+    /// incompat: the re-add map, which regions changed since a member left (`array::readd`;
+    /// only with DATA_MAP).
+    pub const READD_MAP: u64 = 8;
 
     pub const TAG_BITMAP: u32 = 1;
     pub const TAG_JOURNAL: u32 = 2;
@@ -283,6 +286,7 @@ pub mod feature {
     pub const TAG_BADBLOCKS: u32 = 6;
     pub const TAG_GENERATIONS: u32 = 7;
     pub const TAG_DATA_MAP: u32 = 8;
+    pub const TAG_READD_MAP: u32 = 9;
 }
 
 /// One feature of the format: its bit, whether an older reader must refuse it, and the
@@ -350,6 +354,12 @@ pub const FEATURES: &[FeatureDef] = &[
         incompat: true,
         bit: feature::DATA_MAP,
         tag: Some(feature::TAG_DATA_MAP),
+    },
+    FeatureDef {
+        name: "re-add map",
+        incompat: true,
+        bit: feature::READD_MAP,
+        tag: Some(feature::TAG_READD_MAP),
     },
 ];
 

@@ -256,7 +256,8 @@ impl Daemon {
                 *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
                 let out = if req["cmd"] == "add" {
                     let (slot, change) = a.add(member, &new, endurance, keep)?;
-                    json!({"slot": slot, "role_change": change.map(|c| c.description)})
+                    let readd = slot.is_some_and(|s| a.slot_readding(s));
+                    json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)})
                 } else {
                     let old = raidcore::array::MemberRef::parse(&arg("old").unwrap_or_default());
                     let change = a.replace(&old, member, &new, endurance, keep)?;

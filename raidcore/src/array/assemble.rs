@@ -715,11 +715,21 @@ impl Array {
                     let s = Slot::new(None);
                     match &devs[i] {
                         Some(d) => {
+                            // A re-add in progress when the record tracks this member here.
+                            let readd = crate::array::readd::ReaddRecord::parse(&sb0)
+                                .ok()
+                                .flatten()
+                                .is_some_and(|r| {
+                                    r.tracked
+                                        .iter()
+                                        .any(|t| t.slot as usize == i && t.member_uuid == d.uuid)
+                                });
                             *s.target.write().expect("fresh") = Some(Arc::new(Target {
                                 dev: d.clone(),
                                 kind: TargetKind::Rebuild,
                                 checkpoint: AtomicU64::new(checkpoint_row),
                                 durable: AtomicU64::new(checkpoint_row),
+                                readd,
                             }));
                             reasons[i] = Some("being rebuilt".into());
                         }
@@ -766,6 +776,7 @@ impl Array {
                         kind: TargetKind::Replace { old_to_slot },
                         checkpoint: AtomicU64::new(checkpoint_row),
                         durable: AtomicU64::new(checkpoint_row),
+                        readd: false,
                     }));
                 }
                 _ => unreachable!("validated"),
@@ -1029,8 +1040,33 @@ impl Array {
     fn settle_entries(&self) -> Result<Vec<usize>> {
         let mut changed = false;
         let mut lost = Vec::new();
+        // The re-add map (before anything can clear a bit): members absent now that were in
+        // service are tracked from now, tracked ones stay so, and a slot in service again (a
+        // forced assembly took its member back) stops being tracked.
+        let tracked = self.tracked_slots();
+        let leaving: Vec<bool> = {
+            let meta = self.meta.lock().expect("meta lock");
+            (0..self.slots.len())
+                .map(|i| meta.slots[i].state == SlotState::Active || tracked.contains(&i))
+                .collect()
+        };
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.usable().is_none() && leaving[i] {
+                self.track_departure(i);
+            } else if s.usable().is_some() && tracked.contains(&i) {
+                self.untrack(i);
+            }
+        }
         {
             let mut meta = self.meta.lock().expect("meta lock");
+            for (i, s) in self.slots.iter().enumerate() {
+                if s.usable().is_none() && meta.slots[i].state == SlotState::Active {
+                    self.note_departure(&mut meta, i);
+                } else if s.usable().is_some() && tracked.contains(&i) {
+                    self.note_return(&mut meta, i);
+                    changed = true;
+                }
+            }
             let mut bump = false;
             let present: Vec<[u8; 16]> = self.live_devs().iter().map(|d| d.uuid).collect();
             for (i, s) in self.slots.iter().enumerate() {

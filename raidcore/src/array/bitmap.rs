@@ -47,6 +47,9 @@ pub struct BitmapGeometry {
     pub region_rows: u64,
     /// The data map follows the bitmap, `bytes` long, at `offset + bytes`.
     pub data_map: bool,
+    /// The re-add map follows the data map, `bytes` long, at `offset + 2 * bytes`
+    /// ([`super::readd`]).
+    pub readd_map: bool,
 }
 
 impl BitmapGeometry {
@@ -57,13 +60,15 @@ impl BitmapGeometry {
             let regions = data_rows.div_ceil(region_rows);
             let bytes = regions.div_ceil(8).div_ceil(4096) * 4096;
             if bytes <= 64 << 10 {
-                // With the data map after it when that fits too.
+                // With the data map after it when that fits too, and the re-add map after that.
                 let data_map = 2 * bytes <= metadata_bytes;
+                let readd_map = data_map && 3 * bytes <= metadata_bytes;
                 return (bytes <= metadata_bytes).then_some(BitmapGeometry {
                     offset: METADATA_OFFSET,
                     bytes,
                     region_rows,
                     data_map,
+                    readd_map,
                 });
             }
             region_rows *= 2;
@@ -94,9 +99,9 @@ impl BitmapGeometry {
         })
     }
 
-    /// Where the bitmap (and the data map after it) ends.
+    /// Where the bitmap (and the data map and re-add map after it) ends.
     pub fn end(&self) -> u64 {
-        self.offset + self.bytes * if self.data_map { 2 } else { 1 }
+        self.offset + self.bytes * (1 + self.data_map as u64 + self.readd_map as u64)
     }
 
     /// The geometry recorded in a superblock, if the feature is on and its record valid.
@@ -109,10 +114,31 @@ impl BitmapGeometry {
     /// crafted record is refused, never trusted).
     pub fn parse(sb: &Superblock) -> crate::error::Result<Option<BitmapGeometry>> {
         let data_map = sb.incompat_features & FEATURE_DATA_MAP != 0;
+        let readd_map = sb.incompat_features & super::readd::FEATURE_READD_MAP != 0;
         if !data_map && sb.extensions.iter().any(|e| e.tag == DATA_MAP_TAG) {
             crate::bail!(
                 Corrupt,
                 "a data map record (extension tag {DATA_MAP_TAG}) without incompat bit {FEATURE_DATA_MAP}"
+            );
+        }
+        if readd_map && !data_map {
+            crate::bail!(
+                Corrupt,
+                "incompat bit {} (re-add map) is set without the data map",
+                super::readd::FEATURE_READD_MAP
+            );
+        }
+        if !readd_map
+            && sb
+                .extensions
+                .iter()
+                .any(|e| e.tag == super::readd::READD_TAG)
+        {
+            crate::bail!(
+                Corrupt,
+                "a re-add map record (extension tag {}) without incompat bit {}",
+                super::readd::READD_TAG,
+                super::readd::FEATURE_READD_MAP
             );
         }
         if sb.compat_features & FEATURE_BITMAP == 0 {
@@ -145,6 +171,7 @@ impl BitmapGeometry {
             bytes: u(1),
             region_rows: u(2),
             data_map,
+            readd_map,
         };
         let fits = g.offset >= METADATA_OFFSET
             && g.bytes.is_multiple_of(4096)
@@ -153,6 +180,7 @@ impl BitmapGeometry {
             && g.offset
                 .checked_add(g.bytes)
                 .and_then(|end| end.checked_add(if data_map { g.bytes } else { 0 }))
+                .and_then(|end| end.checked_add(if readd_map { g.bytes } else { 0 }))
                 .is_some_and(|end| end <= sb.data_offset)
             && g.region_rows > 0
             && sb.data_rows.div_ceil(g.region_rows) <= g.bytes * 8;
@@ -175,6 +203,19 @@ impl BitmapGeometry {
                     rec.data.len(),
                     g.bytes,
                     g.offset + g.bytes
+                )));
+            }
+        }
+        if readd_map {
+            let rec = super::readd::ReaddRecord::parse(sb)?
+                .ok_or_else(|| bad("re-add map feature bit set but no re-add map record"))?;
+            if (rec.offset, rec.bytes) != (g.offset + 2 * g.bytes, g.bytes) {
+                return Err(bad(&format!(
+                    "the re-add map record (offset {}, {} bytes) is not the {} bytes right after the data map at offset {}",
+                    rec.offset,
+                    rec.bytes,
+                    g.bytes,
+                    g.offset + 2 * g.bytes
                 )));
             }
         }
@@ -215,6 +256,9 @@ struct State {
     /// them: (region, its mark count then, when the trim was done). Their data map bits clear
     /// after a flush that began later, if nothing marked them since.
     trims: Vec<(u64, u64, Instant)>,
+    /// Slots whose member left with the re-add map keeping count of what it misses (empty:
+    /// none; the map's bits are then not kept up to date). See [`super::readd`].
+    tracking: Vec<usize>,
 }
 
 /// A region's write activity, updated without the bitmap lock when a write completes.
@@ -293,6 +337,7 @@ impl Bitmap {
                 bits,
                 writing: false,
                 trims: Vec::new(),
+                tracking: Vec::new(),
             }),
             written: Condvar::new(),
             activity,
@@ -313,6 +358,67 @@ impl Bitmap {
         self.geo
             .data_map
             .then(|| ((self.geo.bytes + r / 8) as usize, 1u8 << (r % 8)))
+    }
+
+    /// Where region `r`'s re-add map bit lies in the bits, if there is a re-add map.
+    fn missed_bit(&self, r: u64) -> Option<(usize, u8)> {
+        self.geo
+            .readd_map
+            .then(|| ((2 * self.geo.bytes + r / 8) as usize, 1u8 << (r % 8)))
+    }
+
+    /// Starts (`on`) or stops keeping count, in the re-add map, of the regions slot `slot`'s
+    /// member misses. Starting takes in every region marked now (writes in flight, or not yet
+    /// durable everywhere, when the member left); from then on every mark sets the region's
+    /// re-add bit with its write-intent bit, durable before the write, and no write-intent bit
+    /// is cleared before the re-add bits are durable. When no slot is tracked any more the map
+    /// is emptied (written with the next bitmap write). False without a re-add map.
+    pub(crate) fn track(&self, slot: usize, on: bool) -> bool {
+        if !self.geo.readd_map {
+            return false;
+        }
+        let mut st = self.state.lock().expect("bitmap lock");
+        let bytes = self.geo.bytes as usize;
+        if on {
+            if !st.tracking.contains(&slot) {
+                st.tracking.push(slot);
+            }
+            let (intent, rest) = st.bits.split_at_mut(bytes);
+            for (m, b) in rest[bytes..2 * bytes].iter_mut().zip(intent.iter()) {
+                *m |= b;
+            }
+        } else {
+            st.tracking.retain(|&s| s != slot);
+            if st.tracking.is_empty() {
+                st.bits[2 * bytes..3 * bytes].fill(0);
+            }
+        }
+        true
+    }
+
+    /// True while slot `slot`'s member is tracked in the re-add map.
+    pub(crate) fn tracked(&self, slot: usize) -> bool {
+        self.state
+            .lock()
+            .expect("bitmap lock")
+            .tracking
+            .contains(&slot)
+    }
+
+    /// The first region from `r` (below `limit`) that a re-added member may miss (its re-add
+    /// bit or its write-intent bit set), or `limit`. Every region without a re-add map.
+    fn next_missed(&self, r: u64, limit: u64) -> u64 {
+        let limit = limit.min(self.activity.len() as u64);
+        if !self.geo.readd_map {
+            return r.min(limit);
+        }
+        let st = self.state.lock().expect("bitmap lock");
+        (r..limit)
+            .find(|&r| {
+                let (byte, bit) = self.missed_bit(r).expect("re-add map");
+                st.bits[byte] & bit != 0 || st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0
+            })
+            .unwrap_or(limit)
     }
 
     /// The first region from `r` (below `limit`) that may hold data (`holding`) or that the
@@ -450,10 +556,12 @@ impl Array {
         };
         // The write-intent bits and the data map's: every bit this write needs (no allocation:
         // this runs on every write).
+        let tracking = !st.tracking.is_empty();
         let needed = || {
             (first..=last).flat_map(move |r| {
                 std::iter::once(((r / 8) as usize, 1u8 << (r % 8)))
                     .chain(bm.map_bit(r).filter(|_| data))
+                    .chain(bm.missed_bit(r).filter(|_| tracking))
             })
         };
         for (byte, bit) in needed() {
@@ -528,6 +636,22 @@ impl Array {
             return Ok(());
         };
         let mut st = bm.state.lock().expect("bitmap lock");
+        // A member being tracked must find every region it misses in the re-add map once
+        // write-intent bits clear: the map's bits are durable (written and flushed) first.
+        if !st.tracking.is_empty() {
+            let bytes = bm.geo.bytes as usize;
+            let pending = |st: &State| {
+                st.bits[2 * bytes..3 * bytes]
+                    .iter()
+                    .zip(&st.durable[2 * bytes..3 * bytes])
+                    .any(|(b, d)| b & !d != 0)
+            };
+            while pending(&st) {
+                let (g, r) = self.commit_bitmap(bm, st, true);
+                st = g;
+                r?;
+            }
+        }
         let mut changed = false;
         // Regions a trim returned to empty: their zeros are durable now if the trim was done
         // before this flush began; cleared only if no write marked them since (marks happen
@@ -688,6 +812,21 @@ impl Array {
         };
         let per = bm.geo.region_rows;
         let r = bm.next_region(from / per, (end - 1) / per + 1, !holding);
+        (r * per).clamp(from, end)
+    }
+
+    /// The end of the run of rows from `from`, at most `max` of them, that a re-added member
+    /// holds as they are (regions with neither a re-add bit nor a write-intent bit set:
+    /// nothing was written there since it left); `from` when it may miss row `from` (always,
+    /// without a re-add map). A caller that skips them holds their row locks, so no write
+    /// lands there meanwhile (a write marks its regions before it takes its row locks).
+    pub(crate) fn held_rows_from(&self, from: u64, max: u64) -> u64 {
+        let end = from.saturating_add(max).min(self.data_rows);
+        let Some(bm) = self.bitmap.as_ref().filter(|_| from < end) else {
+            return from;
+        };
+        let per = bm.geo.region_rows;
+        let r = bm.next_missed(from / per, (end - 1) / per + 1);
         (r * per).clamp(from, end)
     }
 

@@ -240,6 +240,18 @@ impl Array {
                 sb.incompat_features |= super::bitmap::FEATURE_DATA_MAP;
                 sb.extensions.push(map);
             }
+            // The re-add map starts empty, tracking nobody.
+            if geo.readd_map {
+                sb.incompat_features |= super::readd::FEATURE_READD_MAP;
+                sb.extensions.push(
+                    super::readd::ReaddRecord {
+                        offset: geo.offset + 2 * geo.bytes,
+                        bytes: geo.bytes,
+                        tracked: Vec::new(),
+                    }
+                    .to_extension(),
+                );
+            }
             meta_end = geo.end();
         }
         if layout.parity_count() > 0 {

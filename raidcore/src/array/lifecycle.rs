@@ -420,6 +420,9 @@ impl Array {
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
         }
+        if let Some(slot) = self.readd(&member, path, endurance)? {
+            return Ok((Some(slot), None));
+        }
         let dev = self.join(member, path, endurance)?;
         let free = (0..self.slots.len())
             .find(|&i| self.slots[i].usable().is_none() && self.slots[i].target().is_none());
@@ -567,6 +570,9 @@ impl Array {
         if t.checkpoint.load(Ordering::Acquire) < self.data_rows {
             return Ok(());
         }
+        // The slot is in sync again: the re-add map stops counting for it (before meta; any
+        // failure from here on starts it again).
+        self.untrack(slot);
         let old = match t.kind {
             TargetKind::Rebuild => None,
             TargetKind::Replace { old_to_slot } => {
@@ -576,6 +582,7 @@ impl Array {
         {
             let mut meta = self.meta.lock().expect("meta lock");
             meta.retain_extras(|e| e.member_uuid != t.dev.uuid);
+            self.note_return(&mut meta, slot);
             meta.slots[slot] = SlotInfo {
                 member_uuid: t.dev.uuid,
                 state: SlotState::Active,
@@ -631,6 +638,7 @@ fn new_target(dev: Arc<Dev>, kind: TargetKind) -> Arc<Target> {
     Arc::new(Target {
         dev,
         kind,
+        readd: false,
         checkpoint: AtomicU64::new(0),
         durable: AtomicU64::new(0),
     })

@@ -17,6 +17,7 @@ pub mod journal;
 mod lifecycle;
 mod locks;
 pub mod pending;
+pub mod readd;
 mod stripe;
 mod unflushed;
 
@@ -212,6 +213,9 @@ pub struct Target {
     pub(crate) checkpoint: AtomicU64,
     /// Rows below this are in sync and flushed (what the superblock records).
     pub(crate) durable: AtomicU64,
+    /// The slot's own member come back (re-add): it holds the rows the re-add map shows
+    /// unchanged since it left, which the rebuild leaves as they are (readd.rs).
+    pub(crate) readd: bool,
 }
 
 /// One of the N slots of the layout at run time.
@@ -442,6 +446,7 @@ impl Array {
                 // wrote empty on members whose bits read fine.
                 let half = geo.bytes as usize;
                 if geo.data_map {
+                    // (And the re-add map after it: every region counts as missed.)
                     bits[half..].fill(0xff);
                 }
                 if !sb.clean {
@@ -741,6 +746,12 @@ impl Array {
     /// progress on that slot turns into a rebuild of the same target.
     pub fn fail_member(&self, slot: usize, reason: &str) -> Result<()> {
         let s = &self.slots[slot];
+        if s.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // The re-add map counts what the member misses from before any write can skip it
+        // (the bits of writes in flight or unflushed now are taken in).
+        self.track_departure(slot);
         if s.failed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -761,6 +772,7 @@ impl Array {
         }
         {
             let mut meta = self.meta.lock().expect("meta lock");
+            self.note_departure(&mut meta, slot);
             meta.slots[slot].state = SlotState::Faulty;
             self.replace_into_rebuild(slot, &mut meta);
             meta.events += 1;
@@ -797,6 +809,7 @@ impl Array {
             kind: TargetKind::Rebuild,
             checkpoint: AtomicU64::new(old.checkpoint.load(Ordering::Acquire)),
             durable: AtomicU64::new(cp),
+            readd: false,
         }));
         true
     }

@@ -492,14 +492,29 @@ impl Array {
 
     /// Makes rows `rows` of a rebuild or replace target read as zeros, as they do on every
     /// member (rows the data map shows empty): a punched hole on files, the device's
-    /// write-zeroes (unmapping where it guarantees zeros) on block devices. No checksum
-    /// records: the target's checksum area was zeroed when it joined, which says "zeros", and
-    /// empty rows never get records. False when the target failed.
-    pub(crate) fn target_zero(&self, slot: usize, dev: &Dev, rows: Range<u64>) -> Result<bool> {
+    /// write-zeroes (unmapping where it guarantees zeros) on block devices. A new device's
+    /// checksum area was zeroed when it joined, which says "zeros": no records. A re-added
+    /// member keeps its own, which may say otherwise there (rows trimmed since it left): they
+    /// get zero records. False when the target failed.
+    pub(crate) fn target_zero(
+        &self,
+        slot: usize,
+        t: &super::Target,
+        rows: Range<u64>,
+    ) -> Result<bool> {
+        let dev = &t.dev;
         let off = self.cell_offset(rows.start, 0);
         let len = (rows.end - rows.start) * self.layout.chunk();
+        if t.readd {
+            self.csum_note_zero(dev, off, len);
+        }
         match dev.member.write_zeroes(off, len) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                if t.readd {
+                    self.csum_record_zero(dev, off, len);
+                }
+                Ok(true)
+            }
             Err(e) => {
                 dev.write_error(&e);
                 self.fail_target(

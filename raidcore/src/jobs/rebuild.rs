@@ -80,6 +80,9 @@ pub struct PassReport {
     /// write-zeroes) without the survivors being read. Included in `rows`, not in
     /// `bytes_written`.
     pub empty_rows: u64,
+    /// Rows a re-added member held as they are (nothing was written there since it left, by
+    /// the re-add map): neither read nor written. Included in `rows`.
+    pub held_rows: u64,
 }
 
 /// Rows of the data map's empty regions one skip covers at most (4 GiB of each member at
@@ -235,27 +238,45 @@ impl Pass<'_> {
     }
 
     /// Skips the rows from `r0` that the data map shows empty (they hold zeros on every
-    /// member): under their row locks, checked again there (a write marks its rows before it
-    /// takes their locks), the targets get zeros and the checkpoints move past them. Returns
-    /// the row reached: `r0` when row `r0` may hold data.
-    fn skip_empty(&mut self, r0: u64, owner: u64, progress: &mut ProgressFn<'_>) -> Result<u64> {
+    /// member: the targets get zeros there) or, with `held`, that every target holds already
+    /// (re-added members, by the re-add map: nothing is written). Under their row locks,
+    /// checked again there (a write marks its rows before it takes their locks), the
+    /// checkpoints move past them. Returns the row reached: `r0` when row `r0` is not such.
+    fn skip(
+        &mut self,
+        r0: u64,
+        owner: u64,
+        held: bool,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<u64> {
         let array = self.array;
+        let run = |from: u64, max: u64| {
+            if held {
+                array.held_rows_from(from, max)
+            } else {
+                array.empty_rows_from(from, max)
+            }
+        };
         let max = (EMPTY_RUN_BYTES / array.layout().chunk()).max(1);
-        let end = array.empty_rows_from(r0, max);
+        let end = run(r0, max);
         if end == r0 {
             return Ok(r0);
         }
         let locks = array.row_locks();
         let _guard = locks.batch(r0..end, owner);
-        let end = array.empty_rows_from(r0, end - r0);
+        let end = run(r0, end - r0);
         if end == r0 {
             return Ok(r0);
         }
-        for (slot, t) in &self.targets {
-            // A target that fails here is failed; the pass notices at its next batch.
-            array.target_zero(*slot, &t.dev, r0..end)?;
+        if held {
+            self.report.held_rows += end - r0;
+        } else {
+            for (slot, t) in &self.targets {
+                // A target that fails here is failed; the pass notices at its next batch.
+                array.target_zero(*slot, t, r0..end)?;
+            }
+            self.report.empty_rows += end - r0;
         }
-        self.report.empty_rows += end - r0;
         self.advance(end, 0, progress)?;
         Ok(end)
     }
@@ -383,6 +404,8 @@ fn rebuild_pass(
     );
     let locks = array.row_locks();
     let owner = locks.job_owner();
+    // Every target is its slot's own member come back: it keeps what nothing changed since.
+    let readd = pass.targets.iter().all(|(_, t)| t.readd);
     // Pipelined: the target write of one batch overlaps the reads and reconstruction of the
     // next. Both batches stay locked until the earlier one is written and its checkpoint moved.
     // Rate-limited, one batch at a time: the pause between batches holds no rows.
@@ -396,14 +419,30 @@ fn rebuild_pass(
             if opts.stop_requested() {
                 break;
             }
-            if array.empty_rows_from(r0, 1) > r0 {
-                // The batch in flight first: checkpoints move in row order.
-                land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
-                let end = pass.skip_empty(r0, owner, progress)?;
-                if end > r0 {
-                    r0 = end;
+            // Rows every target holds (re-added members), then rows the data map shows empty.
+            let mut skipped = false;
+            for held in [true, false] {
+                if held && !readd {
                     continue;
                 }
+                let from = if held {
+                    array.held_rows_from(r0, 1)
+                } else {
+                    array.empty_rows_from(r0, 1)
+                };
+                if from > r0 {
+                    // The batch in flight first: checkpoints move in row order.
+                    land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
+                    let end = pass.skip(r0, owner, held, progress)?;
+                    if end > r0 {
+                        r0 = end;
+                        skipped = true;
+                        break;
+                    }
+                }
+            }
+            if skipped {
+                continue;
             }
             let r1 = (r0 + step).min(rows);
             let b = (r1 - r0) as usize;
@@ -1069,7 +1108,7 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let end = pass.skip_empty(r0, owner, progress)?;
+        let end = pass.skip(r0, owner, false, progress)?;
         if end > r0 {
             r0 = end;
             continue;

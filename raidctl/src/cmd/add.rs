@@ -88,6 +88,10 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
             serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles, "max_rate": a.rebuild.max_rate, "min_rate": a.rebuild.min_rate}),
         )?;
         match r["slot"].as_u64() {
+            Some(slot) if r["readd"].as_bool() == Some(true) => eprintln!(
+                "raidctl: {} re-added to the served array (slot {slot}); what changed since it left is copied in the background",
+                a.new.display()
+            ),
             Some(slot) => eprintln!(
                 "raidctl: {} added to the served array (slot {slot}); it rebuilds in the background",
                 a.new.display()
@@ -103,6 +107,10 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
     let member = open_new(&array, &a.new, a.join.force)?;
     let (slot, change) = array.add(member, &a.new, endurance, a.rebuild.keep_roles)?;
     match slot {
+        Some(s) if array.slot_readding(s) => eprintln!(
+            "raidctl: {} re-added to slot {s}: only what changed since it left is copied",
+            a.new.display()
+        ),
         Some(s) => eprintln!("raidctl: {} added to rebuild slot {s}", a.new.display()),
         None => eprintln!("raidctl: {} added as a hot spare", a.new.display()),
     }

@@ -104,7 +104,7 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
                 json!({"done": r.kind, "slots": r.slots, "resumed_from_row": r.resumed_from_row, "rows": r.rows,
                        "bytes_written": r.bytes_written, "seconds": r.seconds, "rate_bytes_per_sec": rate as u64,
                        "checksum_repaired": r.checksum_repaired, "unrecoverable_blocks": r.unrecoverable_blocks,
-                       "rows_empty": r.empty_rows})
+                       "rows_empty": r.empty_rows, "rows_held": r.held_rows})
             );
         } else {
             eprintln!(
@@ -120,6 +120,12 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
                     String::new()
                 }
             );
+            if r.held_rows > 0 {
+                eprintln!(
+                    "raidctl: {} of {} rows were unchanged since the member left (re-add map): kept as they are, not read or written",
+                    r.held_rows, r.rows
+                );
+            }
             if r.empty_rows > 0 {
                 eprintln!(
                     "raidctl: {} of {} rows were never written since create (data map): zeroed on the new member, not read",
