@@ -102,14 +102,13 @@ impl Array {
     }
 
     /// Records in `meta` that slot `slot`'s member left, with the generation the array last
-    /// gave it, so that it can come back by re-add. Nothing without a re-add map, for a slot
+    /// gave it, so that it can come back by re-add (the caller called
+    /// [`Array::track_departure`] first: no bitmap lock is taken under meta). Nothing without a
+    /// re-add map, for a slot
     /// tracked already (it left earlier; its first departure counts), or for a member the
     /// array has no generation for.
     pub(crate) fn note_departure(&self, meta: &mut Superblock, slot: usize) {
         let Some(mut rec) = record(meta) else { return };
-        if !self.bitmap.as_ref().is_some_and(|b| b.tracked(slot)) {
-            return;
-        }
         if rec.tracked.iter().any(|t| t.slot as usize == slot) {
             return;
         }
