@@ -983,3 +983,64 @@ fn a_discard_of_a_whole_region_makes_the_rebuild_skip_it() {
     let rep = raidctl(["scrub", "--json", &ms[0]]).ok().json();
     assert_eq!(rep["problems"].as_array().unwrap().len(), 0, "{rep}");
 }
+
+/// Issue 29, item 3, served: a member absent when `serve` started comes back and `raidctl add`
+/// through the daemon re-adds it, copying only the region written while it was away (counted
+/// in its rebuild bytes), and every byte reads right through it afterwards.
+#[test]
+fn a_member_absent_when_serve_started_is_re_added_through_the_daemon() {
+    let dir = tempdir();
+    let gone = tempdir();
+    let ms = members_created(dir.path(), "5", 4, "1G");
+    let m0 = PathBuf::from(&ms[0]);
+    // 1 MiB at the start of six of the sixteen regions (192 MiB of the array each).
+    let region = 192u64 << 20;
+    let mut want: Vec<(u64, Vec<u8>)> = (0..6u64)
+        .map(|r| (r * 2 * region, pattern(&format!("r{r}"), 1 << 20)))
+        .collect();
+    for (off, data) in &want {
+        write_at(&m0, *off, data, dir.path());
+    }
+    std::fs::rename(&ms[2], gone.path().join("m2")).unwrap();
+    let sock = dir.path().join("readd.sock");
+    let mut server = Server::start(&ms[0], &sock);
+    let mut s = go(&sock);
+    want[4].1 = pattern("served", 1 << 20);
+    write_nbd(&mut s, 1, want[4].0, &want[4].1, true).unwrap();
+    drop(s);
+    std::fs::rename(gone.path().join("m2"), &ms[2]).unwrap();
+    let out = raidctl(["add", &ms[0], &ms[2]]).ok();
+    assert!(
+        out.stderr.contains("re-added to the served array (slot 2)"),
+        "{}",
+        out.stderr
+    );
+    let t0 = Instant::now();
+    let st = loop {
+        let st = status_run(["status", "--json", &ms[0]]).json();
+        if st["state"] == "clean" {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "re-add unfinished: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let copied = st["members"][2]["bytes_written_by_kind"]["rebuild"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        copied > 0 && copied <= 64 << 20,
+        "{copied} bytes copied to the re-added member; one region is 64 MiB: {st}"
+    );
+    assert!(server.stop().success());
+    raidctl(["scrub", &ms[0]]).ok();
+    raidctl(["fail", &ms[1], &ms[0]]).ok();
+    for (off, data) in &want {
+        assert!(
+            read_at(Path::new(&ms[1]), *off, data.len()).ok().stdout == *data,
+            "offset {off} through m2"
+        );
+    }
+}
