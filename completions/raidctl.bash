@@ -796,7 +796,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__serve)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --min-rate --keep-roles --stripe-cache --nbd-device --ublk --ublk-id --queues --queue-depth --harden --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --socket --listen --export --readonly --foreground --max-rate --min-rate --keep-roles --wait-for-members --stripe-cache --nbd-device --ublk --ublk-id --queues --queue-depth --harden --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -831,6 +831,10 @@ _raidctl() {
                     return 0
                     ;;
                 --min-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-for-members)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1044,3 +1044,28 @@ fn a_member_absent_when_serve_started_is_re_added_through_the_daemon() {
         );
     }
 }
+
+/// Issue 29, item 3: a disk slow to appear at boot came back stale. `serve
+/// --wait-for-members` waits for it: a member that arrives within the wait joins the array as
+/// it was, with nothing to copy.
+#[test]
+fn serve_waits_for_a_member_that_arrives_late() {
+    let dir = tempdir();
+    let gone = tempdir();
+    let ms = members_created(dir.path(), "5", 3, "32M");
+    write_at(Path::new(&ms[0]), 0, &pattern("late", 1 << 20), dir.path());
+    let away = gone.path().join("m2");
+    std::fs::rename(&ms[2], &away).unwrap();
+    let back = PathBuf::from(&ms[2]);
+    let mover = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        std::fs::rename(&away, &back).unwrap();
+    });
+    let sock = dir.path().join("late.sock");
+    let mut server = Server::start_with(&ms[0], &sock, &["--wait-for-members", "30"]);
+    mover.join().unwrap();
+    let st = status_run(["status", "--json", &ms[0]]).json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert!(server.stop().success());
+    assert!(read_at(Path::new(&ms[2]), 0, 1 << 20).ok().stdout == pattern("late", 1 << 20));
+}

@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// Skewed arrays: do not move the parity-heavy role when members are replaced
     #[arg(long)]
     pub keep_roles: bool,
+    /// Wait up to this many seconds for members not found yet (a disk slow to appear at
+    /// boot) before serving without them: a member that arrives late joins at once instead
+    /// of coming back stale (0: do not wait)
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait_for_members: u64,
     /// Memory for partial-row writes held until their row is complete (parity levels; 0
     /// turns the stripe cache off)
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
@@ -84,6 +89,49 @@ pub struct ServeArgs {
     pub harden: bool,
 }
 
+/// `--wait-for-members`: until every member of the array is found (a read-only look, no
+/// lock taken) or `seconds` pass. A member found stale or failed is not waited for; nothing is
+/// written meanwhile.
+fn wait_for_members(args: &crate::cli::ArrayArgs, seconds: u64) {
+    use raidcore::array::MemberState;
+    if seconds == 0 {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut said = false;
+    loop {
+        let missing = raidcore::array::Array::open_from(
+            &raidcore::array::Files,
+            &args.array,
+            &raidcore::array::AssembleOptions {
+                writable: false,
+                scan: args.scan.clone(),
+                allow_failed: true,
+                force: false,
+                unlocked: true,
+            },
+        )
+        .map(|a| {
+            a.members()
+                .iter()
+                .filter(|m| m.state == MemberState::Missing)
+                .count()
+        })
+        .unwrap_or(0);
+        if missing == 0 || std::time::Instant::now() >= deadline {
+            if said && missing > 0 {
+                eprintln!("raidctl serve: {missing} member(s) still missing after {seconds} s; serving without them");
+            }
+            return;
+        }
+        if !said {
+            eprintln!("raidctl serve: waiting up to {seconds} s for {missing} missing member(s)");
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
 pub fn run(a: ServeArgs) -> Result<ExitCode> {
     // A panic in any thread ends the daemon: a ublk queue or an NBD worker that unwound
     // alone would leave the process holding the device, its I/O queued, and no restart (the
@@ -113,6 +161,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode> {
             "oom_score_adj": oom_score_adj,
         })
     });
+    wait_for_members(&a.array, a.wait_for_members);
     let (drill, array) = a.drill.assemble(&a.array, true)?;
     // A ublk daemon can die and be replaced while the kernel and its mounted file systems go
     // on: every write it acknowledges must already be in the kernel (member page cache or
