@@ -944,3 +944,97 @@ fn a_monitor_behind_a_rotated_log_handles_every_event_once() {
     assert_eq!(run(), vec!["#1", "#2", "#3", "#4", "#5"]);
     assert!(run().is_empty(), "nothing is repeated");
 }
+
+/// Issue 29: alert rules and a Grafana dashboard for the metrics, checked the way Prometheus
+/// checks them (`promtool check rules`, and `promtool test rules`: each alert fires on its
+/// series and stays quiet before), and against what raidctl really exports: every metric they
+/// name is one `status --prometheus` or `wear --prometheus` writes, and the dashboard shows
+/// every one of those (a renamed metric breaks this test, not a user's alerting).
+#[test]
+fn the_alert_rules_and_the_dashboard_name_only_and_all_the_metrics_raidctl_exports() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let prom = root.join("contrib/prometheus");
+    let promtool = |args: &[&str]| {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(&prom)
+            .output()
+            .expect("promtool (Debian's prometheus package; .ci/run installs it)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    promtool(&["check", "rules", "raidctl.rules.yml"]);
+    promtool(&["test", "rules", "raidctl.rules.test.yml"]);
+
+    let dir = tempdir();
+    let m = members_created(dir.path(), "5", 3, "64M");
+    let mut exported = std::collections::BTreeSet::new();
+    for report in ["status", "wear"] {
+        let out = raidctl([report, "--prometheus", &m[0]]).ok().stdout_str();
+        for l in out.lines() {
+            if let Some(rest) = l.strip_prefix("# HELP ") {
+                exported.insert(rest.split(' ').next().unwrap().to_string());
+            }
+        }
+    }
+    assert!(exported.len() >= 15, "{exported:?}");
+    let names = |text: &str| -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let b = text.as_bytes();
+        let mut i = 0;
+        while let Some(at) = text[i..].find("raidctl_") {
+            let s = i + at;
+            let mut e = s;
+            while e < b.len() && (b[e].is_ascii_lowercase() || b[e] == b'_') {
+                e += 1;
+            }
+            out.insert(text[s..e].to_string());
+            i = e;
+        }
+        out
+    };
+    let rules = std::fs::read_to_string(prom.join("raidctl.rules.yml")).unwrap();
+    let exprs: String = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for n in names(&exprs) {
+        assert!(
+            exported.contains(&n),
+            "the rules name {n}, which raidctl does not export"
+        );
+    }
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("contrib/grafana/raidctl-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let mut queries = String::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            queries.push_str(t["expr"].as_str().unwrap());
+            queries.push('\n');
+        }
+    }
+    for v in dash["templating"]["list"].as_array().unwrap() {
+        queries.push_str(v["query"]["query"].as_str().unwrap());
+        queries.push('\n');
+    }
+    let shown = names(&queries);
+    for n in &shown {
+        assert!(
+            exported.contains(n),
+            "the dashboard names {n}, which raidctl does not export"
+        );
+    }
+    for n in &exported {
+        assert!(
+            shown.contains(n),
+            "raidctl exports {n}, which the dashboard does not show"
+        );
+    }
+}
