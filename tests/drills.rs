@@ -619,7 +619,14 @@ fn a_raid10_rebuild_over_an_unreadable_copy_loses_only_those_blocks_as_errors() 
     let data = pattern("r10-rebuild", 8 << 20);
     write_at(Path::new(&ms[0]), 0, &data, dir.path());
     raidctl(["fail", "--no-rebuild", &ms[0], &ms[3]]).ok();
-    raidctl(["add", "--no-rebuild", &ms[0], &ms[3]]).ok();
+    // A new device (the failed member itself would be re-added: nothing written since it
+    // left, so nothing to rebuild).
+    let new = dir.path().join("new");
+    std::fs::File::create(&new)
+        .unwrap()
+        .set_len(24 << 20)
+        .unwrap();
+    raidctl(["add", "--no-rebuild", &ms[0], new.to_str().unwrap()]).ok();
     // Slot 2 is slot 3's copy partner; 32 KiB of it unreadable, inside the data.
     let off = raidctl(["examine", "--json", &ms[0]]).ok().json()["data_offset"]
         .as_u64()
