@@ -160,6 +160,9 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     let m = members_created(dir.path(), "5", 3, "64M");
     fill(&m[0], dir.path());
     raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
+    // A write while it is out: the member is re-added, and what it missed (the one region of
+    // these small members, all of it) is copied.
+    write_at(Path::new(&m[0]), 0, &pattern("while out", 4096), dir.path());
     raidctl(["add", "--no-rebuild", "--force", &m[0], &m[2]]).ok();
     let mut job = Bg::start(&["rebuild", "--max-rate", "2M", &m[0]]);
     wait_for("the rebuild to start", || {
