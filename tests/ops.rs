@@ -1041,3 +1041,54 @@ fn the_alert_rules_and_the_dashboard_name_only_and_all_the_metrics_raidctl_expor
         );
     }
 }
+
+/// Issue 29, item 7: the control protocol was untyped JSON matched by string, each field read
+/// with a default: a misspelt field (`repiar`) or one of the wrong type ran the command with the
+/// default in its place. Requests are typed now: the daemon refuses them as bad requests
+/// (exit 2) and does nothing.
+#[test]
+fn the_daemon_refuses_malformed_control_requests_and_runs_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempdir();
+    let m = members_created(dir.path(), "5", 3, "32M");
+    let sock = dir.path().join("c.sock");
+    let mut server = Server::start(&m[0], &sock);
+    let st = raidctl(["status", "--json", &m[0]]).ok().json();
+    let control = st["served_by"]["control"].as_str().unwrap().to_string();
+    let ask = |line: &str| -> serde_json::Value {
+        let mut s = std::os::unix::net::UnixStream::connect(&control).unwrap();
+        writeln!(s, "{line}").unwrap();
+        let mut answer = String::new();
+        BufReader::new(&s).read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    for (bad, why) in [
+        (r#"{"cmd":"scrub","repiar":true}"#, "unknown field `repiar`"),
+        (r#"{"cmd":"scrub","repair":"yes"}"#, "invalid type"),
+        (r#"{"cmd":"fail"}"#, "missing field `member`"),
+        (r#"{"cmd":"fail","member":1}"#, "invalid type"),
+        (
+            r#"{"cmd":"set-endurance","member":"1"}"#,
+            "missing field `endurance_bytes`",
+        ),
+        (
+            r#"{"cmd":"wipe-everything"}"#,
+            "unknown variant `wipe-everything`",
+        ),
+        ("not json", "bad request"),
+    ] {
+        let a = ask(bad);
+        assert_eq!(a["ok"], false, "{bad}: {a}");
+        assert_eq!(a["exit"], 2, "{bad}: {a}");
+        let e = a["error"].as_str().unwrap();
+        assert!(e.contains("bad request") && e.contains(why), "{bad}: {e}");
+    }
+    // Nothing ran: no member failed, no scrub recorded.
+    let st = raidctl(["status", "--json", &m[0]]).ok().json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(st["scrub"]["state"], "never", "{st}");
+    let a = ask(r#"{"cmd":"members"}"#);
+    assert_eq!(a["ok"], true, "{a}");
+    assert_eq!(a["result"]["members"].as_array().unwrap().len(), 3, "{a}");
+    assert!(server.stop().success());
+}

@@ -25,7 +25,7 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
             // make sure the daemon serves this very member before acting through it.
             // "members" reads only member paths and states: it answers while a request hung
             // in a member holds the superblock (status would wait for it).
-            let served = call(s, serde_json::json!({"cmd": "members"}))?;
+            let served = call(s, &crate::protocol::Request::Members)?;
             let me = identity(member);
             let paths: Vec<&str> = served["members"]
                 .as_array()
@@ -79,9 +79,10 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
 }
 
 /// Sends one request and returns the result, or the daemon's error with its exit code's kind.
-pub fn call(mut stream: UnixStream, req: Value) -> Result<Value> {
+pub fn call(mut stream: UnixStream, req: &crate::protocol::Request) -> Result<Value> {
     let io = |e: std::io::Error| Error::io(e, "talk to", "the serving daemon", 0);
-    writeln!(stream, "{req}").map_err(io)?;
+    let line = serde_json::to_string(req).expect("a request encodes");
+    writeln!(stream, "{line}").map_err(io)?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).map_err(io)?;
     let answer: Value = serde_json::from_str(&line).map_err(|e| {

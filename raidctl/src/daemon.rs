@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::protocol::Request;
 use raidcore::jobs::rebuild::{self, RebuildOptions};
 use raidcore::{Array, Error, ErrorKind, Result};
 use serde_json::{json, Value};
@@ -190,11 +191,14 @@ impl Daemon {
         });
     }
 
-    fn control(self: &Arc<Self>, req: &Value) -> std::result::Result<Value, Error> {
+    fn control(self: &Arc<Self>, req: Request) -> std::result::Result<Value, Error> {
         let a = &self.array;
-        let arg = |k: &str| req[k].as_str().map(str::to_string);
-        match req["cmd"].as_str() {
-            Some("status") => {
+        let rates = |max: Option<u64>, min: Option<u64>| {
+            *self.job_rate.lock().expect("job rate lock") = max;
+            *self.job_min_rate.lock().expect("job rate lock") = min;
+        };
+        match req {
+            Request::Status => {
                 let mut r = crate::cmd::status::report(a);
                 r["served_by"] = self.served_by.clone();
                 r["injected"] = self.config.drill.json();
@@ -211,11 +215,14 @@ impl Daemon {
                 }
                 Ok(r)
             }
-            Some("fail") => {
-                let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
+            Request::Fail {
+                member,
+                max_rate,
+                min_rate,
+            } => {
+                let m = raidcore::array::MemberRef::parse(&member);
                 // The rates first: the supervisor may start the hot spare's rebuild at once.
-                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
-                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
+                rates(max_rate, min_rate);
                 let slot = a.fail(&m)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
                 // usize::MAX: the member was a spare, removed (as offline).
@@ -224,95 +231,117 @@ impl Daemon {
                     json!({"slot": slot, "spare_removed": slot.is_none(), "state": a.state().name()}),
                 )
             }
-            Some("remove") => {
-                a.remove(&raidcore::array::MemberRef::parse(
-                    &arg("member").unwrap_or_default(),
-                ))?;
-                Ok(json!({"removed": arg("member")}))
+            Request::Remove { member } => {
+                a.remove(&raidcore::array::MemberRef::parse(&member))?;
+                Ok(json!({"removed": member}))
             }
-            Some("add") | Some("replace") => {
-                let new = PathBuf::from(arg("new").unwrap_or_default());
-                let force = req["force"].as_bool().unwrap_or(false);
-                let endurance = req["endurance_bytes"].as_u64();
-                let keep = req["keep_roles"]
-                    .as_bool()
-                    .unwrap_or(self.config.keep_roles);
-                // A member taken back is the one the array had, already behind the drill table;
-                // a new device is put behind it here.
-                // Added back: a member the timeout gave up on is answered again.
-                if let Some(st) = self.config.drill.table.get(&new) {
-                    st.forgive();
-                }
-                let member = match a.take_failed(&new) {
-                    Some(m) => m,
-                    None => self
-                        .config
-                        .drill
-                        .table
-                        .wrap(&new, crate::cmd::add::open_new(a, &new, force)?),
-                };
+            Request::Add {
+                new,
+                force,
+                endurance_bytes,
+                keep_roles,
+                max_rate,
+                min_rate,
+            } => {
+                let member = self.joining(&new, force)?;
                 // The rates before the target exists: the supervisor may start its job at once.
-                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
-                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
-                let out = if req["cmd"] == "add" {
-                    let (slot, change) = a.add(member, &new, endurance, keep)?;
-                    let readd = slot.is_some_and(|s| a.slot_readding(s));
-                    json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)})
-                } else {
-                    let old = raidcore::array::MemberRef::parse(&arg("old").unwrap_or_default());
-                    let change = a.replace(&old, member, &new, endurance, keep)?;
-                    json!({"role_change": change.map(|c| c.description)})
-                };
+                rates(max_rate, min_rate);
+                let keep = keep_roles.unwrap_or(self.config.keep_roles);
+                let (slot, change) = a.add(member, &new, endurance_bytes, keep)?;
+                let readd = slot.is_some_and(|s| a.slot_readding(s));
                 self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(out)
+                Ok(
+                    json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)}),
+                )
             }
-            Some("inject") => self.inject(req),
-            Some("members") => Ok(json!({"members": member_list(a)})),
-            Some("rebuild") => {
-                *self.job_rate.lock().expect("job rate lock") = req["max_rate"].as_u64();
-                *self.job_min_rate.lock().expect("job rate lock") = req["min_rate"].as_u64();
+            Request::Replace {
+                old,
+                new,
+                force,
+                endurance_bytes,
+                keep_roles,
+                max_rate,
+                min_rate,
+            } => {
+                let member = self.joining(&new, force)?;
+                rates(max_rate, min_rate);
+                let keep = keep_roles.unwrap_or(self.config.keep_roles);
+                let old = raidcore::array::MemberRef::parse(&old);
+                let change = a.replace(&old, member, &new, endurance_bytes, keep)?;
+                self.rebuild_wanted.store(true, Ordering::Release);
+                Ok(json!({"role_change": change.map(|c| c.description)}))
+            }
+            Request::Inject {
+                member,
+                faults,
+                clear,
+                return_,
+            } => self.inject(member.as_deref(), &faults, clear, return_),
+            Request::Members => Ok(json!({"members": member_list(a)})),
+            Request::Rebuild { max_rate, min_rate } => {
+                rates(max_rate, min_rate);
                 self.rebuild_wanted.store(true, Ordering::Release);
                 Ok(json!({"started": true, "pending": a.pending_targets().len()}))
             }
-            Some("scrub") => {
-                let repair = req["repair"].as_bool().unwrap_or(false);
-                crate::cmd::scrub::scrub_json(
-                    a,
-                    repair,
-                    req["max_rate"].as_u64(),
-                    req["min_rate"].as_u64().or(self.config.rebuild_min_rate),
-                    req["include_empty"].as_bool().unwrap_or(false),
-                )
+            Request::Scrub {
+                repair,
+                max_rate,
+                min_rate,
+                include_empty,
+            } => crate::cmd::scrub::scrub_json(
+                a,
+                repair,
+                max_rate,
+                min_rate.or(self.config.rebuild_min_rate),
+                include_empty,
+            ),
+            Request::Wear(w) => {
+                let opts = crate::cmd::wear::WearOpts::from_request(&w);
+                opts.validate()?;
+                crate::cmd::wear::report_json(a, &opts, w.collision_days)
             }
-            Some("wear") => {
-                let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
-                crate::cmd::wear::report_json(a, &opts, req["collision_days"].as_f64())
+            Request::WearRecord(w) => {
+                let opts = crate::cmd::wear::WearOpts::from_request(&w);
+                opts.validate()?;
+                crate::cmd::wear::record_json(a, &opts, w.collision_days)
             }
-            Some("wear-record") => {
-                let opts: crate::cmd::wear::WearOpts = crate::cmd::wear::WearOpts::from_json(req);
-                crate::cmd::wear::record_json(a, &opts, req["collision_days"].as_f64())
-            }
-            Some("clear") => {
-                let m = arg("member").map(|m| raidcore::array::MemberRef::parse(&m));
+            Request::Clear { member } => {
+                let m = member.map(|m| raidcore::array::MemberRef::parse(&m));
                 let (r, w, c) = a.clear_errors(m.as_ref())?;
                 Ok(json!({"read": r, "write": w, "checksum": c}))
             }
-            Some("set-endurance") => {
-                let m = raidcore::array::MemberRef::parse(&arg("member").unwrap_or_default());
-                let bytes = req["endurance_bytes"].as_u64().ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::InvalidInput,
-                        "set-endurance needs endurance_bytes",
-                    )
-                })?;
-                a.set_endurance(&m, bytes)?;
-                Ok(json!({"endurance_bytes": bytes}))
+            Request::SetEndurance {
+                member,
+                endurance_bytes,
+            } => {
+                let m = raidcore::array::MemberRef::parse(&member);
+                a.set_endurance(&m, endurance_bytes)?;
+                Ok(json!({"endurance_bytes": endurance_bytes}))
             }
-            other => Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("unknown control command {other:?}"),
-            )),
         }
+    }
+
+    /// The device `add` or `replace` brings in: a member of this array taken back, or a new
+    /// device (checked as create checks it) put behind the drill table.
+    fn joining(
+        &self,
+        new: &std::path::Path,
+        force: bool,
+    ) -> std::result::Result<Arc<dyn raidcore::device::Member>, Error> {
+        let a = &self.array;
+        // Added back: a member the timeout gave up on is answered again.
+        if let Some(st) = self.config.drill.table.get(new) {
+            st.forgive();
+        }
+        // A member taken back is the one the array had, already behind the drill table; a new
+        // device is put behind it here.
+        Ok(match a.take_failed(new) {
+            Some(m) => m,
+            None => self.config.drill.table.wrap(
+                new,
+                crate::cmd::add::open_new(a, &new.to_path_buf(), force)?,
+            ),
+        })
     }
 
     /// `raidctl inject`: sets, adds to or clears a member's faults; `return` brings a vanished
@@ -320,13 +349,19 @@ impl Daemon {
     /// It reads only what no member request holds (member paths and states, not the
     /// superblock): a request hung in a member may hold the superblock's lock, and `--clear`
     /// is what releases it.
-    fn inject(&self, req: &Value) -> std::result::Result<Value, Error> {
+    fn inject(
+        &self,
+        member: Option<&str>,
+        add: &raidcore::device::inject::Faults,
+        clear: bool,
+        return_: bool,
+    ) -> std::result::Result<Value, Error> {
         let a = &self.array;
         let table = &self.config.drill.table;
         let members = member_list(a);
         // A member, or any path the table holds (a member the array no longer lists, such as
         // one failed out by the timeout and taken out to be re-added, can still be cleared).
-        let path = match req["member"].as_str() {
+        let path = match member {
             None => None,
             Some(spec) => Some(
                 crate::inject::member_path(&members, spec)
@@ -343,7 +378,7 @@ impl Daemon {
                     })?,
             ),
         };
-        if req["clear"] == true {
+        if clear {
             match &path {
                 Some(p) => table.state(p).clear(),
                 None => table.all().iter().for_each(|s| s.clear()),
@@ -357,11 +392,8 @@ impl Daemon {
             ));
         };
         let st = table.state(&path);
-        let add: raidcore::device::inject::Faults =
-            serde_json::from_value(req["faults"].clone())
-                .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("bad faults: {e}")))?;
         let mut f = st.faults();
-        crate::inject::merge(&mut f, &add);
+        crate::inject::merge(&mut f, add);
         // A range that lies below the data area drills the metadata only.
         let data_offset = a.data_offset_of();
         let mut notes = Vec::new();
@@ -378,7 +410,7 @@ impl Daemon {
             }
         }
         let mut re_added = None;
-        if req["return"] == true {
+        if return_ {
             f.vanished = false;
             st.set(f.clone());
             let same = |m: &Value| {
@@ -440,8 +472,8 @@ impl Daemon {
         let mut stream = stream;
         let mut line = String::new();
         while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-            let answer = match serde_json::from_str::<Value>(&line) {
-                Ok(req) => match self.control(&req) {
+            let answer = match serde_json::from_str::<Request>(&line) {
+                Ok(req) => match self.control(req) {
                     Ok(v) => json!({"ok": true, "result": v}),
                     Err(e) => {
                         json!({"ok": false, "error": e.to_string(), "exit": crate::exit::code_for(e.kind())})

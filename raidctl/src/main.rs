@@ -20,6 +20,7 @@ mod plot;
 mod profile;
 mod progress;
 mod prom;
+mod protocol;
 mod ublk;
 mod units;
 

@@ -85,7 +85,14 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "add", "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles, "max_rate": a.rebuild.max_rate, "min_rate": a.rebuild.min_rate}),
+            &crate::protocol::Request::Add {
+                new,
+                force: a.join.force,
+                endurance_bytes: endurance,
+                keep_roles: Some(a.rebuild.keep_roles),
+                max_rate: a.rebuild.max_rate,
+                min_rate: a.rebuild.min_rate,
+            },
         )?;
         match r["slot"].as_u64() {
             Some(slot) if r["readd"].as_bool() == Some(true) => eprintln!(

@@ -59,7 +59,9 @@ pub fn clear(a: ClearArgs) -> Result<ExitCode> {
         // A served array: the daemon owns the superblocks and clears them itself.
         let v = crate::control::call(
             conn,
-            serde_json::json!({"cmd": "clear", "member": a.member.as_deref().map(crate::control::member_arg)}),
+            &crate::protocol::Request::Clear {
+                member: a.member.as_deref().map(crate::control::member_arg),
+            },
         )?;
         let n = |k: &str| v[k].as_u64().unwrap_or(0);
         (n("read"), n("write"), n("checksum"))
@@ -92,7 +94,10 @@ pub fn set(a: SetArgs) -> Result<ExitCode> {
         // A served array: the daemon owns the superblocks and records it itself.
         crate::control::call(
             conn,
-            serde_json::json!({"cmd": "set-endurance", "member": crate::control::member_arg(&a.member), "endurance_bytes": bytes}),
+            &crate::protocol::Request::SetEndurance {
+                member: crate::control::member_arg(&a.member),
+                endurance_bytes: bytes,
+            },
         )?;
     } else {
         let array = super::assemble(&a.array, true)?;

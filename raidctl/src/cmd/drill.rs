@@ -831,7 +831,7 @@ fn run_scenario(
             let spare = a.spare.as_ref().expect("checked");
             let wear = crate::cmd::wear::report_json(
                 array,
-                &crate::cmd::wear::WearOpts::from_json(&json!({"smart": ["auto"]})),
+                &crate::cmd::wear::WearOpts::smart_auto(),
                 None,
             )?;
             let members = wear["members"].as_array().cloned().unwrap_or_default();

@@ -24,7 +24,11 @@ pub fn run(a: FailArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "fail", "member": crate::control::member_arg(&a.member), "max_rate": a.rebuild.max_rate, "min_rate": a.rebuild.min_rate}),
+            &crate::protocol::Request::Fail {
+                member: crate::control::member_arg(&a.member),
+                max_rate: a.rebuild.max_rate,
+                min_rate: a.rebuild.min_rate,
+            },
         )?;
         match r["slot"].as_u64() {
             Some(slot) => eprintln!(

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use clap::Args;
 use raidcore::device::inject::{Faults, Where};
 use raidcore::{Error, ErrorKind, Result};
-use serde_json::json;
 
 use crate::inject::{parse_latency, parse_rot, parse_where};
 
@@ -100,7 +99,12 @@ pub fn run(a: InjectArgs) -> Result<ExitCode> {
     let member = a.member.as_deref().map(crate::control::member_arg);
     let r = crate::control::call(
         c,
-        json!({"cmd": "inject", "member": member, "faults": f, "clear": a.clear, "return": a.return_}),
+        &crate::protocol::Request::Inject {
+            member,
+            faults: f,
+            clear: a.clear,
+            return_: a.return_,
+        },
     )?;
     if a.json {
         crate::output::print_json(&r);

@@ -162,7 +162,10 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         }
         let r = crate::control::call(
             c,
-            json!({"cmd": "rebuild", "max_rate": a.flags.max_rate, "min_rate": a.flags.min_rate}),
+            &crate::protocol::Request::Rebuild {
+                max_rate: a.flags.max_rate,
+                min_rate: a.flags.min_rate,
+            },
         )?;
         eprintln!(
             "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",

@@ -22,7 +22,9 @@ pub fn run(a: RemoveArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         crate::control::call(
             c,
-            serde_json::json!({"cmd": "remove", "member": crate::control::member_arg(&a.member)}),
+            &crate::protocol::Request::Remove {
+                member: crate::control::member_arg(&a.member),
+            },
         )?;
         eprintln!("raidctl: removed {} from the served array", a.member);
         return Ok(ExitCode::SUCCESS);

@@ -33,7 +33,15 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
         let r = crate::control::call(
             c,
-            serde_json::json!({"cmd": "replace", "old": crate::control::member_arg(&a.old), "new": new, "force": a.join.force, "endurance_bytes": endurance, "keep_roles": a.rebuild.keep_roles, "max_rate": a.rebuild.max_rate, "min_rate": a.rebuild.min_rate}),
+            &crate::protocol::Request::Replace {
+                old: crate::control::member_arg(&a.old),
+                new,
+                force: a.join.force,
+                endurance_bytes: endurance,
+                keep_roles: Some(a.rebuild.keep_roles),
+                max_rate: a.rebuild.max_rate,
+                min_rate: a.rebuild.min_rate,
+            },
         )?;
         eprintln!(
             "raidctl: replacing {} with {} in the served array, in the background",

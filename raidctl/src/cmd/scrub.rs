@@ -84,7 +84,12 @@ pub fn run(a: ScrubArgs) -> Result<ExitCode> {
         Some(_) if !a.drill.inject.is_empty() => return Err(crate::inject::served_error()),
         Some(c) => crate::control::call(
             c,
-            json!({"cmd": "scrub", "repair": a.repair, "max_rate": a.max_rate, "min_rate": a.min_rate, "include_empty": a.include_empty}),
+            &crate::protocol::Request::Scrub {
+                repair: a.repair,
+                max_rate: a.max_rate,
+                min_rate: a.min_rate,
+                include_empty: a.include_empty,
+            },
         )?,
         None => {
             // The drill lives as long as the array: its watchdog and its end-of-run report.

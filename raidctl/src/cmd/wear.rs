@@ -80,8 +80,21 @@ pub struct WearOpts {
 }
 
 impl WearOpts {
+    /// The command line's defaults, with SMART read from the members' devices (a drill's
+    /// wear look).
+    pub fn smart_auto() -> WearOpts {
+        WearOpts {
+            scan: Vec::new(),
+            smart: vec!["auto".into()],
+            window: 30.0,
+            rebuild_rate: 200 << 20,
+            horizon: 1826.0,
+            endurance_spread: raidcore::wear::ENDURANCE_SPREAD * 100.0,
+        }
+    }
+
     /// Refuses numbers the model cannot use, naming the option.
-    fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         let bad = |what: &str, v: f64| {
             Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -109,28 +122,35 @@ impl WearOpts {
         Ok(())
     }
 
-    /// The options as sent over the control socket.
-    pub fn to_json(&self) -> Value {
-        json!({"smart": self.smart, "window": self.window, "rebuild_rate": self.rebuild_rate, "horizon": self.horizon, "endurance_spread": self.endurance_spread})
+    /// The options as sent over the control socket. SMART files are read by the daemon: they
+    /// are named from its point of view (absolute paths).
+    pub fn to_request(&self, collision_days: Option<f64>) -> crate::protocol::WearRequest {
+        crate::protocol::WearRequest {
+            smart: self
+                .smart
+                .iter()
+                .map(|s| match s.as_str() {
+                    "auto" | "none" => s.clone(),
+                    f => std::fs::canonicalize(f)
+                        .map_or_else(|_| f.to_string(), |p| p.display().to_string()),
+                })
+                .collect(),
+            window: self.window,
+            rebuild_rate: self.rebuild_rate,
+            horizon: self.horizon,
+            endurance_spread: self.endurance_spread,
+            collision_days,
+        }
     }
 
-    pub fn from_json(v: &Value) -> WearOpts {
+    pub fn from_request(r: &crate::protocol::WearRequest) -> WearOpts {
         WearOpts {
             scan: Vec::new(),
-            smart: v["smart"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            window: v["window"].as_f64().unwrap_or(30.0),
-            rebuild_rate: v["rebuild_rate"].as_u64().unwrap_or(200 << 20),
-            horizon: v["horizon"].as_f64().unwrap_or(1826.0),
-            endurance_spread: v["endurance_spread"]
-                .as_f64()
-                .unwrap_or(raidcore::wear::ENDURANCE_SPREAD * 100.0),
+            smart: r.smart.clone(),
+            window: r.window,
+            rebuild_rate: r.rebuild_rate,
+            horizon: r.horizon,
+            endurance_spread: r.endurance_spread,
         }
     }
 }
@@ -147,10 +167,10 @@ fn report_for(
     collision_days: Option<f64>,
 ) -> Result<Value> {
     if let Some(c) = crate::control::daemon_for(path)? {
-        let mut req = opts.to_json();
-        req["cmd"] = json!("wear");
-        req["collision_days"] = json!(collision_days);
-        return crate::control::call(c, req);
+        return crate::control::call(
+            c,
+            &crate::protocol::Request::Wear(opts.to_request(collision_days)),
+        );
     }
     let array = open(path, &opts.scan, false)?;
     report_json(&array, opts, collision_days)
@@ -858,21 +878,10 @@ fn report(a: WearArgs) -> Result<ExitCode> {
 /// when one owns the array (it owns the superblocks), else on the array opened for writing.
 fn record(path: &std::path::Path, a: &WearArgs) -> Result<(Value, u8, Vec<String>)> {
     if let Some(c) = crate::control::daemon_for(path)? {
-        let mut req = a.opts.to_json();
-        req["cmd"] = json!("wear-record");
-        req["collision_days"] = json!(a.collision_days);
-        // SMART files are read by the daemon: name them from its point of view.
-        req["smart"] = json!(a
-            .opts
-            .smart
-            .iter()
-            .map(|s| match s.as_str() {
-                "auto" | "none" => s.clone(),
-                f => std::fs::canonicalize(f)
-                    .map_or_else(|_| f.to_string(), |p| p.display().to_string()),
-            })
-            .collect::<Vec<_>>());
-        let r = crate::control::call(c, req)?;
+        let r = crate::control::call(
+            c,
+            &crate::protocol::Request::WearRecord(a.opts.to_request(a.collision_days)),
+        )?;
         let status = STATUS_NAMES
             .iter()
             .position(|n| r["status"] == *n)
