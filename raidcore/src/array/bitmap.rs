@@ -629,8 +629,8 @@ impl Array {
     }
 
     /// After a completed flush that started at `flush_start`: clears regions with no write in
-    /// flight whose writes all completed before it, idle for at least [`IDLE_BEFORE_CLEAR`]
-    /// (without the wait when `all`, at clean close).
+    /// flight whose writes all completed before it and before a superblock update began,
+    /// idle for at least [`IDLE_BEFORE_CLEAR`] (without the wait when `all`, at clean close).
     pub(crate) fn bitmap_clear(&self, flush_start: Instant, all: bool) -> Result<()> {
         let Some(bm) = &self.bitmap else {
             return Ok(());
@@ -673,6 +673,12 @@ impl Array {
             false
         });
         st.trims = trims;
+        // A superblock update that began after a region's last write (its generation bump
+        // tells an image of a member taken before the write from the member: readd.rs).
+        let persisted = match self.persisted_from.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Instant::from_nanos(n - 1)),
+        };
         for r in 0..bm.activity.len() {
             // Marks happen under the lock held here; a completing write only lowers the count.
             let a = &bm.activity[r];
@@ -680,8 +686,9 @@ impl Array {
             let last = a.last();
             let durable = inflight == 0 && last.is_none_or(|t| t < flush_start);
             let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
+            let recorded = persisted.is_some_and(|p| last.is_none_or(|t| t < p));
             let (byte, bit) = (r / 8, 1u8 << (r % 8));
-            if durable && idle && st.bits[byte] & bit != 0 {
+            if durable && idle && recorded && st.bits[byte] & bit != 0 {
                 a.stale.store(false, Ordering::Release);
                 st.bits[byte] &= !bit;
                 changed = true;

@@ -307,6 +307,12 @@ pub struct Array {
     /// Unix seconds of the last superblock write (wear counters are persisted at most every
     /// [`PERSIST_INTERVAL`] seconds under load).
     last_persist: AtomicU64,
+    /// When the last completed superblock update began (clock nanoseconds + 1; 0: none since
+    /// open). A write-intent bit is cleared only for writes before it: an image of a member
+    /// taken before a write then carries an older superblock generation than the member had
+    /// when it left, and is never re-added as it (readd.rs; found by an outside attack: a
+    /// copy one generation behind was re-added without a write its bits no longer showed).
+    persisted_from: AtomicU64,
     /// Assembly notes about devices left out (missing spares, stale targets).
     notes: Mutex<Vec<String>>,
     /// Write mix since open: row writes, data chunks touched, full-row writes.
@@ -472,6 +478,7 @@ impl Array {
             dirty: AtomicBool::new(false),
             dirtying: Mutex::new(()),
             last_persist: AtomicU64::new(now()),
+            persisted_from: AtomicU64::new(0),
             notes: Mutex::new(Vec::new()),
             mix: Default::default(),
             mix_base,
@@ -926,6 +933,7 @@ impl Array {
 
     /// Writes the current superblock to every live device (next generation, alternate copy).
     pub(crate) fn persist(&self) -> Result<()> {
+        let began = crate::clock::Instant::now();
         let mut meta = self.meta.lock().expect("meta lock");
         meta.updated = now();
         meta.write_mix = self.write_mix();
@@ -992,6 +1000,8 @@ impl Array {
             }
         }
         drop(meta);
+        self.persisted_from
+            .fetch_max(began.nanos() + 1, Ordering::AcqRel);
         if let Some((uuid, e)) = first_err {
             // A device that cannot take its superblock is failed; the others record that.
             let why = format!("superblock write failed: {e}");
@@ -1187,6 +1197,9 @@ impl Array {
             bad.settle(&rewritten);
             bad.clear_suspect();
         }
+        // A superblock update after every write, before their bits clear (see
+        // `persisted_from`).
+        self.persist()?;
         self.bitmap_clear(start, true)?;
         for s in &self.slots {
             if let Some(t) = s.target() {

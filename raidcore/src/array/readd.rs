@@ -11,9 +11,11 @@
 //! since the member left, and no write was in flight or unflushed there when it left: the
 //! member's blocks there are the array's. A member is re-added only when it is the device the
 //! slot recorded (member uuid) at the superblock generation the array recorded for it when it
-//! left (one behind: a superblock update cut short, as assembly allows; one ahead: the
-//! superblock `fail` writes onto the leaving device); an older copy of it, another device, or a
-//! slot whose tracking was never started is rebuilt in full.
+//! left (or one ahead: the superblock `fail` writes onto the leaving device). A write-intent bit
+//! is cleared only after a superblock update that began after the region's last write
+//! (bitmap.rs), so an image of the member taken before any write whose bit is gone is at least
+//! one generation behind: an older copy of it, another device, or a slot whose tracking was
+//! never started is rebuilt in full.
 
 use serde::{Deserialize, Serialize};
 
@@ -179,11 +181,21 @@ impl Array {
         if sb.slot as usize != slot || meta.slots[slot].member_uuid != t.member_uuid {
             return Err(format!("slot {slot} no longer records it"));
         }
-        // One behind: an update a crash cut short; one ahead: the superblock `fail` writes onto
-        // the leaving device after the record was made (it says itself faulty there).
-        if found.generation > t.generation + 1 || found.generation + 1 < t.generation {
+        // Exactly the generation it had when it left, or one ahead: the superblock `fail`
+        // writes onto the leaving device after the record was made (it says itself faulty
+        // there). Not one behind (an update a crash cut short, which assembly forgives): every
+        // write-intent bit is cleared only after a superblock update that followed its writes,
+        // so an image of the member taken before a write whose bit is gone is at least one
+        // generation behind (an outside attack re-added such a copy).
+        if found.generation < t.generation {
             return Err(format!(
-                "it is at superblock generation {}, the array recorded {} when it left (an older copy)",
+                "it is at superblock generation {}, the array recorded {} when it left: an older copy, or it missed the last update",
+                found.generation, t.generation
+            ));
+        }
+        if found.generation > t.generation + 1 {
+            return Err(format!(
+                "it is at superblock generation {}, past the {} the array recorded when it left: it was written since (a rebuild onto it, another array)",
                 found.generation, t.generation
             ));
         }
@@ -456,6 +468,8 @@ mod tests {
             put(&a, off, fill);
         }
         a.flush().unwrap();
+        // A superblock update after the writes lets their bits clear.
+        a.persist().unwrap();
         a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
         a.fail_member(1, "test: pulled").unwrap();
         // Written while it is out: regions 3 and 7 change.
@@ -465,6 +479,7 @@ mod tests {
         }
         a.flush().unwrap();
         // Their write-intent bits clear while it is out: the re-add map must still hold them.
+        a.persist().unwrap();
         a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
         assert!(a.dirty_rows().is_empty());
         let path = PathBuf::from("/d/m1");
@@ -565,6 +580,77 @@ mod tests {
         a.fail_member(0, "test").unwrap();
         check(&a, 2 * region, 0x22);
         check(&a, 0, 0x11);
+    }
+
+    /// An image of member `i` as it is now (what `cp` of its device gives).
+    fn image(sims: &[Arc<SimMember>], i: usize) -> Arc<SimMember> {
+        Arc::new(SimMember::new(
+            "/d/img",
+            sims[i].crash_image(&mut SplitMix64(1), 100),
+            Arc::new(AtomicBool::new(true)),
+        ))
+    }
+
+    /// Outside attack: an image of a member taken while the array was stopped, one superblock
+    /// generation behind when the member left (one session's dirty mark), was re-added as the
+    /// member: the write of that session had its bit cleared after 5 s idle, nothing copied
+    /// it, and reads returned the old data with exit 0. Now an image behind the recorded
+    /// generation is rebuilt in full.
+    #[test]
+    fn an_image_one_generation_behind_is_rebuilt_in_full_never_re_added() {
+        let (_store, sims, a) = setup(true);
+        let region = a.bitmap_region_rows().unwrap() * 3 * (64 << 10);
+        put(&a, 2 * region, 0x11);
+        a.flush().unwrap();
+        a.mark_clean().unwrap();
+        let old = image(&sims, 1);
+        // One session: the first write marks the array dirty (a generation), then the write.
+        put(&a, 2 * region, 0x22);
+        a.flush().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        a.fail_member(1, "test: pulled").unwrap();
+        a.add(old, Path::new("/d/img"), None, false).unwrap();
+        assert!(
+            !a.slot_readding(1),
+            "an image one generation behind was re-added"
+        );
+        rebuild_all(&a);
+        a.fail_member(0, "test: read through the rebuilt member")
+            .unwrap();
+        check(&a, 2 * region, 0x22);
+    }
+
+    /// The same attack at the same generation: an image taken after the last superblock
+    /// update, then a write, then its region idle and flushed. Its write-intent bit used to
+    /// clear (nothing else bumped the generation), and the image, at the generation the array
+    /// recorded, was re-added without it. A bit now clears only after a superblock update that
+    /// began after the region's last write: here it stays set, and the re-add copies the region.
+    #[test]
+    fn a_write_after_an_image_at_the_same_generation_is_copied_on_re_add() {
+        let (_store, sims, a) = setup(true);
+        let region = a.bitmap_region_rows().unwrap() * 3 * (64 << 10);
+        put(&a, 2 * region, 0x11);
+        a.flush().unwrap();
+        a.set_endurance(&crate::array::MemberRef::parse("/d/m0"), 1 << 40)
+            .unwrap();
+        let old = image(&sims, 1);
+        put(&a, 2 * region, 0x22);
+        a.flush().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        a.fail_member(1, "test: pulled").unwrap();
+        a.add(old, Path::new("/d/img"), None, false).unwrap();
+        assert!(
+            a.slot_readding(1),
+            "the image is at the recorded generation"
+        );
+        let reps = rebuild_all(&a);
+        assert!(
+            reps.iter().map(|r| r.held_rows).sum::<u64>() < a.rows(),
+            "the region written after the image is copied"
+        );
+        a.fail_member(0, "test: read through the re-added member")
+            .unwrap();
+        check(&a, 2 * region, 0x22);
     }
 
     /// A forged re-add record is refused as corrupt, never trusted: without its bit, its bit

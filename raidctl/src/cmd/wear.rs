@@ -680,22 +680,16 @@ fn prometheus(r: &Value) -> String {
             m["uuid"].as_str().unwrap_or("")
         )
     };
+    // The bytes written per member and kind are `status --prometheus`'s
+    // (raidctl_member_bytes_written_total): the two outputs go into one textfile together, where
+    // a family given twice is an error (promtool: "second HELP line").
     let members = r["members"].as_array().cloned().unwrap_or_default();
-    out.push_str("# HELP raidctl_member_bytes_written_total Bytes the array wrote to the member, by kind.\n# TYPE raidctl_member_bytes_written_total counter\n");
-    for m in &members {
-        for kind in ["data", "parity", "metadata", "rebuild"] {
-            out.push_str(&format!(
-                "raidctl_member_bytes_written_total{{{},kind=\"{kind}\"}} {}\n",
-                lbl(m),
-                m["bytes_written"][kind]
-            ));
-        }
-    }
-    let gauge = |out: &mut String, name: &str, help: &str, field: &str| {
+    // Prometheus base units: seconds, bytes per second (`scale` converts from the report's).
+    let gauge = |out: &mut String, name: &str, help: &str, field: &str, scale: f64| {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
         for m in &members {
             if let Some(v) = m[field].as_f64() {
-                out.push_str(&format!("{name}{{{}}} {v}\n", lbl(m)));
+                out.push_str(&format!("{name}{{{}}} {}\n", lbl(m), v * scale));
             }
         }
     };
@@ -704,29 +698,34 @@ fn prometheus(r: &Value) -> String {
         "raidctl_member_wear_percent",
         "Percent of rated endurance used.",
         "wear_percent",
+        1.0,
     );
     gauge(
         &mut out,
-        "raidctl_member_write_rate_bytes_per_day",
+        "raidctl_member_write_rate_bytes_per_second",
         "Write rate fitted over the history window.",
         "rate_bytes_per_day",
+        1.0 / wear::DAY,
     );
     gauge(
         &mut out,
         "raidctl_member_projected_wearout_timestamp_seconds",
         "Projected wear-out time.",
         "projected_wearout_unix",
+        1.0,
     );
     gauge(
         &mut out,
         "raidctl_member_write_share",
         "Observed share of data and parity writes.",
         "observed_share",
+        1.0,
     );
-    out.push_str("# HELP raidctl_array_collision_window_days Days between the two earliest projected wear-outs.\n# TYPE raidctl_array_collision_window_days gauge\n");
+    out.push_str("# HELP raidctl_array_collision_window_seconds Time between the two earliest projected wear-outs.\n# TYPE raidctl_array_collision_window_seconds gauge\n");
     if let Some(c) = r["collision_window_days"].as_f64() {
         out.push_str(&format!(
-            "raidctl_array_collision_window_days{{array=\"{arr}\",uuid=\"{uuid}\"}} {c}\n"
+            "raidctl_array_collision_window_seconds{{array=\"{arr}\",uuid=\"{uuid}\"}} {}\n",
+            c * wear::DAY
         ));
     }
     let array_gauge = |out: &mut String, name: &str, help: &str, v: Option<f64>| {
@@ -744,9 +743,9 @@ fn prometheus(r: &Value) -> String {
     );
     array_gauge(
         &mut out,
-        "raidctl_array_wear_sample_age_days",
+        "raidctl_array_wear_sample_age_seconds",
         "Age of the newest wear history sample.",
-        r["newest_sample_age_days"].as_f64(),
+        r["newest_sample_age_days"].as_f64().map(|d| d * wear::DAY),
     );
     out.push_str("# HELP raidctl_array_wear_status 0 ok, 1 warning, 2 critical.\n# TYPE raidctl_array_wear_status gauge\n");
     let st = match r["status"].as_str() {
