@@ -253,6 +253,9 @@ fn a_member_absent_for_a_while_is_re_added_copying_only_the_regions_written_mean
     write_at(&m[0], want[3].0, &want[3].1, dir.path());
     std::fs::rename(gone.path().join("m2"), &m[2]).unwrap();
     raidctl(["status", &ms[2]]).fails(3, &["is stale"]);
+    // A member in service is not added twice (outside attack: it said "locked by another
+    // raidctl process", naming this very process).
+    raidctl(["add", &ms[0], &ms[1]]).fails(2, &["already in use by this array"]);
     let out = raidctl(["add", "--json", &ms[0], &ms[2]]).ok();
     assert!(out.stderr.contains("re-added to slot 2"), "{}", out.stderr);
     let rep: serde_json::Value = String::from_utf8_lossy(&out.stdout)

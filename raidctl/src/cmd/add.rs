@@ -43,6 +43,21 @@ pub fn open_new(array: &raidcore::Array, path: &PathBuf, force: bool) -> Result<
     if let Some(m) = array.take_failed(path) {
         return Ok(m);
     }
+    // One of this array's own members in service: say so before the lock this process holds
+    // on it is taken for another process's (outside attack: "locked by another raidctl
+    // process (pid <its own>)").
+    let same =
+        |p: &std::path::Path| std::fs::canonicalize(p).ok() == std::fs::canonicalize(path).ok();
+    if array
+        .members()
+        .iter()
+        .any(|m| m.path.as_deref().is_some_and(same) && m.state.name() != "faulty")
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{} is already in use by this array", path.display()),
+        ));
+    }
     if let Some(why) = probe::in_use(path) {
         return Err(Error::new(
             ErrorKind::Busy,
@@ -55,15 +70,6 @@ pub fn open_new(array: &raidcore::Array, path: &PathBuf, force: bool) -> Result<
     };
     if !ours {
         preflight(std::slice::from_ref(path), force)?;
-    } else if array
-        .members()
-        .iter()
-        .any(|m| m.path.as_ref().is_some_and(|p| p == path) && m.state.name() != "faulty")
-    {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("{} is already in use by this array", path.display()),
-        ));
     }
     Ok(Arc::new(FileMember::open(path, OpenMode::Write)?))
 }
