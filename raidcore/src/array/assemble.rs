@@ -1103,6 +1103,11 @@ impl Array {
                 meta.events += 1;
                 changed = true;
             }
+            // After an unclean stop the bits set at open clear only after a superblock update
+            // since open (bitmap.rs, `persisted_from`: an image of a member taken before the
+            // writes they cover must be a generation behind): one now, so they clear at the
+            // first flush after the resync.
+            changed |= !meta.clean && self.bitmap.is_some();
         }
         if changed {
             self.persist()?;
