@@ -405,6 +405,29 @@ impl Bitmap {
             .contains(&slot)
     }
 
+    /// Regions a re-added member would get zero entries in (it may miss them, and they hold
+    /// no data now: trimmed whole while it was away), and regions holding data it keeps as
+    /// they are. Without a data map every region holds data.
+    pub(crate) fn readd_counts(&self) -> (u64, u64) {
+        let st = self.state.lock().expect("bitmap lock");
+        let (mut zeroed, mut kept) = (0, 0);
+        for r in 0..self.activity.len() as u64 {
+            let missed = self
+                .missed_bit(r)
+                .is_some_and(|(byte, bit)| st.bits[byte] & bit != 0)
+                || st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0;
+            let data = self
+                .map_bit(r)
+                .is_none_or(|(byte, bit)| st.bits[byte] & bit != 0);
+            match (missed, data) {
+                (true, false) => zeroed += 1,
+                (false, true) => kept += 1,
+                _ => {}
+            }
+        }
+        (zeroed, kept)
+    }
+
     /// The first region from `r` (below `limit`) that a re-added member may miss (its re-add
     /// bit or its write-intent bit set), or `limit`. Every region without a re-add map.
     fn next_missed(&self, r: u64, limit: u64) -> u64 {

@@ -505,9 +505,8 @@ impl Array {
         let dev = &t.dev;
         let off = self.cell_offset(rows.start, 0);
         let len = (rows.end - rows.start) * self.layout.chunk();
-        if t.readd {
-            self.csum_note_zero(dev, off, len);
-        }
+        // (No pending note: a crash before the record lands only makes the rebuild redo these
+        // rows, past its durable checkpoint, zeroing and recording them again.)
         match dev.member.write_zeroes(off, len) {
             Ok(()) => {
                 if t.readd {

@@ -134,11 +134,22 @@ pub fn run(
                 pending.iter().map(|p| p.0).collect::<Vec<_>>()
             );
         }
-        let rebuilds: Vec<usize> = pending
+        let mut rebuilds: Vec<usize> = pending
             .iter()
             .filter(|(_, r)| *r)
             .map(|(s, _)| *s)
             .collect();
+        // Members come back (re-add) in a pass of their own: a pass skips the rows its
+        // targets hold only when every target holds them, and a re-added member beside a new
+        // device would be rewritten in full, with zero entries for every empty row.
+        let readds: Vec<usize> = rebuilds
+            .iter()
+            .copied()
+            .filter(|&s| array.slot_readding(s))
+            .collect();
+        if !readds.is_empty() {
+            rebuilds = readds;
+        }
         let (slots, names) = if !rebuilds.is_empty() {
             (rebuilds.clone(), JOB_EVENTS[0])
         } else {
