@@ -40,8 +40,9 @@ trap cleanup EXIT
 jget() { python3 -c "import json,sys; t=sys.stdin.read(); v=json.loads(t[t.index('{'):]); print(eval(sys.argv[1]))" "$1"; }
 now() { date +%s.%N; }
 since() { python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.3f}')" "$1" "$(now)"; }
-meta_total() { # bytes of metadata written to the members, from status --json
-    "$bin" status --json "$dir/m0" 2>/dev/null |
+meta_total() { # bytes of metadata written to the members, from status --json (whatever its
+    # exit code says of the array's state; its stderr goes to status.err)
+    { "$bin" status --json "$dir/m0" 2>"$dir/status.err" || true; } |
         jget "sum(m['bytes_written_by_kind']['metadata'] for m in v['members'])"
 }
 fio_run() { # seconds -> fio JSON on stdout
