@@ -1079,9 +1079,10 @@ fn the_daemon_refuses_malformed_control_requests_and_runs_nothing() {
     let mut server = Server::start(&m[0], &sock);
     let st = raidctl(["status", "--json", &m[0]]).ok().json();
     let control = st["served_by"]["control"].as_str().unwrap().to_string();
-    let ask = |line: &str| -> serde_json::Value {
+    let ask = |line: &[u8]| -> serde_json::Value {
         let mut s = std::os::unix::net::UnixStream::connect(&control).unwrap();
-        writeln!(s, "{line}").unwrap();
+        s.write_all(line).unwrap();
+        s.write_all(b"\n").unwrap();
         let mut answer = String::new();
         BufReader::new(&s).read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap()
@@ -1100,18 +1101,30 @@ fn the_daemon_refuses_malformed_control_requests_and_runs_nothing() {
             "unknown variant `wipe-everything`",
         ),
         ("not json", "bad request"),
+        // Second outside attack: unit commands took extra fields, and a misspelt fault was
+        // run as no fault.
+        (r#"{"cmd":"status","x":1}"#, "unknown field `x`"),
+        (
+            r#"{"cmd":"inject","member":"1","faults":{"latncy_us":1000}}"#,
+            "unknown field `latncy_us`",
+        ),
     ] {
-        let a = ask(bad);
+        let a = ask(bad.as_bytes());
         assert_eq!(a["ok"], false, "{bad}: {a}");
         assert_eq!(a["exit"], 2, "{bad}: {a}");
         let e = a["error"].as_str().unwrap();
         assert!(e.contains("bad request") && e.contains(why), "{bad}: {e}");
     }
-    // Nothing ran: no member failed, no scrub recorded.
+    // A line that is not UTF-8 got no answer at all (the connection closed).
+    let a = ask(b"\xff\xfe{\"cmd\":\"status\"}");
+    assert_eq!(a["exit"], 2, "{a}");
+    assert!(a["error"].as_str().unwrap().contains("bad request"), "{a}");
+    // Nothing ran: no member failed, no scrub recorded, no fault injected.
     let st = raidctl(["status", "--json", &m[0]]).ok().json();
     assert_eq!(st["state"], "clean", "{st}");
     assert_eq!(st["scrub"]["state"], "never", "{st}");
-    let a = ask(r#"{"cmd":"members"}"#);
+    assert_eq!(st["injected"].as_array().map_or(0, |v| v.len()), 0, "{st}");
+    let a = ask(br#"{"cmd":"members"}"#);
     assert_eq!(a["ok"], true, "{a}");
     assert_eq!(a["result"]["members"].as_array().unwrap().len(), 3, "{a}");
     assert!(server.stop().success());

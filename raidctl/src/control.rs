@@ -25,7 +25,7 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
             // make sure the daemon serves this very member before acting through it.
             // "members" reads only member paths and states: it answers while a request hung
             // in a member holds the superblock (status would wait for it).
-            let served = call(s, &crate::protocol::Request::Members)?;
+            let served = call(s, &crate::protocol::Request::Members {})?;
             let me = identity(member);
             let paths: Vec<&str> = served["members"]
                 .as_array()

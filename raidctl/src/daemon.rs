@@ -198,7 +198,7 @@ impl Daemon {
             *self.job_min_rate.lock().expect("job rate lock") = min;
         };
         match req {
-            Request::Status => {
+            Request::Status {} => {
                 let mut r = crate::cmd::status::report(a);
                 r["served_by"] = self.served_by.clone();
                 r["injected"] = self.config.drill.json();
@@ -236,40 +236,40 @@ impl Daemon {
                 Ok(json!({"removed": member}))
             }
             Request::Add {
-                new,
+                ref new,
                 force,
                 endurance_bytes,
                 keep_roles,
                 max_rate,
                 min_rate,
+            }
+            | Request::Replace {
+                ref new,
+                force,
+                endurance_bytes,
+                keep_roles,
+                max_rate,
+                min_rate,
+                ..
             } => {
-                let member = self.joining(&new, force)?;
+                let member = self.joining(new, force)?;
                 // The rates before the target exists: the supervisor may start its job at once.
                 rates(max_rate, min_rate);
                 let keep = keep_roles.unwrap_or(self.config.keep_roles);
-                let (slot, change) = a.add(member, &new, endurance_bytes, keep)?;
-                let readd = slot.is_some_and(|s| a.slot_readding(s));
+                let out = match &req {
+                    Request::Replace { old, .. } => {
+                        let old = raidcore::array::MemberRef::parse(old);
+                        let change = a.replace(&old, member, new, endurance_bytes, keep)?;
+                        json!({"role_change": change.map(|c| c.description)})
+                    }
+                    _ => {
+                        let (slot, change) = a.add(member, new, endurance_bytes, keep)?;
+                        let readd = slot.is_some_and(|s| a.slot_readding(s));
+                        json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)})
+                    }
+                };
                 self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(
-                    json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)}),
-                )
-            }
-            Request::Replace {
-                old,
-                new,
-                force,
-                endurance_bytes,
-                keep_roles,
-                max_rate,
-                min_rate,
-            } => {
-                let member = self.joining(&new, force)?;
-                rates(max_rate, min_rate);
-                let keep = keep_roles.unwrap_or(self.config.keep_roles);
-                let old = raidcore::array::MemberRef::parse(&old);
-                let change = a.replace(&old, member, &new, endurance_bytes, keep)?;
-                self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(json!({"role_change": change.map(|c| c.description)}))
+                Ok(out)
             }
             Request::Inject {
                 member,
@@ -277,7 +277,7 @@ impl Daemon {
                 clear,
                 return_,
             } => self.inject(member.as_deref(), &faults, clear, return_),
-            Request::Members => Ok(json!({"members": member_list(a)})),
+            Request::Members {} => Ok(json!({"members": member_list(a)})),
             Request::Rebuild { max_rate, min_rate } => {
                 rates(max_rate, min_rate);
                 self.rebuild_wanted.store(true, Ordering::Release);
@@ -470,9 +470,15 @@ impl Daemon {
             Err(_) => return,
         });
         let mut stream = stream;
-        let mut line = String::new();
-        while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-            let answer = match serde_json::from_str::<Request>(&line) {
+        // Bytes, not a String: a line that is not UTF-8 is a bad request like any other, not
+        // a connection closed without an answer.
+        let mut line = Vec::new();
+        while reader
+            .read_until(b'\n', &mut line)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {
+            let answer = match serde_json::from_slice::<Request>(&line) {
                 Ok(req) => match self.control(req) {
                     Ok(v) => json!({"ok": true, "result": v}),
                     Err(e) => {

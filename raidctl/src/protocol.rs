@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Request {
-    /// `status --json`, with the daemon's own fields (served_by, injected, job).
-    Status,
+    /// `status --json`, with the daemon's own fields (served_by, injected, job). (Empty
+    /// struct variants, not unit ones: serde refuses unknown fields only in those.)
+    Status {},
     /// Member paths and states only (answers while a hung member request holds the superblock).
-    Members,
+    Members {},
     Fail {
         member: String,
         #[serde(default)]
@@ -131,6 +132,14 @@ mod tests {
         };
         let s = serde_json::to_string(&r).unwrap();
         assert!(s.contains(r#""cmd":"set-endurance""#), "{s}");
+        assert_eq!(
+            serde_json::to_string(&Request::Status {}).unwrap(),
+            r#"{"cmd":"status"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"cmd":"members"}"#).unwrap(),
+            Request::Members {}
+        );
         let r = Request::Inject {
             member: Some("1".into()),
             faults: Default::default(),
@@ -168,6 +177,10 @@ mod tests {
             r#"{"cmd":"add","new":"/d/x","force":1}"#,
             r#"[]"#,
             r#"{"cmd":"wear","smart":[],"window":1,"rebuild_rate":1,"horizon":1,"endurance_spread":1,"windoww":3}"#,
+            r#"{"cmd":"status","x":1}"#,
+            r#"{"cmd":"members","remove_everything":true}"#,
+            r#"{"cmd":"inject","member":"1","faults":{"latncy_us":1000}}"#,
+            r#"{"cmd":"inject","member":"1","faults":{"read_errors":{"range":{"start":0,"end":1,"x":2}}}}"#,
         ] {
             assert!(
                 serde_json::from_str::<Request>(bad).is_err(),

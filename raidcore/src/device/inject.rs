@@ -29,7 +29,7 @@ const OPS: [&str; 4] = ["read", "write", "flush", "other"];
 
 /// Where errors strike: a byte range of the member, or a share of requests.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Where {
     /// Member bytes `start..end`.
     Range { start: u64, end: u64 },
@@ -39,7 +39,7 @@ pub enum Where {
 
 /// The faults of one member. `Default` is none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Faults {
     /// Reads fail with EIO: over a range until the block is rewritten (an SSD remaps a bad
     /// sector on write), or at a rate.

@@ -46,7 +46,7 @@ fn served() -> BTreeMap<String, Value> {
             continue;
         };
         let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-        if let Ok(r) = crate::control::call(s, &crate::protocol::Request::Status) {
+        if let Ok(r) = crate::control::call(s, &crate::protocol::Request::Status {}) {
             if let Some(u) = r["uuid"].as_str() {
                 out.insert(u.to_string(), r);
             }

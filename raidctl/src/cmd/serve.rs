@@ -53,8 +53,9 @@ pub struct ServeArgs {
     pub keep_roles: bool,
     /// Wait up to this many seconds for members not found yet (a disk slow to appear at
     /// boot) before serving without them: a member that arrives late joins at once instead
-    /// of coming back stale (0: do not wait)
-    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    /// of coming back stale (0: do not wait; at most a week)
+    #[arg(long, value_name = "SECONDS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=604_800))]
     pub wait_for_members: u64,
     /// Memory for partial-row writes held until their row is complete (parity levels; 0
     /// turns the stripe cache off)

@@ -135,7 +135,7 @@ fn scrub_json(r: &raidcore::array::health::ScrubRecord, rows: u64) -> Value {
 
 pub fn run(a: StatusArgs) -> Result<ExitCode> {
     let r = match crate::control::daemon_for(&a.array.array)? {
-        Some(c) => crate::control::call(c, &crate::protocol::Request::Status)?,
+        Some(c) => crate::control::call(c, &crate::protocol::Request::Status {})?,
         // A failed array is still reported (state "failed"), like mdadm --detail does. No
         // lock is taken: status answers while an offline job holds the members.
         None => offline(&super::assemble_with(&a.array, false, true)?),
