@@ -530,7 +530,18 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
     let give_up = Arc::new(AtomicBool::new(false));
     let clients_done = AtomicBool::new(false);
     let rebuilt = AtomicBool::new(false);
+    // Set on every way out of the scope below, a failed assertion included: the scope joins
+    // the clients and the scrub, which run until these are set (an assertion failing under a
+    // loaded machine hung the test run instead of failing it).
+    struct Release<'a>(&'a AtomicBool, &'a AtomicBool);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+            self.1.store(true, Ordering::Release);
+        }
+    }
     std::thread::scope(|s| {
+        let _release = Release(&clients_done, &give_up);
         // Clients first (reading without pause, so every gap between the scrub's batches
         // sees requests served), then the scrub.
         s.spawn(|| {
