@@ -405,6 +405,13 @@ impl Bitmap {
             .contains(&slot)
     }
 
+    /// A re-added member may miss region `r`: its re-add bit or its write-intent bit is set.
+    fn may_miss(&self, st: &State, r: u64) -> bool {
+        self.missed_bit(r)
+            .is_some_and(|(byte, bit)| st.bits[byte] & bit != 0)
+            || st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0
+    }
+
     /// Regions a re-added member would get zero entries in (it may miss them, and they hold
     /// no data now: trimmed whole while it was away), and regions holding data it keeps as
     /// they are. Without a data map every region holds data.
@@ -412,10 +419,7 @@ impl Bitmap {
         let st = self.state.lock().expect("bitmap lock");
         let (mut zeroed, mut kept) = (0, 0);
         for r in 0..self.activity.len() as u64 {
-            let missed = self
-                .missed_bit(r)
-                .is_some_and(|(byte, bit)| st.bits[byte] & bit != 0)
-                || st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0;
+            let missed = self.may_miss(&st, r);
             let data = self
                 .map_bit(r)
                 .is_none_or(|(byte, bit)| st.bits[byte] & bit != 0);
@@ -436,12 +440,7 @@ impl Bitmap {
             return r.min(limit);
         }
         let st = self.state.lock().expect("bitmap lock");
-        (r..limit)
-            .find(|&r| {
-                let (byte, bit) = self.missed_bit(r).expect("re-add map");
-                st.bits[byte] & bit != 0 || st.bits[(r / 8) as usize] & (1 << (r % 8)) != 0
-            })
-            .unwrap_or(limit)
+        (r..limit).find(|&r| self.may_miss(&st, r)).unwrap_or(limit)
     }
 
     /// The first region from `r` (below `limit`) that may hold data (`holding`) or that the

@@ -633,6 +633,16 @@ mod tests {
         ))
     }
 
+    /// Overwrites 1 MiB at `off` with 0x22, lets its write-intent bit clear if it may, pulls
+    /// member 1 and adds `old` (an image of it) in its place.
+    fn return_image(a: &Array, old: Arc<SimMember>, off: u64) {
+        put(a, off, 0x22);
+        a.flush().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        a.fail_member(1, "test: pulled").unwrap();
+        a.add(old, Path::new("/d/img"), None, false).unwrap();
+    }
+
     /// Outside attack: an image of a member taken while the array was stopped, one superblock
     /// generation behind when the member left (one session's dirty mark), was re-added as the
     /// member: the write of that session had its bit cleared after 5 s idle, nothing copied
@@ -647,11 +657,7 @@ mod tests {
         a.mark_clean().unwrap();
         let old = image(&sims, 1);
         // One session: the first write marks the array dirty (a generation), then the write.
-        put(&a, 2 * region, 0x22);
-        a.flush().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
-        a.fail_member(1, "test: pulled").unwrap();
-        a.add(old, Path::new("/d/img"), None, false).unwrap();
+        return_image(&a, old, 2 * region);
         assert!(
             !a.slot_readding(1),
             "an image one generation behind was re-added"
@@ -676,11 +682,7 @@ mod tests {
         a.set_endurance(&crate::array::MemberRef::parse("/d/m0"), 1 << 40)
             .unwrap();
         let old = image(&sims, 1);
-        put(&a, 2 * region, 0x22);
-        a.flush().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
-        a.fail_member(1, "test: pulled").unwrap();
-        a.add(old, Path::new("/d/img"), None, false).unwrap();
+        return_image(&a, old, 2 * region);
         assert!(
             a.slot_readding(1),
             "the image is at the recorded generation"
