@@ -767,15 +767,17 @@ fn a_degraded_raid6_never_blesses_unchecked_rot() {
 /// 10003658 (F1, needless loss of a torn row's surviving cell under table damage and rot, the
 /// 10000627 class), passes on the build before: write-intent bits clearing later (after a
 /// superblock update) leave more rows to the resync.
+///
+/// 2026-12-06, later: 10003712 and 3000135 are fixed (their own tests below). 5001014 and 9000207 pass, on the
+/// build before that fix too (interleavings moved): both go to `soak_seeds_that_pass_now`.
 #[test]
 #[ignore = "fails until issue 31's remaining cases are fixed"]
 fn soak_seeds_that_still_fail() {
     let mut failed = Vec::new();
     for seed in [
-        3000101, 3000135, 3000136, 3000723, 3000189, 5001014, 7001917, 9000207, 777000900, 9000827,
-        9001270, 9001271, 9001353, 9000350, 9000441, 9001475, 9002156, 1322, 10000585, 10000653,
-        10000627, 10001789, 10000487, 10000204, 3000859, 10003712, 10003270, 10003625, 10003303,
-        10004158, 10003658,
+        3000101, 3000136, 3000723, 3000189, 7001917, 777000900, 9000827, 9001270, 9001271, 9001353,
+        9000350, 9000441, 9001475, 9002156, 1322, 10000585, 10000653, 10000627, 10001789, 10000487,
+        10000204, 3000859, 10003270, 10003625, 10003303, 10004158, 10003658,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
@@ -783,6 +785,31 @@ fn soak_seeds_that_still_fail() {
         }
     }
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
+}
+
+/// Simulator seed 10003712 (RAID6 N=5, replaces, table damage, rot): the rebuild of Q over a
+/// row it could not settle (every entry unknown, one data block rotten) poisoned Q's entry but
+/// wrote Q computed from the rot; with P failed at the final checks, a read found Q equal to
+/// its reconstruction and returned the rotten block with no error (0x5a where 0x00 was
+/// written). Fixed in the rebuild: such a parity block never agrees with the cells it was
+/// computed from (`a_parity_block_the_rebuild_could_not_settle_never_vouches_for_rot`).
+#[test]
+fn a_poisoned_parity_block_never_vouches_for_rot_on_a_degraded_read() {
+    if let Err(f) = raidcore::sim::run(10003712) {
+        panic!("{f}");
+    }
+}
+
+/// Simulator seed 3000135 (RAID6 N=4, rot only): one read of slot 1 returned flipped bytes and
+/// `fail` of slot 1 landed between the read and its checksum judgment, which looked the slot's
+/// device up again, found none and judged nothing: the client read 0x5a where 0x00 was
+/// written. Bytes are judged by the device they were read from
+/// (`a_read_whose_member_fails_before_its_bytes_are_judged_never_returns_them_unjudged`).
+#[test]
+fn a_member_failed_during_a_read_never_lets_its_bytes_through_unjudged() {
+    if let Err(f) = raidcore::sim::run(3000135) {
+        panic!("{f}");
+    }
 }
 
 /// Found by the simulator (2026-12-05) in a change to the split-brain check that took a member
@@ -804,7 +831,7 @@ fn a_stale_member_from_before_a_replace_is_no_split_brain() {
 fn soak_seeds_that_pass_now() {
     let mut failed = Vec::new();
     for seed in [
-        3000036, 3000180, 3000217, 3000319, 3000602, 3000855, 5000620, 7001761,
+        3000036, 3000180, 3000217, 3000319, 3000602, 3000855, 5000620, 7001761, 5001014, 9000207,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::csum::UNKNOWN_ENTRY;
 use super::*;
-use crate::device::FaultMember;
+use crate::device::{FaultMember, MemMember};
 use crate::layout::{LayoutParams, Level};
 use crate::rng::SplitMix64 as Rng;
 
@@ -273,4 +273,123 @@ fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
     assert!(a.mark_lost_block(slot, row * chunk));
     a.member_read(slot, &mut buf, row, 0).unwrap();
     assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![1]);
+}
+
+/// Simulator seed 10003712 (issue 31): a RAID6 row whose checksum pages are all damaged, one
+/// data block rotten and Q's member gone. The rebuild of Q could not tell which cell was wrong
+/// and poisoned Q's entry, but wrote Q computed from the rotten block: with P gone too, a read
+/// rebuilt P and Q from the data, found Q as read equal to its reconstruction and returned the
+/// rot with no error. A block a rebuild cannot settle must never agree with the cells it
+/// could not verify.
+#[test]
+fn a_parity_block_the_rebuild_could_not_settle_never_vouches_for_rot() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 13);
+    let row = 3u64;
+    let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
+    a.fail(&MemberRef::Slot(q)).unwrap();
+    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
+    // Every present cell of the row unknown, one data block rotten.
+    for s in (0..5).filter(|&s| s != q) {
+        unknown_entry(&a, s, a.cell_offset(row, 0));
+    }
+    let rotten = a.layout().data_slot(row, 1);
+    flip(&a, rotten, a.cell_offset(row, 100));
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    a.fail(&MemberRef::Slot(p)).unwrap();
+    let d = a.layout().data_per_row() as u64;
+    let at = (row * d + 1) * chunk;
+    let mut buf = vec![0u8; chunk as usize];
+    match a.read(&mut buf, at) {
+        Err(_) => {}
+        Ok(()) => assert!(
+            buf[..] == model[at as usize..(at + chunk) as usize],
+            "a degraded read returned the rotten block with no error"
+        ),
+    }
+}
+
+/// A member whose armed read returns flipped bytes and, before returning them, runs a hook
+/// (the test fails the member there: the failure lands between the read and its judgment).
+struct FailsMidRead {
+    inner: MemMember,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Member for FailsMidRead {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> crate::Result<()> {
+        self.inner.read_at(buf, offset)?;
+        if let Some(hook) = self.hook.lock().unwrap().take() {
+            buf[..8].iter_mut().for_each(|x| *x ^= 0x5a);
+            hook();
+        }
+        Ok(())
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> crate::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn flush(&self) -> crate::Result<()> {
+        self.inner.flush()
+    }
+    fn discard(&self, offset: u64, len: u64) -> crate::Result<()> {
+        self.inner.discard(offset, len)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Simulator seed 3000135 (issue 31): a RAID6 member returned flipped bytes for one read and
+/// was failed (`raidctl fail`, in another thread) before the read's bytes were judged. The
+/// judgment looked the slot's device up again, found none and judged nothing: the flipped
+/// bytes reached the client as good data. Bytes are judged by the entries of the device they
+/// were read from.
+#[test]
+fn a_read_whose_member_fails_before_its_bytes_are_judged_never_returns_them_unjudged() {
+    let chunk = 8192u64;
+    let n = 4;
+    let sick = Arc::new(FailsMidRead {
+        inner: MemMember::new(4 << 20),
+        hook: std::sync::Mutex::new(None),
+    });
+    let members: Vec<(PathBuf, Arc<dyn Member>)> = (0..n)
+        .map(|i| {
+            let m: Arc<dyn Member> = if i == 1 {
+                sick.clone()
+            } else {
+                Arc::new(MemMember::new(4 << 20))
+            };
+            (PathBuf::from(format!("m{i}")), m)
+        })
+        .collect();
+    let spec = super::tests::spec_of(LayoutParams::with_defaults(Level::Raid6, n, chunk), true);
+    let a = Arc::new(Array::create_on(members, &spec, &mut |_, _| {}).unwrap());
+    let mut model = vec![0u8; a.size() as usize];
+    Rng(17).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    // A row whose first data chunk lies on slot 1.
+    let d = a.layout().data_per_row() as u64;
+    let row = (0..a.rows())
+        .find(|&r| a.layout().data_slot(r, 0) == 1)
+        .unwrap();
+    let at = row * d * chunk;
+    let weak = Arc::downgrade(&a);
+    *sick.hook.lock().unwrap() = Some(Box::new(move || {
+        let a = weak.upgrade().unwrap();
+        a.fail(&MemberRef::Slot(1)).unwrap();
+    }));
+    let mut buf = vec![0u8; chunk as usize];
+    match a.read(&mut buf, at) {
+        Err(_) => {}
+        Ok(()) => assert!(
+            buf[..] == model[at as usize..(at + chunk) as usize],
+            "a flipped read of a member failed before it was judged reached the caller"
+        ),
+    }
+    assert!(!a.slot_usable(1), "the hook failed the member");
 }

@@ -240,6 +240,18 @@ impl Array {
         row: u64,
         within: u64,
     ) -> Result<()> {
+        self.member_read_on(slot, buf, row, within).map(|_| ())
+    }
+
+    /// [`Array::member_read`], returning the device read: the one whose checksum entries
+    /// judge the bytes, even where the slot's member fails or changes before they are judged.
+    fn member_read_on(
+        &self,
+        slot: usize,
+        buf: &mut [u8],
+        row: u64,
+        within: u64,
+    ) -> Result<Arc<Dev>> {
         let Some(d) = self.source(slot, row) else {
             return Err(Error::new(
                 ErrorKind::Io,
@@ -247,7 +259,7 @@ impl Array {
             ));
         };
         let off = self.cell_offset(row, within);
-        d.member.read_at(buf, off).map_err(|e| {
+        d.member.read_at(buf, off).map(|()| d.clone()).map_err(|e| {
             d.read_errors.fetch_add(1, Ordering::Relaxed);
             let cause = e.to_string();
             d.note_error(format!("read at member offset {off}: {cause}"));
@@ -320,8 +332,8 @@ impl Array {
         within: u64,
         count: bool,
     ) -> Result<(Vec<usize>, Vec<usize>)> {
-        self.member_read(slot, buf, row, within)?;
-        Ok(self.judge_blocks(slot, buf, row, within, count))
+        let d = self.member_read_on(slot, buf, row, within)?;
+        Ok(self.judge_blocks_of(&d, slot, buf, row, within, count))
     }
 
     /// The checks of [`Array::member_read_blocks`] over `buf`, just read from `slot`'s member
@@ -338,10 +350,31 @@ impl Array {
         if self.csum_geo.is_none() {
             return (Vec::new(), Vec::new());
         }
-        let Some(d) = self.source(slot, row) else {
+        match self.source(slot, row) {
+            Some(d) => self.judge_blocks_of(&d, slot, buf, row, within, count),
+            // Failed since the read: nothing vouches for the bytes (simulator seed 3000135
+            // took them as good, and a flipped read reached the client).
+            None => (
+                Vec::new(),
+                (0..buf.len().div_ceil(BLOCK as usize)).collect(),
+            ),
+        }
+    }
+
+    /// [`Array::judge_blocks`] by device `d`'s entries: the device `buf` was read from.
+    fn judge_blocks_of(
+        &self,
+        d: &Dev,
+        slot: usize,
+        buf: &[u8],
+        row: u64,
+        within: u64,
+        count: bool,
+    ) -> (Vec<usize>, Vec<usize>) {
+        if self.csum_geo.is_none() {
             return (Vec::new(), Vec::new());
-        };
-        let (mut bad, unknown) = self.csum_blocks(&d, row, self.cell_offset(row, within), buf);
+        }
+        let (mut bad, unknown) = self.csum_blocks(d, row, self.cell_offset(row, within), buf);
         if !bad.is_empty() {
             // Blocks on the bad-block list are known lost: their contents are a placeholder
             // consistent with the row's parity (what the rebuild or resync computed), which

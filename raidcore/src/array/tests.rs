@@ -26,7 +26,7 @@ pub(super) fn make(p: &LayoutParams, member_bytes: u64) -> (Array, Vec<Arc<Fault
 
 /// The create spec of the tests' arrays: named "t", nothing reserved, default checksums or
 /// none.
-fn spec_of(layout: LayoutParams, checksums: bool) -> CreateSpec {
+pub(super) fn spec_of(layout: LayoutParams, checksums: bool) -> CreateSpec {
     CreateSpec {
         name: "t".into(),
         layout,

@@ -890,6 +890,19 @@ fn recover_block(
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. } => {
+            // A parity target's block holds what the whole-chunk pass computed from the
+            // cells nothing verified. Its poisoned entry fails it, but a later recovery
+            // that rebuilds it from the same cells would find it equal to what it read
+            // and take the row as consistent (simulator seed 10003712: the rot read back
+            // with P gone). Its complement can never agree with them. (A data target's
+            // block stays consistent with the row's parity: it is on the bad-block list,
+            // never returned, and writes of its column read it as the row's placeholder.)
+            let d_count = order.len() - parity;
+            for &s in &order[d_count..] {
+                if let Some(ti) = target_of[s] {
+                    outs[ti][at..at + BLK].iter_mut().for_each(|x| *x = !*x);
+                }
+            }
             for ti in target_of.iter().flatten() {
                 damage.poisoned.push((*ti, at));
             }
