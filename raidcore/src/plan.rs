@@ -128,6 +128,11 @@ pub enum Recovered {
         /// bytes are the best there is but nothing confirms them: a copy written elsewhere
         /// must not get checksum entries that vouch for it.
         vouched: bool,
+        /// Cells whose entries are unknown that the reconstruction used as read with no
+        /// parity left over to check them (a row degraded to no redundancy): nothing verified
+        /// them or what was rebuilt from them. Reads refuse such a row; a rebuild may copy it
+        /// with unknown entries, which keep refusing reads until redundancy checks them.
+        unchecked: Vec<usize>,
     },
     /// More cells lost than parity covers; the lost cells' buffers are undefined.
     Lost { lost: Vec<usize>, damaged: bool },
@@ -208,10 +213,25 @@ pub fn recover(
                     }
                 }
             }
+            // With no parity left over, only a rebuilt cell whose own entry is known and now
+            // matches (one that failed it as read) confirms the cells the rebuild rested on.
+            let confirmed = || {
+                rewrite
+                    .iter()
+                    .any(|&i| cells[i] == Cell::Bad && mismatches(i, &bufs[i][..]).is_empty())
+            };
+            let unchecked = if rebuild.len() < parity || !checksums || confirmed() {
+                Vec::new()
+            } else {
+                (0..cells.len())
+                    .filter(|&i| cells[i] == Cell::Unchecked && !rebuild.contains(&i))
+                    .collect()
+            };
             Recovered::Rebuilt {
                 rebuilt: rebuild,
                 rewrite,
                 vouched,
+                unchecked,
             }
         }
     }
@@ -266,6 +286,7 @@ fn check_unchecked(
                 rebuilt: vec![z],
                 rewrite: vec![z],
                 vouched: false,
+                unchecked: Vec::new(),
             };
         }
     }

@@ -702,7 +702,8 @@ fn a_replace_copies_what_it_cannot_verify_as_it_is() {
 /// 2026-12-06: 1322 fails again since a scrub gives way to a waiting rebuild (its schedule
 /// moved: the scrubber's run stops early and its table repair waits for the next run); rot in
 /// slot 2 of a degraded row whose checksum table pages are damaged reads back as data, the
-/// class of 1175 and 9000207. It is in `soak_seeds_that_still_fail` until that is fixed.
+/// class of 1175 and 9000207. Fixed later that day: see
+/// `nothing_resting_on_unverifiable_cells_reads_back_as_data`.
 #[test]
 fn a_degraded_raid6_never_blesses_unchecked_rot() {
     pass_with_rot(672);
@@ -768,16 +769,19 @@ fn a_degraded_raid6_never_blesses_unchecked_rot() {
 /// 10000627 class), passes on the build before: write-intent bits clearing later (after a
 /// superblock update) leave more rows to the resync.
 ///
-/// 2026-12-06, later: 10003712 and 3000135 are fixed (their own tests below). 5001014 and 9000207 pass, on the
+/// 2026-12-06, later: 10003712, 3000135, 7001917 and 1322 are fixed (their own tests below).
+/// With reads refusing, writes listing and rebuilds poisoning what rests on cells nothing can
+/// verify (entries unknown, no redundancy left), seven more pass: 3000101, 3000723, 10001789,
+/// 10000487 and 10000204 with the model as it was; 3000859 and 10003625 because the model now
+/// excuses rows exposed that way (`World::exposed_rows`). 5001014 and 9000207 pass, on the
 /// build before that fix too (interleavings moved): both go to `soak_seeds_that_pass_now`.
 #[test]
 #[ignore = "fails until issue 31's remaining cases are fixed"]
 fn soak_seeds_that_still_fail() {
     let mut failed = Vec::new();
     for seed in [
-        3000101, 3000136, 3000723, 3000189, 7001917, 777000900, 9000827, 9001270, 9001271, 9001353,
-        9000350, 9000441, 9001475, 9002156, 1322, 10000585, 10000653, 10000627, 10001789, 10000487,
-        10000204, 3000859, 10003270, 10003625, 10003303, 10004158, 10003658,
+        3000136, 3000189, 777000900, 9000827, 9001270, 9001271, 9001353, 9000350, 9000441, 9001475,
+        9002156, 10000585, 10000653, 10000627, 10003270, 10003303, 10004158, 10003658,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
@@ -812,6 +816,33 @@ fn a_member_failed_during_a_read_never_lets_its_bytes_through_unjudged() {
     }
 }
 
+/// Simulator seed 7001917 (RAID6 N=4, a data member dead, replaces, table damage, rot in P):
+/// the resync after the power cut took the present data's verifying for "a parity is stale",
+/// kept the rotten P (entry unknown) and recomputed Q from it; the dead member's block then read
+/// back as the rot. Now such a row is left as it is and the block's reads fail
+/// (`a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one`); the model
+/// counts table damage of a member a replace copied from (its unknown entries are copied).
+#[test]
+fn a_degraded_raid6_resync_never_keeps_an_unverified_parity_over_the_other() {
+    if let Err(f) = raidcore::sim::run(7001917) {
+        panic!("{f}");
+    }
+}
+
+/// Simulator seed 1322 (RAID6 N=6, two members out, table damage, rot): with no redundancy
+/// left, a data block whose entry was unknown read back as the rot, the missing blocks of its
+/// column were rebuilt from it, and a rebuild then wrote targets that agreed with it, after
+/// which the rot read as verified data. Reads now refuse what nothing can verify, writes list
+/// it, rebuilds poison it (`a_row_with_no_redundancy_left_never_returns_a_block_nothing_verified`,
+/// `a_write_resting_on_unverifiable_data_lists_it_instead_of_vouching_for_it`,
+/// `a_rebuild_over_unverifiable_cells_lists_them_instead_of_agreeing_with_them`).
+#[test]
+fn nothing_resting_on_unverifiable_cells_reads_back_as_data() {
+    if let Err(f) = raidcore::sim::run(1322) {
+        panic!("{f}");
+    }
+}
+
 /// Found by the simulator (2026-12-05) in a change to the split-brain check that took a member
 /// "not listed at all" in the other's superblock for a split: RAID1 N=3, slot 0 replaced (m0 by
 /// m3), an old member (m2, events 1) that never knew m3 came back: every member was refused
@@ -832,6 +863,7 @@ fn soak_seeds_that_pass_now() {
     let mut failed = Vec::new();
     for seed in [
         3000036, 3000180, 3000217, 3000319, 3000602, 3000855, 5000620, 7001761, 5001014, 9000207,
+        3000101, 3000723, 10001789, 10000487, 10000204, 3000859, 10003625,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");

@@ -30,6 +30,18 @@ pub(crate) struct KeptAsIs {
     pub entry: Option<Expect>,
 }
 
+/// What a write's reconstruction rested on that nothing verified: `moot`, the row positions the
+/// write replaces whole over its span (its parity, the data cells it covers); `found`, the
+/// other positions and their byte ranges in the span buffers.
+struct Unverified {
+    moot: Vec<usize>,
+    found: Vec<(usize, Range<usize>)>,
+    /// Present cells the reconstruction replaced (failing their entries, or unchecked ones it
+    /// rebuilt), to be rewritten as the placeholders the new parity assumes once the write
+    /// has listed them (entries unknown).
+    placeholders: Vec<(usize, Range<usize>)>,
+}
+
 /// Counts a request in flight for as long as it lives.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -449,7 +461,7 @@ impl Array {
             .expect("non-empty");
         // A failed read is not repeated; a judged chunk is read again over the span (which
         // may be wider than its part of the read), and its failing blocks were counted.
-        let bufs = self.reconstruct_span(row, parity, lo..hi, &known)?;
+        let bufs = self.reconstruct_span(row, parity, lo..hi, &known, None)?;
         for &d in &need {
             let cr = chunk_range(range, d, chunk).expect("touched");
             let o = (d as u64 * chunk + cr.start - range.start) as usize;
@@ -478,13 +490,17 @@ impl Array {
     /// cells are in the same states is recovered on its own (two blocks failing in different
     /// chunks of a RAID5 row are both recovered). `known`: row positions the caller already
     /// read over this span, and what it found (a failed read is not repeated; a range read
-    /// before is not counted again). Returns buffers in row order.
+    /// before is not counted again). A reconstruction that rests on cells nothing could verify
+    /// (entries unknown, no redundancy left) fails, unless the caller is a write that takes it
+    /// (`unverified`: the cells it replaces whole, and the ones it does not, collected so that
+    /// it lists them). Returns buffers in row order.
     fn reconstruct_span(
         &self,
         row: u64,
         parity: usize,
         within: Range<u64>,
         known: &[(usize, Known)],
+        mut unverified: Option<&mut Unverified>,
     ) -> Result<Vec<AlignedBuf>> {
         let slots = self.row_slots(row, parity);
         let len = (within.end - within.start) as usize;
@@ -554,6 +570,40 @@ impl Array {
             };
             match outcome {
                 Recovered::Intact => {}
+                // No redundancy left to check cells whose entries are unknown: what they hold,
+                // and what is rebuilt from them, may be rot (simulator seed 1322: RAID6 with two
+                // members missing read a missing block rebuilt from a rotten one). An error,
+                // never a guess; they read again once redundancy can check them.
+                Recovered::Rebuilt {
+                    unchecked,
+                    rebuilt,
+                    rewrite,
+                    ..
+                } if !unchecked.is_empty() && unverified.is_some() => {
+                    // A write: what it leaves standing on the guess is listed by the caller,
+                    // which then rewrites the cells replaced here as the placeholders its new
+                    // parity assumes.
+                    let u = unverified.as_deref_mut().expect("checked");
+                    for i in unchecked.into_iter().chain(rebuilt) {
+                        if !u.moot.contains(&i) {
+                            u.found.push((i, run.clone()));
+                        }
+                    }
+                    u.placeholders
+                        .extend(rewrite.into_iter().map(|i| (i, run.clone())));
+                }
+                Recovered::Rebuilt { unchecked, .. } if !unchecked.is_empty() => {
+                    self.check_alive()?;
+                    bail!(
+                        Checksum,
+                        "row {row}: no redundancy is left to check {}, whose checksum entries are unknown (damaged table pages): the data there cannot be verified",
+                        unchecked
+                            .iter()
+                            .map(|&i| name(i))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
                 Recovered::Rebuilt { rewrite, .. } => {
                     rewrites.extend(rewrite.into_iter().map(|i| (i, run.clone())));
                 }
@@ -689,7 +739,7 @@ impl Array {
             .iter()
             .position(|&s| s == slot)
             .expect("every slot is in every row");
-        let bufs = self.reconstruct_span(row, parity, 0..cell.len() as u64, &[(i, known)])?;
+        let bufs = self.reconstruct_span(row, parity, 0..cell.len() as u64, &[(i, known)], None)?;
         cell.copy_from_slice(&bufs[i]);
         Ok(())
     }
@@ -813,6 +863,7 @@ impl Array {
                         parity,
                         within..within + BLOCK,
                         &[(pos, Known::Judged)],
+                        None,
                     )
                     .map(|bufs| blk.copy_from_slice(&bufs[pos]))
                 }
@@ -1186,7 +1237,26 @@ impl Array {
                 // A cell the failed attempt could not read is taken as unreadable over the
                 // span; one it judged is read again over the span, its failures not counted
                 // again.
-                let mut bufs = match self.reconstruct_span(row, parity, span.clone(), &found) {
+                // What the write replaces whole: the parity, and data cells it covers over
+                // the whole span (an unchecked cell's bytes matter only where they reach the
+                // new parity).
+                let mut unverified = Unverified {
+                    moot: touched
+                        .iter()
+                        .filter(|(_, r)| *r == span)
+                        .map(|(d, _)| *d)
+                        .chain(d_count..d_count + parity)
+                        .collect(),
+                    found: Vec::new(),
+                    placeholders: Vec::new(),
+                };
+                let mut bufs = match self.reconstruct_span(
+                    row,
+                    parity,
+                    span.clone(),
+                    &found,
+                    Some(&mut unverified),
+                ) {
                     Ok(b) => b,
                     Err(e) if e.kind() == ErrorKind::Checksum => return Err(e),
                     Err(_) => {
@@ -1197,6 +1267,40 @@ impl Array {
                 for (d, r) in touched {
                     let o = (r.start - span.start) as usize;
                     bufs[*d][o..o + (r.end - r.start) as usize].copy_from_slice(new_of(*d, r));
+                }
+                // Data the new parity takes as it was read though nothing verified it (entries
+                // unknown, no redundancy left): parity made from it would vouch for it, rot
+                // included (simulator seed 1322). Listed, durably before the write, so reads of
+                // it fail until it is written whole; the client's data goes in.
+                let mut listed = false;
+                for (i, run) in unverified.found.iter().filter(|(i, _)| *i < d_count) {
+                    let from = span.start + run.start as u64;
+                    for b in (from / BLOCK..(span.start + run.end as u64).div_ceil(BLOCK))
+                        .map(|b| b * BLOCK)
+                    {
+                        listed |= self.mark_lost_block(slots[*i], row * chunk + b);
+                    }
+                }
+                if listed {
+                    self.event(
+                        "bad-blocks",
+                        None,
+                        format!(
+                            "row {row}: a write rests on data whose checksum entries are unknown (damaged table pages) with no redundancy left to check it; listed as lost"
+                        ),
+                    );
+                    self.persist()?;
+                }
+                for (i, run) in &unverified.placeholders {
+                    if *i < d_count {
+                        self.repair_write(
+                            slots[*i],
+                            Verified::unchecked(&bufs[*i][run.clone()]),
+                            row,
+                            span.start + run.start as u64,
+                            WriteKind::Data,
+                        )?;
+                    }
                 }
                 let (data, pq) = bufs.split_at_mut(d_count);
                 let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();

@@ -393,3 +393,144 @@ fn a_read_whose_member_fails_before_its_bytes_are_judged_never_returns_them_unju
     }
     assert!(!a.slot_usable(1), "the hook failed the member");
 }
+
+/// Simulator seed 7001917 (issue 31): the resync after an unclean stop met a RAID6 row with a
+/// data member missing, P rotten and both parities' entries unknown (damaged table pages). It
+/// took the present data's verifying for "a parity is stale", kept P and recomputed Q from
+/// it: the missing block then read back as the rot, with both parities agreeing. With a data
+/// block missing and no parity verifying itself, which parity is wrong cannot be told: the
+/// row is left as it is and reads of the missing block fail.
+#[test]
+fn a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one() {
+    use crate::jobs::scrub::{self, Mode};
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 19);
+    let row = 9u64;
+    let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
+    let gone = a.layout().data_slot(row, 0);
+    a.fail_member(gone, "test").unwrap();
+    unknown_entry(&a, p, a.cell_offset(row, 0));
+    unknown_entry(&a, q, a.cell_offset(row, 0));
+    flip(&a, p, a.cell_offset(row, 100));
+    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    let d = a.layout().data_per_row() as u64;
+    let at = row * d * chunk;
+    let mut buf = vec![0u8; 4096];
+    match a.read(&mut buf, at) {
+        Err(_) => {}
+        Ok(()) => assert!(
+            buf[..] == model[at as usize..at as usize + 4096],
+            "the missing block read back as the rot"
+        ),
+    }
+    // The other data blocks of the row verify and read right.
+    for i in 1..d {
+        let o = (row * d + i) * chunk;
+        a.read(&mut buf, o).unwrap();
+        assert!(buf[..] == model[o as usize..o as usize + 4096]);
+    }
+}
+
+/// Simulator seed 1322 (issue 31, the 1175 class): a RAID6 row with two members missing has no
+/// redundancy left, and one of its data blocks, its table page damaged (entry unknown), was
+/// rotten. Reads returned the rot, and the missing members' blocks rebuilt from it, as data.
+/// Now both reads fail; the other blocks of the row, which verify, read right.
+#[test]
+fn a_row_with_no_redundancy_left_never_returns_a_block_nothing_verified() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid6, 6, chunk, 23);
+    let row = 7u64;
+    let d = a.layout().data_per_row() as u64;
+    let (gone, sick) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
+    a.fail_member(gone, "test").unwrap();
+    a.fail_member(a.layout().q_slot(row), "test").unwrap();
+    unknown_entry(&a, sick, a.cell_offset(row, 0));
+    flip(&a, sick, a.cell_offset(row, 100));
+    let mut buf = vec![0u8; 4096];
+    for i in 0..2 {
+        let at = (row * d + i) * chunk;
+        match a.read(&mut buf, at) {
+            Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Checksum, "{e}"),
+            Ok(()) => assert!(
+                buf[..] == model[at as usize..at as usize + 4096],
+                "data block {i} of the row read back wrong with no error"
+            ),
+        }
+    }
+    for i in 2..d {
+        let at = (row * d + i) * chunk;
+        a.read(&mut buf, at).unwrap();
+        assert!(buf[..] == model[at as usize..at as usize + 4096]);
+    }
+}
+
+/// Issue 31 (the 1175 class): a rebuild of a RAID5 member over a column where a survivor's
+/// entry is unknown (damaged table page) and nothing is left to check it wrote the target
+/// from it: the row then agreed with the survivor's rot, and reads returned it as verified.
+/// Now the survivor's block and the target's are listed as lost (reads fail until written).
+#[test]
+fn a_rebuild_over_unverifiable_cells_lists_them_instead_of_agreeing_with_them() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid5, 3, chunk, 29);
+    let row = 5u64;
+    let d = a.layout().data_per_row() as u64;
+    let (gone, sick) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
+    a.fail(&MemberRef::Slot(gone)).unwrap();
+    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
+    unknown_entry(&a, sick, a.cell_offset(row, 0));
+    flip(&a, sick, a.cell_offset(row, 100));
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for i in 0..d {
+        let at = (row * d + i) * chunk;
+        match a.read(&mut buf, at) {
+            Err(e) => assert_eq!(e.kind(), crate::ErrorKind::BadBlock, "{e}"),
+            Ok(()) => assert!(
+                buf[..] == model[at as usize..at as usize + 4096],
+                "data block {i} of the row read back wrong with no error"
+            ),
+        }
+    }
+    // The rest of the array was rebuilt and reads right.
+    let next = (row + 1) * d * chunk;
+    a.read(&mut buf, next).unwrap();
+    assert!(buf[..] == model[next as usize..next as usize + 4096]);
+}
+
+/// Issue 31 (the 1175 class): a write to a RAID5 row with a member missing and another data
+/// block whose entry is unknown computed the new parity from that block as it lay: parity then
+/// vouched for it, rot included. Now the write goes in and the unverifiable block is listed
+/// (reads of it fail until it is written) rather than blessed.
+#[test]
+fn a_write_resting_on_unverifiable_data_lists_it_instead_of_vouching_for_it() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid5, 4, chunk, 31);
+    let row = 6u64;
+    let d = a.layout().data_per_row() as u64;
+    let gone = a.layout().data_slot(row, 0);
+    let sick = a.layout().data_slot(row, 1);
+    a.fail_member(gone, "test").unwrap();
+    unknown_entry(&a, sick, a.cell_offset(row, 0));
+    flip(&a, sick, a.cell_offset(row, 100));
+    let at = (row * d + 2) * chunk;
+    a.write(&[0x3c; 4096], at).unwrap();
+    let mut buf = vec![0u8; 4096];
+    a.read(&mut buf, at).unwrap();
+    assert!(
+        buf.iter().all(|&x| x == 0x3c),
+        "the client's write reads back"
+    );
+    let u = (row * d + 1) * chunk;
+    match a.read(&mut buf, u) {
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::BadBlock, "{e}"),
+        Ok(()) => panic!(
+            "the unverifiable block read back ({})",
+            if buf[..] == model[u as usize..u as usize + 4096] {
+                "right, unchecked"
+            } else {
+                "as the rot"
+            }
+        ),
+    }
+}

@@ -852,6 +852,24 @@ fn recover_block(
             },
         )
     };
+    // Cells nothing could verify (entries unknown, no redundancy left to check them): a
+    // target rebuilt from them would agree with them, rot included, and then vouch for them
+    // (simulator seed 1322). Settled as a row the recovery could not settle, and they are
+    // listed with it.
+    let unverifiable: Vec<usize> = match &outcome {
+        Recovered::Rebuilt { unchecked, .. } => unchecked.clone(),
+        _ => Vec::new(),
+    };
+    let outcome = if unverifiable.is_empty() {
+        outcome
+    } else {
+        Recovered::Inconsistent {
+            unchecked: unverifiable.clone(),
+        }
+    };
+    damage
+        .lost
+        .extend(unverifiable.iter().map(|&pos| (order[pos], at)));
     match outcome {
         Recovered::Intact => {}
         Recovered::Rebuilt {

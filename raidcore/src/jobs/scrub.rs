@@ -1190,6 +1190,7 @@ fn resync_parity_block(
             rebuilt,
             rewrite,
             vouched,
+            unchecked,
         } => {
             let data: Vec<&[u8]> = blocks[..d].iter().map(|x| &x[..]).collect();
             let pq = fresh_parity(&data);
@@ -1211,6 +1212,7 @@ fn resync_parity_block(
                     rebuilt,
                     rewrite,
                     vouched,
+                    unchecked,
                 }
             } else {
                 Recovered::Contradicted {
@@ -1508,13 +1510,20 @@ fn resync_degraded_block(
             "fails its checksum after an unclean stop with a member missing; restored from both parities, matching its checksum",
         );
     }
-    if verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good) {
-        // The data verifies: a parity is stale. Rebuild the missing block from a parity that
-        // matches its entry (P first), and recompute the other.
-        let keep = [d, d + 1]
-            .into_iter()
-            .find(|&p| p != m && states[p] == Cell::Good)
-            .unwrap_or(if m == d { d + 1 } else { d });
+    // The parity to keep: one matching its entry (P first); with a parity missing, the one
+    // left (the data, all present, decides then). With a data block missing and no parity
+    // verifying itself, rot in either parity cannot be told from the other gone stale
+    // (simulator seed 7001917: P rotten, Q recomputed from it, the missing block read back
+    // as the rot): left as it is below.
+    let keep = [d, d + 1]
+        .into_iter()
+        .find(|&p| p != m && states[p] == Cell::Good)
+        .or((m >= d).then_some(if m == d { d + 1 } else { d }));
+    if let Some(keep) =
+        keep.filter(|_| verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good))
+    {
+        // The data verifies: a parity is stale. Rebuild the missing block from the parity
+        // kept, and recompute the other.
         let redo = if keep == d { d + 1 } else { d };
         let fixed = rebuild(&[m, redo])?;
         return apply(

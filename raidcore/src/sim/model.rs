@@ -300,10 +300,20 @@ impl Model {
 
     /// After a power cut and restart: `segs` are the ranges of the array read back (offset,
     /// bytes; in order, 4 KiB aligned), except the 4 KiB blocks at `bad` (on the bad-block
-    /// list: any value was possible, none is known now). Every page the clients touched must
-    /// lie in a segment (elsewhere the array holds what it held: zeros never written).
-    pub fn after_crash(&mut self, segs: &[(u64, Vec<u8>)], bad: &[u64]) -> Result<(), String> {
+    /// list: any value was possible, none is known now). Of those, `unverified` failed only
+    /// because nothing could verify them then (not listed): not lost, they may read again once
+    /// redundancy returns, as what was durable (or, where a write was unsure, as the next read
+    /// tells); they may also keep failing, as a block lost at a crash may ([`Model::was_lost`]). Every page the clients touched must lie in a segment (elsewhere the array holds
+    /// what it held: zeros never written).
+    pub fn after_crash(
+        &mut self,
+        segs: &[(u64, Vec<u8>)],
+        bad: &[u64],
+        unverified: &[u64],
+    ) -> Result<(), String> {
         let bad: std::collections::BTreeSet<u64> = bad.iter().map(|&o| o / P as u64).collect();
+        let unverified: std::collections::BTreeSet<u64> =
+            unverified.iter().map(|&o| o / P as u64).collect();
         for (off, got) in segs {
             for (pg, w, pos, n) in pieces(*off, got.len()) {
                 if bad.contains(&pg) {
@@ -343,6 +353,9 @@ impl Model {
         for (off, got) in segs {
             for (pg, w, pos, n) in pieces(*off, got.len()) {
                 read.insert(pg);
+                if unverified.contains(&pg) {
+                    continue;
+                }
                 if self.pages.contains_key(&pg) || bad.contains(&pg) {
                     let p = self.page_mut(pg);
                     p.acked[w..w + n].copy_from_slice(&got[pos..pos + n]);
@@ -358,6 +371,25 @@ impl Model {
                 return Err(format!(
                     "simulator: 4 KiB block {pg} was written but is not in the ranges read back after the power cut"
                 ));
+            }
+            if unverified.contains(pg) {
+                // Read nothing: what was durable stands, and what a cut write left unsure is
+                // unknown until a read tells.
+                for b in 0..P {
+                    if p.unsure[b] || p.unknown[b] {
+                        p.unknown[b] = true;
+                    } else {
+                        p.acked[b] = p.durable[b];
+                    }
+                }
+                p.unsure = [false; P];
+                p.multi = [false; P];
+                p.inflight = [0; P];
+                // Not lost (a read may succeed once redundancy returns), but it may keep
+                // failing until written whole, as a block lost at a crash may.
+                p.lost = [false; P];
+                p.was_lost = [true; P];
+                continue;
             }
             p.unsure = [false; P];
             p.multi = [false; P];

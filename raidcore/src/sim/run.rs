@@ -41,7 +41,7 @@
 #![allow(clippy::single_range_in_vec_init)] // one range of rows is a meaningful list here
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -256,6 +256,11 @@ struct World {
     /// Checksum table pages damaged, by member path: the blocks they cover may have unknown
     /// entries from then on (conservative: a rewrite that records them again is not tracked).
     damaged_pages: Mutex<BTreeSet<(PathBuf, u64)>>,
+    /// Parity levels: member rows (start, end) a damaged table page covered on a member in
+    /// service while no redundancy was left to check its unknown entries. What a read, write
+    /// or rebuild there rested on could not be verified: its blocks may be refused or listed
+    /// from then on (io.rs, rebuild.rs).
+    exposed_rows: Mutex<BTreeSet<(u64, u64)>>,
     /// Member rows a power cut may have torn (rows of blocks in flight or unflushed at a cut),
     /// over the whole run (conservative: a later write that covers them is not tracked).
     torn_rows: Mutex<BTreeSet<u64>>,
@@ -545,6 +550,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         slow: AtomicBool::new(false),
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
+        exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
         torn_cells: Mutex::new(BTreeSet::new()),
         torn_blocks: Mutex::new((BTreeSet::new(), BTreeSet::new())),
@@ -715,13 +721,13 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         array.unchecked_bytes()
                     ));
                 }
-                let (got, bad) = read_image(&world, &array, "read after restart")?;
+                let (got, bad, unverified) = read_image(&world, &array, "read after restart")?;
                 crash_bound(&world, &array, &torn, lost_mask, &bad)?;
                 world
                     .model
                     .lock()
                     .expect("model lock")
-                    .after_crash(&got, &bad)?;
+                    .after_crash(&got, &bad, &unverified)?;
                 let rep = scrub::run(
                     &array,
                     &world.job_rows(&array),
@@ -756,13 +762,20 @@ type Segments = Vec<(u64, Vec<u8>)>;
 /// [`Large::reads`]). Blocks on its bad-block list fail to read (that is their point): they are
 /// left zero and returned apart, after checking that each follows a crash that lost a member
 /// (the model knows which blocks a crash may have lost).
-fn read_image(w: &World, a: &Array, what: &str) -> Result<(Segments, Vec<u64>), String> {
+/// Reads back what the model checks (`w.large`'s ranges, or the whole array): the bytes, the
+/// 4 KiB blocks that failed (on the bad-block list, or beyond what the level corrects; zeros
+/// in the bytes), and which of those failed only because nothing could verify them now (not
+/// listed: they may read once redundancy returns).
+type ReadBack = (Segments, Vec<u64>, Vec<u64>);
+
+fn read_image(w: &World, a: &Array, what: &str) -> Result<ReadBack, String> {
     let ranges = match w.large.get() {
         Some(l) => l.reads.clone(),
         None => vec![0..a.size()],
     };
     let mut segs = Vec::with_capacity(ranges.len());
     let mut bad = Vec::new();
+    let mut unverified = Vec::new();
     for x in ranges {
         let mut got = vec![0u8; (x.end - x.start) as usize];
         if a.read(&mut got, x.start).is_err() {
@@ -781,6 +794,7 @@ fn read_image(w: &World, a: &Array, what: &str) -> Result<(Segments, Vec<u64>), 
                     Err(_) if unrecoverable(w, a, off, len) => {
                         out.fill(0);
                         bad.push(off);
+                        unverified.push(off);
                     }
                     Err(e) => return Err(format!("{what}: 4 KiB block {}: {e}", off / 4096)),
                 }
@@ -788,7 +802,7 @@ fn read_image(w: &World, a: &Array, what: &str) -> Result<(Segments, Vec<u64>), 
         }
         segs.push((x.start, got));
     }
-    Ok((segs, bad))
+    Ok((segs, bad, unverified))
 }
 
 /// Checks what [`read_image`] read against the model: bad blocks must be ones a crash lost.
@@ -1306,7 +1320,9 @@ fn slot_faulty(w: &World, a: &Array, s: usize) -> bool {
             })
 }
 
-/// Records the slots out of service now in the epoch's mask.
+/// Records the slots out of service now in the epoch's mask, and (parity levels) the rows
+/// exposed now: covered by a damaged table page of a member in service while no redundancy is
+/// left.
 fn observe_slots(w: &World, a: &Array) {
     let mut mask = 0;
     for s in 0..a.layout().members() {
@@ -1315,6 +1331,38 @@ fn observe_slots(w: &World, a: &Array) {
         }
     }
     w.epoch_lost.fetch_or(mask, Ordering::SeqCst);
+    let l = a.layout();
+    if !matches!(l.redundancy(), Redundancy::Parity { .. })
+        || (faulty_slots(w, a).count_ones() as usize) < l.tolerance()
+    {
+        return;
+    }
+    let damaged = w.damaged_pages.lock().expect("damage lock").clone();
+    if damaged.is_empty() {
+        return;
+    }
+    let per_row = l.chunk() / 4096;
+    let mut exposed = w.exposed_rows.lock().expect("exposed lock");
+    for s in 0..l.members() {
+        let Some(p) = a.slot_path_of(s) else {
+            continue;
+        };
+        for old in lineage(w, &p) {
+            for (_, pg) in damaged.range((old.clone(), 0)..=(old.clone(), u64::MAX)) {
+                let blocks = pg * PER_PAGE..(pg + 1) * PER_PAGE;
+                exposed.insert((blocks.start / per_row, blocks.end.div_ceil(per_row)));
+            }
+        }
+    }
+}
+
+/// Whether member row `row` was exposed ([`World::exposed_rows`]).
+fn row_exposed(w: &World, row: u64) -> bool {
+    w.exposed_rows
+        .lock()
+        .expect("exposed lock")
+        .iter()
+        .any(|&(r0, r1)| r0 <= row && row < r1)
 }
 
 /// Member rows that the array byte range `off..off + len` occupies.
@@ -1346,22 +1394,10 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
         };
         let mut rot = m.rotten();
         // What a replace copied as it was from the member it replaced.
-        let mut from = w
-            .copied_from
-            .lock()
-            .expect("copied lock")
-            .get(&path)
-            .cloned();
-        while let Some(old) = from.take() {
-            if let Some(o) = w.store.get(&old) {
+        for old in &lineage(w, &path)[1..] {
+            if let Some(o) = w.store.get(old) {
                 rot.extend(o.rotten());
             }
-            from = w
-                .copied_from
-                .lock()
-                .expect("copied lock")
-                .get(&old)
-                .cloned();
         }
         for r in rot {
             if r.end <= d0 {
@@ -1384,7 +1420,7 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
 /// rotten (copies can sit in two member rows).
 fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
     let l = a.layout();
-    if rows_of(l, off, len).any(|row| row_unrecoverable(w, a, row)) {
+    if rows_of(l, off, len).any(|row| row_unrecoverable(w, a, row) || row_exposed(w, row)) {
         return true;
     }
     if torn_past_parity(w, a, off, len) {
@@ -1401,7 +1437,7 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
         let unchecked = |s: usize, r: u64| {
             !damaged.is_empty()
                 && (rot.contains_key(&r) || torn.contains(&r))
-                && unchecked_slots(a, &damaged, r) & (1 << s) != 0
+                && unchecked_slots(w, a, &damaged, r) & (1 << s) != 0
         };
         let bad = |s: usize, r: u64| {
             faulty & (1 << s) != 0
@@ -1457,7 +1493,7 @@ fn torn_past_parity(w: &World, a: &Array, off: u64, len: u64) -> bool {
                     | if damaged.is_empty() {
                         0
                     } else {
-                        unchecked_slots(a, &damaged, r)
+                        unchecked_slots(w, a, &damaged, r)
                     };
                 let own = 1u64 << l.data_slot(r, d);
                 // The parity a torn write changed is in doubt as well (its bytes and its entry
@@ -1527,21 +1563,44 @@ fn row_unrecoverable(w: &World, a: &Array, row: u64) -> bool {
     // damaged table page may have made unknown cannot vouch for themselves: the row's parity
     // alone is left to tell which cell is wrong (rot and a torn write look alike), and it
     // cannot when too many are unchecked.
+    // So can none in a row with no redundancy left to check them: reads refuse what nothing
+    // verifies (io.rs), and writes that need them to update parity fail with them.
     let torn = w.torn_rows.lock().expect("torn lock").contains(&row);
-    if (rotten != 0 || torn) && !damaged.is_empty() {
-        m |= unchecked_slots(a, &damaged, row);
+    let unchecked_fail = faulty.count_ones() as usize >= l.tolerance();
+    if (rotten != 0 || torn || unchecked_fail) && !damaged.is_empty() {
+        m |= unchecked_slots(w, a, &damaged, row);
     }
     m.count_ones() as usize > l.tolerance()
 }
 
-/// Slots whose checksum table page covering member row `row` was damaged (bit per slot).
-fn unchecked_slots(a: &Array, damaged: &BTreeSet<(PathBuf, u64)>, row: u64) -> u64 {
+/// A member and the members a replace copied it from, newest first: what a replace could not
+/// verify it copies as it was (bytes, and unknown checksum entries), so rot and table damage of
+/// an old member carry over.
+fn lineage(w: &World, path: &Path) -> Vec<PathBuf> {
+    let mut out = vec![path.to_path_buf()];
+    let copied = w.copied_from.lock().expect("copied lock");
+    while let Some(old) = copied.get(out.last().expect("non-empty")) {
+        if out.contains(old) {
+            break;
+        }
+        out.push(old.clone());
+    }
+    out
+}
+
+/// Slots whose checksum table page covering member row `row` was damaged, on the member or on
+/// one a replace copied it from (bit per slot).
+fn unchecked_slots(w: &World, a: &Array, damaged: &BTreeSet<(PathBuf, u64)>, row: u64) -> u64 {
     let per_row = a.layout().chunk() / 4096;
     let pages = row * per_row / PER_PAGE..=((row + 1) * per_row - 1) / PER_PAGE;
     let mut m = 0u64;
     for s in 0..a.layout().members() {
         if let Some(p) = a.slot_path_of(s) {
-            if pages.clone().any(|pg| damaged.contains(&(p.clone(), pg))) {
+            let copies = lineage(w, &p);
+            if pages
+                .clone()
+                .any(|pg| copies.iter().any(|c| damaged.contains(&(c.clone(), pg))))
+            {
                 m |= 1 << s;
             }
         }
@@ -1671,6 +1730,7 @@ fn unexplained<'a>(
     };
     probs.iter().find(|p| {
         !((p.kind == "checksum" && spec.table_damage)
+            || row_exposed(w, p.row)
             || injected.contains(&p.row)
             || flipped.contains(&p.row)
             || lost.contains(&p.row))
@@ -2018,7 +2078,7 @@ fn final_checks(
         rebuild::run(a, &RebuildOptions::default(), &mut |_, _, _| {})
             .map_err(|e| format!("final rebuild: {e}"))?;
     }
-    let (got, bad) = read_image(w, a, "final read")?;
+    let (got, bad, _) = read_image(w, a, "final read")?;
     check_image(w, a, &got, &bad, "final read")?;
     let all = w.job_rows(a);
     let rep = scrub::run(a, &all, Mode::Scrub { repair: true }, None, &mut |_, _| {})
@@ -2046,6 +2106,7 @@ fn final_checks(
         .iter()
         .filter(|p| {
             !row_unrecoverable(w, a, p.row)
+                && !row_exposed(w, p.row)
                 && !row_torn_past_parity(w, a, p.row)
                 && !p
                     .logical_offset
@@ -2062,7 +2123,7 @@ fn final_checks(
             rep.unrepaired()
         ));
     }
-    let (got, bad) = read_image(w, a, "read after scrub")?;
+    let (got, bad, _) = read_image(w, a, "read after scrub")?;
     check_image(w, a, &got, &bad, "read after scrub")?;
     // Degraded: every byte must still read back with one member gone.
     if spare_tolerance(w, a) {
@@ -2073,7 +2134,7 @@ fn final_checks(
         a.fail_member(s, "final degraded check")
             .map_err(|e| e.to_string())?;
         let what = format!("degraded read without slot {s}");
-        let (got, bad) = read_image(w, a, &what)?;
+        let (got, bad, _) = read_image(w, a, &what)?;
         check_image(w, a, &got, &bad, &what)?;
     }
     Ok(())
