@@ -347,11 +347,9 @@ impl Array {
         within: u64,
         count: bool,
     ) -> (Vec<usize>, Vec<usize>) {
-        if self.csum_geo.is_none() {
-            return (Vec::new(), Vec::new());
-        }
         match self.source(slot, row) {
             Some(d) => self.judge_blocks_of(&d, slot, buf, row, within, count),
+            None if self.csum_geo.is_none() => (Vec::new(), Vec::new()),
             // Failed since the read: nothing vouches for the bytes (simulator seed 3000135
             // took them as good, and a flipped read reached the client).
             None => (
@@ -374,19 +372,25 @@ impl Array {
         if self.csum_geo.is_none() {
             return (Vec::new(), Vec::new());
         }
-        let (mut bad, unknown) = self.csum_blocks(d, row, self.cell_offset(row, within), buf);
-        if !bad.is_empty() {
+        let (mut bad, mut unknown) = self.csum_blocks(d, row, self.cell_offset(row, within), buf);
+        if !bad.is_empty() || !unknown.is_empty() {
             // Blocks on the bad-block list are known lost: their contents are a placeholder
-            // consistent with the row's parity (what the rebuild or resync computed), which
-            // reads of them never return (check_bad) but parity updates and reconstructions
-            // of other blocks need. Their entries (poisoned by a rebuild) do not judge them.
+            // consistent with the row's parity (what the rebuild, the resync or a write
+            // resting on them computed it from), which reads of them never return (check_bad)
+            // but parity updates and reconstructions of other blocks need. Their entries
+            // (poisoned by a rebuild, or unknown) do not judge them: a block a write listed
+            // because nothing could verify it is still what the write's parity assumed, so
+            // the missing block that write put in parity reads back (an outside attack: it
+            // was refused, and a rebuild then listed it too).
             let first = (row * self.layout.chunk() + within) / BLOCK;
             let list = self.bad.lock().expect("bad-block lock");
             if !list.is_empty() {
-                bad.retain(|&i| {
-                    list.first_bad(slot, first + i as u64..first + i as u64 + 1)
+                let unlisted = |i: &usize| {
+                    list.first_bad(slot, first + *i as u64..first + *i as u64 + 1)
                         .is_none()
-                });
+                };
+                bad.retain(unlisted);
+                unknown.retain(unlisted);
             }
         }
         if count {

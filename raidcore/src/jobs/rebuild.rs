@@ -621,8 +621,14 @@ fn fill_batch(
                 let d = array.source(slot, r0)?;
                 let (mut bad, mut unknown) =
                     array.csum_blocks(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]);
-                bad.retain(|x| unreadable.binary_search(x).is_err());
-                unknown.retain(|x| unreadable.binary_search(x).is_err());
+                // Blocks on the bad-block list are placeholders consistent with their rows, as
+                // reads judge them (row.rs `judge_blocks`): a block a write listed would
+                // otherwise count as unchecked here and cost the block that write put in
+                // parity (an outside attack).
+                let listed =
+                    |x: &usize| array.is_lost_block(slot, r0 * c as u64 + (x * BLK) as u64);
+                bad.retain(|x| unreadable.binary_search(x).is_err() && !listed(x));
+                unknown.retain(|x| unreadable.binary_search(x).is_err() && !listed(x));
                 Some(Survivor {
                     bad,
                     unreadable,
@@ -854,8 +860,8 @@ fn recover_block(
     };
     // Cells nothing could verify (entries unknown, no redundancy left to check them): a
     // target rebuilt from them would agree with them, rot included, and then vouch for them
-    // (simulator seed 1322). Settled as a row the recovery could not settle, and they are
-    // listed with it.
+    // (simulator seed 1322). Settled as a row the recovery could not settle (they are listed
+    // with it, below).
     let unverifiable: Vec<usize> = match &outcome {
         Recovered::Rebuilt { unchecked, .. } => unchecked.clone(),
         _ => Vec::new(),
@@ -867,9 +873,6 @@ fn recover_block(
             unchecked: unverifiable.clone(),
         }
     };
-    damage
-        .lost
-        .extend(unverifiable.iter().map(|&pos| (order[pos], at)));
     match outcome {
         Recovered::Intact => {}
         Recovered::Rebuilt {
@@ -908,27 +911,21 @@ fn recover_block(
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. } => {
-            // A parity target's block holds what the whole-chunk pass computed from the
-            // cells nothing verified. Its poisoned entry fails it, but a later recovery
-            // that rebuilds it from the same cells would find it equal to what it read
-            // and take the row as consistent (simulator seed 10003712: the rot read back
-            // with P gone). Its complement can never agree with them. (A data target's
-            // block stays consistent with the row's parity: it is on the bad-block list,
-            // never returned, and writes of its column read it as the row's placeholder.)
-            let d_count = order.len() - parity;
-            for &s in &order[d_count..] {
-                if let Some(ti) = target_of[s] {
-                    outs[ti][at..at + BLK].iter_mut().for_each(|x| *x = !*x);
-                }
-            }
             for ti in target_of.iter().flatten() {
                 damage.poisoned.push((*ti, at));
             }
+            // The survivors' blocks nothing verified go with them: the targets' blocks, kept
+            // as placeholders consistent with the row, were computed from them and would
+            // confirm them to every later check (an outside attack: RAID5, one survivor
+            // rotten with its entry unknown, another failing its entry; the rot then read back
+            // as data with the array whole).
             damage.lost.extend(
                 order
                     .iter()
                     .zip(&cells)
-                    .filter(|(_, cell)| matches!(cell, Cell::Bad | Cell::Unreadable))
+                    .filter(|(_, cell)| {
+                        matches!(cell, Cell::Bad | Cell::Unreadable | Cell::Unchecked)
+                    })
                     .map(|(&s, _)| (s, at)),
             );
         }

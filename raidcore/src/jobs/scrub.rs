@@ -336,7 +336,7 @@ fn report_listed_losses(array: &Array, rep: &mut ScrubReport) {
             logical_offset: None,
             kind: "lost",
             repaired: false,
-            note: "not repairable: data lost at a crash (on the bad-block list); reads of it fail until it is written again".into(),
+            note: "not repairable: on the bad-block list (lost at a crash, or listed because nothing could verify it: an unreadable or rotten block, or one whose checksum entry is unknown, with no redundancy left); reads of it fail until it is written again".into(),
         });
     }
 }
@@ -1862,7 +1862,7 @@ fn check_parity_row(
             if consistent && frozen {
                 continue;
             }
-            let note = "the row disagrees with its parity over data blocks on the bad-block list (lost at a crash)";
+            let note = "the row disagrees with its parity over data blocks on the bad-block list";
             if repair {
                 rep.bytes_written +=
                     freeze_listed(array, row, rel, b, parity, slots, cells, &listed)?;
