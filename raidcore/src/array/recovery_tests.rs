@@ -622,3 +622,32 @@ fn a_write_into_a_missing_block_beside_an_unverifiable_one_reads_back() {
         "the write reads back after the rebuild"
     );
 }
+
+/// A second outside attack: RAID6 with two members out, a data block rotten with its entry
+/// unknown. The first rebuild listed it (nothing could verify it); the second rebuild read the
+/// listed block as the placeholder its row's parity assumes, rebuilt the other target from it
+/// and "repaired" the block, after which the rot read back as data with no error.
+#[test]
+fn a_block_listed_as_unverifiable_stays_unreadable_across_rebuilds() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 47);
+    let row = 9u64;
+    let d = a.layout().data_per_row() as u64;
+    let (g1, g2) = (a.layout().data_slot(row, 0), a.layout().p_slot(row));
+    let sick = a.layout().data_slot(row, 1);
+    a.fail(&MemberRef::Slot(g1)).unwrap();
+    a.fail(&MemberRef::Slot(g2)).unwrap();
+    unknown_entry(&a, sick, a.cell_offset(row, 0));
+    flip(&a, sick, a.cell_offset(row, 5));
+    let mut buf = vec![0u8; 4096];
+    for k in 0..2 {
+        let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+        a.add(fresh, &PathBuf::from(format!("new{k}")), None, true)
+            .unwrap();
+        crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+        for i in 0..d {
+            let what = format!("data block {i} of the row after rebuild {k}");
+            right_or_error(&a, &model, (row * d + i) * chunk, &mut buf, None, &what);
+        }
+    }
+}

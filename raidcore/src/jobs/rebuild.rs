@@ -919,12 +919,18 @@ fn recover_block(
             // confirm them to every later check (an outside attack: RAID5, one survivor
             // rotten with its entry unknown, another failing its entry; the rot then read back
             // as data with the array whole).
+            // So do the missing members' data blocks of the column that no target takes now:
+            // anything rebuilt for them later rests on the same cells (a second outside attack:
+            // RAID6 with two members out, the second rebuild rebuilt the other missing block
+            // from the listed one, and it read back wrong). Only data blocks that verify
+            // themselves stay readable. (Parity blocks are never listed.)
             damage.lost.extend(
                 order
                     .iter()
                     .zip(&cells)
-                    .filter(|(_, cell)| {
+                    .filter(|(&s, cell)| {
                         matches!(cell, Cell::Bad | Cell::Unreadable | Cell::Unchecked)
+                            || (**cell == Cell::Absent && target_of[s].is_none())
                     })
                     .map(|(&s, _)| (s, at)),
             );
