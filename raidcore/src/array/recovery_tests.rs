@@ -76,6 +76,19 @@ fn right_or_error(
     }
 }
 
+/// Adds a fresh 4 MiB member named `name` (it takes the first missing slot, a rebuild
+/// target).
+fn add_fresh(a: &Array, name: &str) {
+    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.add(fresh, &PathBuf::from(name), None, true).unwrap();
+}
+
+/// [`add_fresh`], then the rebuild to its end.
+fn rebuild_onto_fresh(a: &Array, name: &str) {
+    add_fresh(a, name);
+    crate::jobs::rebuild::run(a, &Default::default(), &mut |_, _, _| {}).unwrap();
+}
+
 fn counters(a: &Array, slot: usize) -> (u64, u64) {
     let d = a.slots[slot].usable().expect("member still in service");
     (
@@ -314,8 +327,7 @@ fn a_parity_block_the_rebuild_could_not_settle_never_vouches_for_rot() {
     let row = 3u64;
     let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
     a.fail(&MemberRef::Slot(q)).unwrap();
-    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
+    add_fresh(&a, "new");
     // Every present cell of the row unknown, one data block rotten.
     for s in (0..5).filter(|&s| s != q) {
         unknown_entry(&a, s, a.cell_offset(row, 0));
@@ -500,8 +512,7 @@ fn a_rebuild_over_unverifiable_cells_lists_them_instead_of_agreeing_with_them() 
     let d = a.layout().data_per_row() as u64;
     let (gone, sick) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
     a.fail(&MemberRef::Slot(gone)).unwrap();
-    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
+    add_fresh(&a, "new");
     unknown_entry(&a, sick, a.cell_offset(row, 0));
     flip(&a, sick, a.cell_offset(row, 100));
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
@@ -579,9 +590,7 @@ fn a_rebuild_that_cannot_settle_a_column_lists_its_unchecked_survivors_too() {
     unknown_entry(&a, unchecked, a.cell_offset(row, 0));
     flip(&a, unchecked, a.cell_offset(row, 100));
     flip(&a, failing, a.cell_offset(row, 1500));
-    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
-    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    rebuild_onto_fresh(&a, "new");
     let mut buf = vec![0u8; 4096];
     for i in 0..d {
         let what = format!("data block {i} of the row");
@@ -613,9 +622,7 @@ fn a_write_into_a_missing_block_beside_an_unverifiable_one_reads_back() {
         buf.iter().all(|&x| x == 0x6b),
         "the write reads back degraded"
     );
-    let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.add(fresh, &PathBuf::from("new"), None, true).unwrap();
-    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    rebuild_onto_fresh(&a, "new");
     a.read(&mut buf, at).unwrap();
     assert!(
         buf.iter().all(|&x| x == 0x6b),
@@ -641,10 +648,7 @@ fn a_block_listed_as_unverifiable_stays_unreadable_across_rebuilds() {
     flip(&a, sick, a.cell_offset(row, 5));
     let mut buf = vec![0u8; 4096];
     for k in 0..2 {
-        let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-        a.add(fresh, &PathBuf::from(format!("new{k}")), None, true)
-            .unwrap();
-        crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+        rebuild_onto_fresh(&a, &format!("new{k}"));
         for i in 0..d {
             let what = format!("data block {i} of the row after rebuild {k}");
             right_or_error(&a, &model, (row * d + i) * chunk, &mut buf, None, &what);
