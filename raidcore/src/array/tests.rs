@@ -523,6 +523,20 @@ fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
 /// at 1 byte per second: the rebuild must finish while it is still yielding.
 #[test]
 fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
+    // The scrub must still be yielding when the member fails; on a loaded machine the
+    // clients' thread can starve, the scrub then runs at full speed and finishes first, and the
+    // attempt is set up again (before, the test failed there).
+    for _attempt in 0..10 {
+        if scrub_gives_way_to_a_rebuild() {
+            return;
+        }
+    }
+    panic!("in 10 attempts the scrub never yielded to the clients (a machine too loaded?)");
+}
+
+/// One attempt of [`a_scrub_yielding_to_clients_gives_way_to_a_rebuild`]: false when the scrub
+/// finished before the member failed (nothing tested).
+fn scrub_gives_way_to_a_rebuild() -> bool {
     use std::sync::atomic::AtomicBool;
     let (a, _) = make(&params(Level::Raid5, 4, 4096), 64 << 20);
     let mut model = vec![0u8; a.size() as usize];
@@ -540,7 +554,7 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
             self.1.store(true, Ordering::Release);
         }
     }
-    std::thread::scope(|s| {
+    let set_up = std::thread::scope(|s| {
         let _release = Release(&clients_done, &give_up);
         // Clients first (reading without pause, so every gap between the scrub's batches
         // sees requests served), then the scrub.
@@ -566,7 +580,9 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
         });
         // Give the scrub time to start yielding, then lose a member with a spare ready.
         std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(!scrub.is_finished(), "the scrub yields to the clients");
+        if scrub.is_finished() {
+            return false;
+        }
         a.fail(&MemberRef::Slot(1)).unwrap();
         a.add(
             mem(64 << 20, "new"),
@@ -592,9 +608,13 @@ fn a_scrub_yielding_to_clients_gives_way_to_a_rebuild() {
         // (Whether the scrub reports itself stopped depends on where in its run the rebuild
         // came: at the last batch of a run of rows it ends instead; not asserted.)
         assert!(done_in_time, "the rebuild waited for the yielding scrub");
+        true
     });
-    assert_eq!(a.state(), ArrayState::Clean);
-    assert_eq!(read_all(&a), model);
+    if set_up {
+        assert_eq!(a.state(), ArrayState::Clean);
+        assert_eq!(read_all(&a), model);
+    }
+    set_up
 }
 
 #[test]
