@@ -417,9 +417,7 @@ fn a_crash_loses_only_the_torn_columns_of_a_failed_member() {
 #[ignore = "fails until a member lost at the crash is bounded finer than bitmap regions"]
 fn a_crash_loses_only_the_torn_columns_of_a_member_lost_with_it() {
     pass(1893);
-    if let Err(f) = raidcore::sim::run(1356) {
-        panic!("{f}");
-    }
+    pass_full(1356);
 }
 
 /// Issue 31 (2026-12-06). 515 (RAID5 N=4, rot): a rebuild target's progress is lost with the
@@ -443,9 +441,7 @@ fn a_degraded_row_never_rebuilds_missing_data_from_rotten_parity() {
 /// flushed data were listed. A repair counts only the blocks it writes (`repair_write`).
 #[test]
 fn a_scrub_repair_puts_at_risk_only_the_blocks_it_rewrites() {
-    if let Err(f) = raidcore::sim::run(9001188) {
-        panic!("{f}");
-    }
+    pass_full(9001188);
 }
 
 /// Found by a soak (2026-12-06; failing on the engine of the day before too): the simulator's
@@ -455,7 +451,7 @@ fn a_scrub_repair_puts_at_risk_only_the_blocks_it_rewrites() {
 /// holds a lock the scheduler sees (`Dev::csum_opening`).
 #[test]
 fn a_checksum_store_opened_by_two_actors_at_once_never_hangs_the_simulator() {
-    pass_large(10000154);
+    pass_full(10000154);
 }
 
 #[test]
@@ -546,9 +542,9 @@ fn seeds_past_the_set_that_still_fail() {
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }
 
-/// A seed that runs on large sparse members (`Spec::large`: 1 TiB each, clients in windows):
-/// replays the seed's full run (`run`).
-fn pass_large(seed: u64) {
+/// A seed replayed in full (`run`), as the soak drew it: large sparse members (`Spec::large`:
+/// 1 TiB each, clients in windows) and every fault kind where it drew them.
+fn pass_full(seed: u64) {
     if let Err(f) = raidcore::sim::run(seed) {
         panic!("{f}");
     }
@@ -589,7 +585,7 @@ fn large_members_a_mirror_resync_keeps_a_rotten_copy_beside_a_torn_write() {
 /// restores nothing) the run reads the rot back after the restart.
 #[test]
 fn large_members_a_process_crash_restores_the_entries_a_cut_write_left_behind() {
-    pass_large(1132);
+    pass_full(1132);
 }
 
 /// Found by the simulator on large members (a search of the large seeds of 1500..5000): a
@@ -607,7 +603,7 @@ fn large_members_a_process_crash_restores_the_entries_a_cut_write_left_behind() 
 #[test]
 fn large_members_a_degraded_row_resync_never_recomputes_parity_from_rotten_data() {
     for seed in [4189, 4969] {
-        pass_large(seed);
+        pass_full(seed);
     }
 }
 
@@ -615,7 +611,7 @@ fn large_members_a_degraded_row_resync_never_recomputes_parity_from_rotten_data(
 /// resync check blocks whose entries are unknown against the row's parity.
 #[test]
 fn large_members_a_degraded_row_resync_recomputes_parity_from_rotten_data() {
-    pass_large(3178);
+    pass_full(3178);
 }
 
 /// Found by the simulator on large members (a search of the large seeds of 1500..5000): a
@@ -632,7 +628,7 @@ fn large_members_a_degraded_row_resync_recomputes_parity_from_rotten_data() {
 #[test]
 fn large_members_a_crash_after_a_member_loss_lists_whole_rows() {
     for seed in [2666, 3123, 4491] {
-        pass_large(seed);
+        pass_full(seed);
     }
 }
 
@@ -647,7 +643,7 @@ fn large_members_a_crash_after_a_member_loss_lists_whole_rows() {
 /// served.
 #[test]
 fn large_members_an_unknown_checksum_entry_lets_a_transient_flip_through() {
-    pass_large(2749);
+    pass_full(2749);
 }
 
 /// Found by the simulator's silent rot with checksum table damage: RAID5 N=5, table pages of
@@ -684,12 +680,10 @@ fn a_resync_never_makes_parity_agree_with_unchecked_blocks() {
 #[test]
 fn a_replace_copies_what_it_cannot_verify_as_it_is() {
     for seed in [3000386, 3000446] {
-        pass_large(seed);
+        pass_full(seed);
     }
     for seed in [1319, 1470, 526] {
-        if let Err(f) = raidcore::sim::run(seed) {
-            panic!("{f}");
-        }
+        pass_full(seed);
     }
 }
 
@@ -818,9 +812,7 @@ fn soak_seeds_that_still_fail() {
 /// first written into such a parity block broke 11000833 (below).
 #[test]
 fn a_poisoned_parity_block_never_vouches_for_rot_on_a_degraded_read() {
-    if let Err(f) = raidcore::sim::run(10003712) {
-        panic!("{f}");
-    }
+    pass_full(10003712);
 }
 
 /// Simulator seed 3000135 (RAID6 N=4, rot only): one read of slot 1 returned flipped bytes and
@@ -830,9 +822,7 @@ fn a_poisoned_parity_block_never_vouches_for_rot_on_a_degraded_read() {
 /// (`a_read_whose_member_fails_before_its_bytes_are_judged_never_returns_them_unjudged`).
 #[test]
 fn a_member_failed_during_a_read_never_lets_its_bytes_through_unjudged() {
-    if let Err(f) = raidcore::sim::run(3000135) {
-        panic!("{f}");
-    }
+    pass_full(3000135);
 }
 
 /// Simulator seed 7001917 (RAID6 N=4, a data member dead, replaces, table damage, rot in P):
@@ -843,9 +833,7 @@ fn a_member_failed_during_a_read_never_lets_its_bytes_through_unjudged() {
 /// counts table damage of a member a replace copied from (its unknown entries are copied).
 #[test]
 fn a_degraded_raid6_resync_never_keeps_an_unverified_parity_over_the_other() {
-    if let Err(f) = raidcore::sim::run(7001917) {
-        panic!("{f}");
-    }
+    pass_full(7001917);
 }
 
 /// Simulator seed 1322 (RAID6 N=6, two members out, table damage, rot): with no redundancy
@@ -857,9 +845,7 @@ fn a_degraded_raid6_resync_never_keeps_an_unverified_parity_over_the_other() {
 /// `a_rebuild_over_unverifiable_cells_lists_them_instead_of_agreeing_with_them`).
 #[test]
 fn nothing_resting_on_unverifiable_cells_reads_back_as_data() {
-    if let Err(f) = raidcore::sim::run(1322) {
-        panic!("{f}");
-    }
+    pass_full(1322);
 }
 
 /// The seeds an outside attack's soak found failing only with the rule that nothing with no
@@ -871,9 +857,7 @@ fn nothing_resting_on_unverifiable_cells_reads_back_as_data() {
 #[test]
 fn seeds_an_outside_attack_found_in_the_unverifiable_rule() {
     for seed in [11000833, 11003020, 11000488, 11001217] {
-        if let Err(f) = raidcore::sim::run(seed) {
-            panic!("{f}");
-        }
+        pass_full(seed);
     }
 }
 
@@ -885,9 +869,7 @@ fn seeds_an_outside_attack_found_in_the_unverifiable_rule() {
 #[test]
 fn a_stale_member_from_before_a_replace_is_no_split_brain() {
     for seed in [519, 302, 947, 1072] {
-        if let Err(f) = raidcore::sim::run(seed) {
-            panic!("{f}");
-        }
+        pass_full(seed);
     }
 }
 

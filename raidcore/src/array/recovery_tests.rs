@@ -76,6 +76,23 @@ fn right_or_error(
     }
 }
 
+/// [`right_or_error`] for the first 4 KiB of each data chunk `data` of row `row`.
+fn row_right_or_error(
+    a: &Array,
+    model: &[u8],
+    row: u64,
+    data: std::ops::Range<u64>,
+    kind: Option<crate::ErrorKind>,
+    when: &str,
+) {
+    let (d, c) = (a.layout().data_per_row() as u64, a.layout().chunk());
+    let mut buf = vec![0u8; 4096];
+    for i in data {
+        let what = format!("data block {i} of the row{when}");
+        right_or_error(a, model, (row * d + i) * c, &mut buf, kind, &what);
+    }
+}
+
 /// Adds a fresh 4 MiB member named `name` (it takes the first missing slot, a rebuild
 /// target).
 fn add_fresh(a: &Array, name: &str) {
@@ -480,19 +497,8 @@ fn a_row_with_no_redundancy_left_never_returns_a_block_nothing_verified() {
     a.fail_member(a.layout().q_slot(row), "test").unwrap();
     unknown_entry(&a, sick, a.cell_offset(row, 0));
     flip(&a, sick, a.cell_offset(row, 100));
+    row_right_or_error(&a, &model, row, 0..2, Some(crate::ErrorKind::Checksum), "");
     let mut buf = vec![0u8; 4096];
-    for i in 0..2 {
-        let at = (row * d + i) * chunk;
-        let what = format!("data block {i} of the row");
-        right_or_error(
-            &a,
-            &model,
-            at,
-            &mut buf,
-            Some(crate::ErrorKind::Checksum),
-            &what,
-        );
-    }
     for i in 2..d {
         let at = (row * d + i) * chunk;
         a.read(&mut buf, at).unwrap();
@@ -516,19 +522,8 @@ fn a_rebuild_over_unverifiable_cells_lists_them_instead_of_agreeing_with_them() 
     unknown_entry(&a, sick, a.cell_offset(row, 0));
     flip(&a, sick, a.cell_offset(row, 100));
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    row_right_or_error(&a, &model, row, 0..d, Some(crate::ErrorKind::BadBlock), "");
     let mut buf = vec![0u8; 4096];
-    for i in 0..d {
-        let at = (row * d + i) * chunk;
-        let what = format!("data block {i} of the row");
-        right_or_error(
-            &a,
-            &model,
-            at,
-            &mut buf,
-            Some(crate::ErrorKind::BadBlock),
-            &what,
-        );
-    }
     // The rest of the array was rebuilt and reads right.
     let next = (row + 1) * d * chunk;
     a.read(&mut buf, next).unwrap();
@@ -591,11 +586,7 @@ fn a_rebuild_that_cannot_settle_a_column_lists_its_unchecked_survivors_too() {
     flip(&a, unchecked, a.cell_offset(row, 100));
     flip(&a, failing, a.cell_offset(row, 1500));
     rebuild_onto_fresh(&a, "new");
-    let mut buf = vec![0u8; 4096];
-    for i in 0..d {
-        let what = format!("data block {i} of the row");
-        right_or_error(&a, &model, (row * d + i) * chunk, &mut buf, None, &what);
-    }
+    row_right_or_error(&a, &model, row, 0..d, None, "");
 }
 
 /// An outside attack: a write to the block of a missing member in a degraded RAID5 row where
@@ -646,12 +637,8 @@ fn a_block_listed_as_unverifiable_stays_unreadable_across_rebuilds() {
     a.fail(&MemberRef::Slot(g2)).unwrap();
     unknown_entry(&a, sick, a.cell_offset(row, 0));
     flip(&a, sick, a.cell_offset(row, 5));
-    let mut buf = vec![0u8; 4096];
     for k in 0..2 {
         rebuild_onto_fresh(&a, &format!("new{k}"));
-        for i in 0..d {
-            let what = format!("data block {i} of the row after rebuild {k}");
-            right_or_error(&a, &model, (row * d + i) * chunk, &mut buf, None, &what);
-        }
+        row_right_or_error(&a, &model, row, 0..d, None, &format!(" after rebuild {k}"));
     }
 }
