@@ -130,7 +130,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__add)
-            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --min-rate --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -228,7 +228,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__clear)
-            opts="-h -V --scan --force-assemble --help --version"
+            opts="-h -V --scan --force-assemble --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -374,7 +374,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__fail)
-            opts="-h -V --scan --force-assemble --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --max-rate --min-rate --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -680,7 +680,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__rebuild)
-            opts="-h -V --scan --force-assemble --inject --member-timeout --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-h -V --scan --force-assemble --inject --member-timeout --max-rate --min-rate --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -714,7 +714,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__remove)
-            opts="-h -V --scan --force-assemble --help --version"
+            opts="-h -V --scan --force-assemble --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -732,7 +732,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__replace)
-            opts="-f -h -V --scan --force-assemble --force --endurance --max-rate --min-rate --keep-roles --no-rebuild --json --help --version"
+            opts="-f -h -V --scan --force-assemble --force --endurance --keep-roles --max-rate --min-rate --no-rebuild --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -866,7 +866,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__set)
-            opts="-h -V --scan --force-assemble --endurance --help --version"
+            opts="-h -V --scan --force-assemble --endurance --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

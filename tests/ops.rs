@@ -1129,3 +1129,185 @@ fn the_daemon_refuses_malformed_control_requests_and_runs_nothing() {
     assert_eq!(a["result"]["members"].as_array().unwrap().len(), 3, "{a}");
     assert!(server.stop().success());
 }
+
+/// `v` with what differs by nature between two arrays and two processes made equal: uuids,
+/// directories (paths keep their file name), times, durations and speeds, the serving or
+/// holding process, and metadata bytes (every offline command opens and closes the array:
+/// superblock writes a daemon does once) with the totals and wear windows they are part of.
+/// Each such value keeps only its type (null or not).
+fn comparable(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    const VOLATILE: &[&str] = &[
+        "uuid",
+        "array_uuid",
+        "created",
+        "started",
+        "finished",
+        "seconds",
+        "eta_seconds",
+        "updated",
+        "rate_bytes_per_sec",
+        "read_bytes_per_second",
+        "metadata",
+        "total",
+        "bytes_written",
+        "one_off_bytes_in_window",
+    ];
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    (k, Value::Number(_) | Value::String(_)) if VOLATILE.contains(&k) => {
+                        (k.to_string(), Value::String("(volatile)".into()))
+                    }
+                    // Who holds the array: the daemon, or nothing (present either way).
+                    (k, _) if ["served_by", "in_use_by"].contains(&k) => {
+                        (k.to_string(), Value::String("(volatile)".into()))
+                    }
+                    // The daemon remembers why it failed a member; an offline open reads
+                    // only that the superblock records it faulty.
+                    ("reason", Value::String(r)) if r == "failed by request" => {
+                        (k.clone(), Value::String("recorded faulty".into()))
+                    }
+                    _ => (k.clone(), comparable(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(comparable).collect()),
+        Value::String(s) if s.starts_with('/') => Value::String(
+            Path::new(s)
+                .file_name()
+                .map_or(s.clone(), |n| n.to_string_lossy().into_owned()),
+        ),
+        v => v.clone(),
+    }
+}
+
+/// The differences between two JSON values, as "path: left != right" lines.
+fn json_diff(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                let (l, r) = (&x.get(k), &y.get(k));
+                match (l, r) {
+                    (Some(l), Some(r)) => json_diff(&format!("{at}.{k}"), l, r, out),
+                    _ => out.push(format!("{at}.{k}: {l:?} != {r:?}")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (l, r)) in x.iter().zip(y).enumerate() {
+                json_diff(&format!("{at}[{i}]"), l, r, out);
+            }
+        }
+        (l, r) if l != r => out.push(format!("{at}: {l} != {r}")),
+        _ => {}
+    }
+}
+
+/// Issue 29, item 7: every control command, run on a served array and on an offline twin
+/// (same level, geometry, data and history; members named relative to where the command
+/// runs), exits with the same code and prints the same JSON, and leaves the same `status
+/// --json` behind. The daemon's answers are the typed outcomes the offline commands print.
+#[test]
+fn every_control_command_reads_the_same_served_or_not() {
+    let root = tempdir();
+    let (off, on) = (root.path().join("off"), root.path().join("on"));
+    let data = pattern("both ways", 3 << 20);
+    for d in [&off, &on] {
+        std::fs::create_dir(d).unwrap();
+        let m = members_created_with(d, "5", 3, "16M", &["--name", "twin"]);
+        for n in ["s1", "n1"] {
+            std::fs::File::create(d.join(n))
+                .unwrap()
+                .set_len(16 << 20)
+                .unwrap();
+        }
+        write_at(Path::new(&m[0]), 1 << 20, &data, d);
+    }
+    let sock = root.path().join("s.sock");
+    let mut server = Server::start_in(Some(&on), "m0", &sock, &[]);
+    let run = |dir: &Path, args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // The first JSON value a command printed (a line, or a pretty object).
+    let first_json = |out: &str| -> serde_json::Value {
+        serde_json::Deserializer::from_str(out)
+            .into_iter::<serde_json::Value>()
+            .next()
+            .map_or(serde_json::Value::Null, |v| v.unwrap())
+    };
+    let settled = |dir: &Path| {
+        wait_for("the served array's job to finish", || {
+            let st = raidctl(["status", "--json", &dir.join("m0").display().to_string()]).json();
+            st["job"].is_null()
+        })
+    };
+    let mut diffs = Vec::new();
+    let steps: &[&[&str]] = &[
+        &["status", "--json", "m0"],
+        &["set", "--json", "m0", "1", "--endurance", "600"],
+        &["add", "--json", "m0", "s1"],
+        &["fail", "--json", "m0", "s1"],
+        &["fail", "--json", "m0", "m2"],
+        &["add", "--json", "m0", "m2"],
+        &["replace", "--json", "m0", "m1", "n1"],
+        &["scrub", "--json", "m0"],
+        &["rebuild", "--json", "m0"],
+        &["wear", "--json", "m0"],
+        &["clear", "--json", "m0"],
+        &["clear", "--json", "m0", "2"],
+        &["fail", "--json", "m0", "2"],
+        &["remove", "--json", "m0", "2"],
+        &["status", "--json", "m0"],
+    ];
+    for args in steps {
+        let (c_off, o_off, e_off) = run(&off, args);
+        let (c_on, o_on, e_on) = run(&on, args);
+        let what = args.join(" ");
+        if c_off != c_on {
+            diffs.push(format!(
+                "{what}: exit {c_off:?} offline, {c_on:?} served ({e_off} | {e_on})"
+            ));
+            continue;
+        }
+        // Equal, and not refused: status exits 1 once the array is degraded.
+        assert!(matches!(c_off, Some(0 | 1)), "{what}: {e_off}");
+        json_diff(
+            &what,
+            &comparable(&first_json(&o_off)),
+            &comparable(&first_json(&o_on)),
+            &mut diffs,
+        );
+        settled(&on);
+        let status = |d: &Path| {
+            comparable(&raidctl(["status", "--json", &d.join("m0").display().to_string()]).json())
+        };
+        json_diff(
+            &format!("status after {what}"),
+            &status(&off),
+            &status(&on),
+            &mut diffs,
+        );
+    }
+    // Faults are injected into a served array only (never persisted); offline, the command
+    // says where the offline form is.
+    let (c_off, _, e_off) = run(&off, &["inject", "--json", "m0", "0", "--latency", "1ms"]);
+    assert_eq!(c_off, Some(2), "{e_off}");
+    assert!(e_off.contains("--inject MEMBER:KIND"), "{e_off}");
+    let (c_on, o_on, e_on) = run(&on, &["inject", "--json", "m0", "0", "--latency", "1ms"]);
+    assert_eq!(c_on, Some(0), "{e_on}");
+    assert_eq!(first_json(&o_on)["faults"]["latency_us"], 1000, "{o_on}");
+    assert!(server.stop().success());
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}

@@ -1011,7 +1011,8 @@ fn a_member_absent_when_serve_started_is_re_added_through_the_daemon() {
     std::fs::rename(gone.path().join("m2"), &ms[2]).unwrap();
     let out = raidctl(["add", &ms[0], &ms[2]]).ok();
     assert!(
-        out.stderr.contains("re-added to the served array (slot 2)"),
+        out.stderr
+            .contains("re-added to slot 2 of the served array"),
         "{}",
         out.stderr
     );

@@ -111,6 +111,33 @@ pub fn call(mut stream: UnixStream, req: &crate::protocol::Request) -> Result<Va
     .context("serving daemon"))
 }
 
+/// Sends one request whose answer is typed ([`crate::protocol`]'s outcomes).
+pub fn call_as<T: serde::de::DeserializeOwned>(
+    stream: UnixStream,
+    req: &crate::protocol::Request,
+) -> Result<T> {
+    serde_json::from_value(call(stream, req)?).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("bad answer from the serving daemon: {e}"),
+        )
+    })
+}
+
+/// Prints an outcome: its lines on stderr, and with `--json` one JSON line on stdout (the
+/// rebuild's lines may follow).
+pub fn report<T: serde::Serialize>(outcome: &T, json: bool, lines: &[String]) {
+    for l in lines {
+        eprintln!("raidctl: {l}");
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(outcome).expect("an outcome encodes")
+        );
+    }
+}
+
 /// A member as named on the command line, for the daemon: an existing path made absolute (the
 /// daemon resolves paths from its own directory), a slot number or anything else as given.
 pub fn member_arg(s: &str) -> String {

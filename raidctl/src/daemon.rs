@@ -5,7 +5,7 @@
 //! to the kernel's nbd driver (crate::nbd_device), with --ublk it runs a ublk device
 //! (crate::ublk); both are taken down first on stop.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::protocol::Request;
+use crate::protocol::{Line, Request};
 use raidcore::jobs::rebuild::{self, RebuildOptions};
 use raidcore::{Array, Error, ErrorKind, Result};
 use serde_json::{json, Value};
@@ -161,6 +161,11 @@ fn bind_unix(path: &Path) -> Result<UnixListener> {
     Ok(l)
 }
 
+/// A typed answer as the control protocol carries it.
+fn answer(v: &impl serde::Serialize) -> std::result::Result<Value, Error> {
+    Ok(serde_json::to_value(v).expect("an answer encodes"))
+}
+
 impl Daemon {
     /// Serves one connection in a thread of its own: a client (handshake first), or with
     /// `handshake` false the kernel's nbd driver, which was given size and flags by ioctl.
@@ -201,6 +206,8 @@ impl Daemon {
             Request::Status {} => {
                 let mut r = crate::cmd::status::report(a);
                 r["served_by"] = self.served_by.clone();
+                // No offline command holds a served array: the daemon does.
+                r["in_use_by"] = Value::Null;
                 r["injected"] = self.config.drill.json();
                 // The daemon runs every pending rebuild and replace itself.
                 r["job"] = crate::cmd::status::job_json(&r, true);
@@ -225,51 +232,46 @@ impl Daemon {
                 rates(max_rate, min_rate);
                 let slot = a.fail(&m)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
-                // usize::MAX: the member was a spare, removed (as offline).
-                let slot = (slot != usize::MAX).then_some(slot);
-                Ok(
-                    json!({"slot": slot, "spare_removed": slot.is_none(), "state": a.state().name()}),
-                )
+                answer(&crate::protocol::Failed::of(a, slot))
             }
             Request::Remove { member } => {
                 a.remove(&raidcore::array::MemberRef::parse(&member))?;
-                Ok(json!({"removed": member}))
+                answer(&crate::protocol::Removed {
+                    state: a.state().name().to_string(),
+                })
             }
             Request::Add {
                 ref new,
                 force,
                 endurance_bytes,
-                keep_roles,
                 max_rate,
                 min_rate,
+            } => {
+                let member = self.joining(new, force)?;
+                // The rates before the target exists: the supervisor may start its job at once.
+                rates(max_rate, min_rate);
+                let slot = a.add(member, new, endurance_bytes)?;
+                self.rebuild_wanted.store(true, Ordering::Release);
+                answer(&crate::protocol::Added::of(a, slot))
             }
-            | Request::Replace {
+            Request::Replace {
+                ref old,
                 ref new,
                 force,
                 endurance_bytes,
                 keep_roles,
                 max_rate,
                 min_rate,
-                ..
             } => {
                 let member = self.joining(new, force)?;
-                // The rates before the target exists: the supervisor may start its job at once.
                 rates(max_rate, min_rate);
                 let keep = keep_roles.unwrap_or(self.config.keep_roles);
-                let out = match &req {
-                    Request::Replace { old, .. } => {
-                        let old = raidcore::array::MemberRef::parse(old);
-                        let change = a.replace(&old, member, new, endurance_bytes, keep)?;
-                        json!({"role_change": change.map(|c| c.description)})
-                    }
-                    _ => {
-                        let (slot, change) = a.add(member, new, endurance_bytes, keep)?;
-                        let readd = slot.is_some_and(|s| a.slot_readding(s));
-                        json!({"slot": slot, "readd": readd, "role_change": change.map(|c| c.description)})
-                    }
-                };
+                let old = raidcore::array::MemberRef::parse(old);
+                let change = a.replace(&old, member, new, endurance_bytes, keep)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(out)
+                answer(&crate::protocol::Replacing {
+                    role_change: change.map(|c| c.description),
+                })
             }
             Request::Inject {
                 member,
@@ -281,7 +283,7 @@ impl Daemon {
             Request::Rebuild { max_rate, min_rate } => {
                 rates(max_rate, min_rate);
                 self.rebuild_wanted.store(true, Ordering::Release);
-                Ok(json!({"started": true, "pending": a.pending_targets().len()}))
+                answer(&crate::protocol::RebuildStarted::of(a))
             }
             Request::Scrub {
                 repair,
@@ -307,8 +309,7 @@ impl Daemon {
             }
             Request::Clear { member } => {
                 let m = member.map(|m| raidcore::array::MemberRef::parse(&m));
-                let (r, w, c) = a.clear_errors(m.as_ref())?;
-                Ok(json!({"read": r, "write": w, "checksum": c}))
+                answer(&crate::protocol::Cleared::from(a.clear_errors(m.as_ref())?))
             }
             Request::SetEndurance {
                 member,
@@ -316,7 +317,7 @@ impl Daemon {
             } => {
                 let m = raidcore::array::MemberRef::parse(&member);
                 a.set_endurance(&m, endurance_bytes)?;
-                Ok(json!({"endurance_bytes": endurance_bytes}))
+                answer(&crate::protocol::EnduranceSet { endurance_bytes })
             }
         }
     }
@@ -424,7 +425,7 @@ impl Daemon {
             if members.iter().any(|m| same(m) && m["state"] == "faulty") {
                 if let Some(m) = a.take_failed(&path) {
                     st.forgive();
-                    let (slot, _) = a.add(m, &path, None, self.config.keep_roles)?;
+                    let slot = a.add(m, &path, None)?;
                     self.rebuild_wanted.store(true, Ordering::Release);
                     re_added = slot;
                 }
@@ -470,29 +471,32 @@ impl Daemon {
             Err(_) => return,
         });
         let mut stream = stream;
-        // Bytes, not a String: a line that is not UTF-8 is a bad request like any other, not
-        // a connection closed without an answer.
-        let mut line = Vec::new();
-        while reader
-            .read_until(b'\n', &mut line)
-            .map(|n| n > 0)
-            .unwrap_or(false)
-        {
-            let answer = match serde_json::from_slice::<Request>(&line) {
-                Ok(req) => match self.control(req) {
+        loop {
+            let answer = match crate::protocol::read_request(&mut reader) {
+                Line::End => return,
+                Line::Request(req) => match self.control(req) {
                     Ok(v) => json!({"ok": true, "result": v}),
                     Err(e) => {
                         json!({"ok": false, "error": e.to_string(), "exit": crate::exit::code_for(e.kind())})
                     }
                 },
-                Err(e) => {
-                    json!({"ok": false, "error": format!("bad request: {e}"), "exit": crate::exit::USAGE})
+                Line::Bad(e) => json!({"ok": false, "error": e, "exit": crate::exit::USAGE}),
+                Line::TooLong => {
+                    let e = format!(
+                        "bad request: longer than {} bytes; closing the connection",
+                        crate::protocol::MAX_LINE
+                    );
+                    let _ = writeln!(
+                        stream,
+                        "{}",
+                        json!({"ok": false, "error": e, "exit": crate::exit::USAGE})
+                    );
+                    return;
                 }
             };
             if writeln!(stream, "{answer}").is_err() {
                 return;
             }
-            line.clear();
         }
     }
 
@@ -529,7 +533,7 @@ impl Daemon {
                 || !self.array.pending_targets().is_empty()
                 || self
                     .array
-                    .promote_spares(self.config.keep_roles)
+                    .promote_spares()
                     .map(|v| !v.is_empty())
                     .unwrap_or(false);
             if work {
@@ -555,7 +559,6 @@ impl Daemon {
                             .take()
                             .or(self.config.rebuild_min_rate),
                     ),
-                    keep_roles: self.config.keep_roles,
                     stop: Some(stop.clone()),
                     ..RebuildOptions::default()
                 };

@@ -12,7 +12,6 @@ mod exit;
 mod harden;
 mod inject;
 mod loopdev;
-mod nbd;
 mod nbd_device;
 mod notify;
 mod output;
@@ -20,13 +19,14 @@ mod plot;
 mod profile;
 mod progress;
 mod prom;
-mod protocol;
 mod ublk;
 mod units;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+// The decoders of what comes from outside (the library, which the fuzz targets link too).
+use raidctl::{nbd, protocol};
 
 fn main() -> ExitCode {
     // SAFETY: restoring the default SIGPIPE action before any thread exists; a closed stdout

@@ -331,6 +331,10 @@ impl Array {
 
     /// Assembles the array that `path` is a member of, finding members through `src`.
     pub fn open_from(src: &dyn MemberSource, path: &Path, opts: &AssembleOptions) -> Result<Array> {
+        // Member paths are reported and events name them: absolute, so that they mean the
+        // same to a process in another directory (symlinks kept: /dev/disk/by-id names stay).
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let path = absolute.as_path();
         let primary = claim(src, load(src, path)?, opts)?;
         let sb0 = primary.loaded.sb.clone();
         let mut seen: HashSet<(u64, u64)> = src.id(path).into_iter().collect();
@@ -708,6 +712,10 @@ impl Array {
                     s.failed.store(true, Ordering::Release);
                     if devs[i].is_some() && reasons[i].is_none() {
                         reasons[i] = Some("recorded faulty".into());
+                    }
+                    // `remove` leaves the slot faulty with no member: nothing was looked for.
+                    if entries[i].member_uuid == [0; 16] {
+                        reasons[i] = Some("removed".into());
                     }
                     s
                 }

@@ -357,79 +357,56 @@ impl Array {
         )))
     }
 
-    /// Makes `dev` the target that fills slot `slot`, which has no usable member. For the
-    /// parity-heavy slot of a skewed array (unless `keep_roles`), the most-worn survivor's
-    /// contents go to `dev` first and that survivor is then rebuilt as the heavy slot, so the
-    /// next wear-out is again a single member.
-    fn assign(&self, slot: usize, dev: Arc<Dev>, keep_roles: bool) -> Option<RoleChange> {
-        let reshuffle = if keep_roles || self.heavy_slot() != Some(slot) {
-            None
-        } else {
-            self.most_worn(slot)
-        };
+    /// Makes `dev` the rebuild target of slot `slot`, which has no usable member. The
+    /// parity-heavy slot of a skewed array is rebuilt in place like any other: redundancy
+    /// comes back in one pass. (Moving the role to the most-worn survivor first, as a replace
+    /// does, would copy that survivor to `dev` and then rebuild the survivor: two passes with
+    /// the array degraded throughout.) [`Array::heavy_role_note`] says where the role stays.
+    fn assign(&self, slot: usize, dev: Arc<Dev>) {
         let mut meta = self.meta.lock().expect("meta lock");
         meta.events += 1;
-        let hint = dev.path.display().to_string();
-        match reshuffle {
-            Some((s, worn)) => {
-                meta.slots.push(SlotInfo {
-                    member_uuid: dev.uuid,
-                    state: SlotState::Replacing {
-                        slot: s as u32,
-                        checkpoint_row: 0,
-                        old_to_slot: Some(slot as u32),
-                    },
-                    path_hint: hint,
-                });
-                *self.slots[s].target.write().expect("slot lock") = Some(new_target(
-                    dev,
-                    TargetKind::Replace {
-                        old_to_slot: Some(slot as u32),
-                    },
-                ));
-                Some(RoleChange {
-                    heavy_from_slot: slot,
-                    heavy_to_slot: s,
-                    description: format!(
-                        "parity-heavy slot {slot} will be rebuilt onto the most-worn member (slot {s}, {worn} bytes written by the array); the new device takes over slot {s} first"
-                    ),
-                })
-            }
-            None => {
-                meta.slots[slot] = SlotInfo {
-                    member_uuid: dev.uuid,
-                    state: SlotState::Rebuilding { checkpoint_row: 0 },
-                    path_hint: hint,
-                };
-                *self.slots[slot].target.write().expect("slot lock") =
-                    Some(new_target(dev, TargetKind::Rebuild));
-                None
-            }
+        meta.slots[slot] = SlotInfo {
+            member_uuid: dev.uuid,
+            state: SlotState::Rebuilding { checkpoint_row: 0 },
+            path_hint: dev.path.display().to_string(),
+        };
+        *self.slots[slot].target.write().expect("slot lock") =
+            Some(new_target(dev, TargetKind::Rebuild));
+    }
+
+    /// For a rebuild of the parity-heavy slot of a skewed array while another member has
+    /// worn more: the role stays in the slot (on the new device), and how to move it.
+    pub fn heavy_role_note(&self, slot: usize) -> Option<String> {
+        if self.heavy_slot() != Some(slot) {
+            return None;
         }
+        let (s, worn) = self.most_worn(slot)?;
+        Some(format!(
+            "slot {slot} is the parity-heavy slot: it is rebuilt first, so redundancy returns in one pass, and the role stays on the new device; the most-worn member is slot {s} ({worn} bytes written by the array): `raidctl replace` of slot {slot} onto another device moves the role there with redundancy kept"
+        ))
     }
 
     /// Adds a device: it becomes the rebuild target of a slot without a usable member, or a hot
-    /// spare. Returns the slot it will fill (None for a spare) and any role change.
+    /// spare. Returns the slot it will fill (None for a spare).
     pub fn add(
         &self,
         member: Arc<dyn Member>,
         path: &Path,
         endurance: Option<u64>,
-        keep_roles: bool,
-    ) -> Result<(Option<usize>, Option<RoleChange>)> {
+    ) -> Result<Option<usize>> {
         if !self.writable {
             bail!(InvalidInput, "array is open read-only");
         }
         if let Some(slot) = self.readd(&member, path, endurance)? {
-            return Ok((Some(slot), None));
+            return Ok(Some(slot));
         }
         let dev = self.join(member, path, endurance)?;
         let free = (0..self.slots.len())
             .find(|&i| self.slots[i].usable().is_none() && self.slots[i].target().is_none());
         let result = match free {
             Some(i) => {
-                let change = self.assign(i, dev, keep_roles);
-                (Some(i), change)
+                self.assign(i, dev);
+                Some(i)
             }
             None => {
                 {
@@ -442,7 +419,7 @@ impl Array {
                     meta.events += 1;
                 }
                 self.spares.lock().expect("spares lock").push(dev);
-                (None, None)
+                None
             }
         };
         self.bitmap_rewrite()?;
@@ -523,7 +500,7 @@ impl Array {
     }
 
     /// Puts hot spares to work on slots without a usable member.
-    pub fn promote_spares(&self, keep_roles: bool) -> Result<Vec<(usize, Option<RoleChange>)>> {
+    pub fn promote_spares(&self) -> Result<Vec<usize>> {
         let mut out = Vec::new();
         if !self.writable {
             return Ok(out);
@@ -539,7 +516,8 @@ impl Array {
                 let mut meta = self.meta.lock().expect("meta lock");
                 meta.retain_extras(|e| e.member_uuid != dev.uuid);
             }
-            out.push((i, self.assign(i, dev, keep_roles)));
+            self.assign(i, dev);
+            out.push(i);
         }
         if !out.is_empty() {
             self.persist()?;

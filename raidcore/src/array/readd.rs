@@ -482,7 +482,7 @@ mod tests {
         assert!(a.dirty_rows().is_empty());
         let path = PathBuf::from("/d/m1");
         let m = a.take_failed(&path).expect("the failed member");
-        a.add(m, &path, None, false).unwrap();
+        a.add(m, &path, None).unwrap();
         assert!(a.slot_readding(1), "slot 1 is re-added, not rebuilt");
         let reps = rebuild_all(&a);
         let held: u64 = reps.iter().map(|r| r.held_rows).sum();
@@ -533,7 +533,7 @@ mod tests {
         assert!(!c.slot_usable(1), "m1 is stale");
         let path = PathBuf::from("/d/m1");
         let m = c.take_failed(&path).expect("the stale member");
-        c.add(m, &path, None, false).unwrap();
+        c.add(m, &path, None).unwrap();
         assert!(c.slot_readding(1));
         let reps = rebuild_all(&c);
         let per = c.bitmap_region_rows().unwrap();
@@ -570,7 +570,7 @@ mod tests {
         a.fail_member(1, "test: pulled").unwrap();
         let path = PathBuf::from("/d/old");
         store.insert(&path, old.clone());
-        a.add(old, &path, None, false).unwrap();
+        a.add(old, &path, None).unwrap();
         assert!(!a.slot_readding(1), "an older copy must not be re-added");
         let reps = rebuild_all(&a);
         assert_eq!(reps.iter().map(|r| r.held_rows).sum::<u64>(), 0);
@@ -601,13 +601,13 @@ mod tests {
         a.flush().unwrap();
         let p1 = PathBuf::from("/d/m1");
         let m1 = a.take_failed(&p1).expect("m1");
-        a.add(m1, &p1, None, false).unwrap();
+        a.add(m1, &p1, None).unwrap();
         let fresh = Arc::new(SimMember::new(
             "/d/new",
             crate::sim::member::Image::zeroed(MEMBER),
             Arc::new(AtomicBool::new(true)),
         ));
-        a.add(fresh, Path::new("/d/new"), None, false).unwrap();
+        a.add(fresh, Path::new("/d/new"), None).unwrap();
         assert!(a.slot_readding(1) && !a.slot_readding(2));
         let reps = rebuild_all(&a);
         let per = a.bitmap_region_rows().unwrap();
@@ -640,7 +640,7 @@ mod tests {
         a.flush().unwrap();
         a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
         a.fail_member(1, "test: pulled").unwrap();
-        a.add(old, Path::new("/d/img"), None, false).unwrap();
+        a.add(old, Path::new("/d/img"), None).unwrap();
     }
 
     /// Outside attack: an image of a member taken while the array was stopped, one superblock

@@ -97,7 +97,7 @@ fn row_right_or_error(
 /// target).
 fn add_fresh(a: &Array, name: &str) {
     let fresh: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.add(fresh, &PathBuf::from(name), None, true).unwrap();
+    a.add(fresh, &PathBuf::from(name), None).unwrap();
 }
 
 /// [`add_fresh`], then the rebuild to its end.
@@ -126,7 +126,7 @@ fn mirror_rebuild_counts_an_unreadable_sector_once() {
     let row = 3;
     faults[0].bad_block(a.cell_offset(row, 8192));
     let m = a.take_failed(&PathBuf::from("m1")).unwrap();
-    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m1"), None).unwrap();
     let before = counters(&a, 0);
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     let after = counters(&a, 0);
@@ -153,7 +153,7 @@ fn mirror_rebuild_over_a_few_bad_sectors_does_not_fail_the_last_copy() {
         faults[0].bad_block(a.cell_offset(row, 4096));
     }
     let m = a.take_failed(&PathBuf::from("m1")).unwrap();
-    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m1"), None).unwrap();
     let r = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {});
     assert!(
         a.slots[0].usable().is_some(),
@@ -275,7 +275,7 @@ fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     let row = 2;
     unknown_entry(&a, 0, a.cell_offset(row, 4096));
     let m = a.take_failed(&PathBuf::from("m1")).unwrap();
-    a.add(m, &PathBuf::from("m1"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m1"), None).unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     let d = a.slots[1].usable().expect("rebuilt");
     let mut b = vec![0u8; 4096];

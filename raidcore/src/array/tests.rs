@@ -584,13 +584,8 @@ fn scrub_gives_way_to_a_rebuild() -> bool {
             return false;
         }
         a.fail(&MemberRef::Slot(1)).unwrap();
-        a.add(
-            mem(64 << 20, "new"),
-            std::path::Path::new("new"),
-            None,
-            true,
-        )
-        .unwrap();
+        a.add(mem(64 << 20, "new"), std::path::Path::new("new"), None)
+            .unwrap();
         s.spawn(|| {
             rebuild_all(&a);
             rebuilt.store(true, Ordering::Release);
@@ -634,12 +629,11 @@ fn fail_add_rebuild_restores_every_redundant_level() {
         }
         random_ops(&a, &mut model, &mut rng, 50);
         for t in 0..tol {
-            let (slot, _) = a
+            let slot = a
                 .add(
                     mem(3 << 20, &format!("new{t}")),
                     std::path::Path::new("new"),
                     None,
-                    true,
                 )
                 .unwrap();
             assert_eq!(slot, Some(t));
@@ -669,7 +663,7 @@ fn writes_during_a_rebuild_reach_the_target_below_the_checkpoint() {
     let mut rng = Rng(9);
     random_ops(&a, &mut model, &mut rng, 50);
     a.fail(&MemberRef::Slot(2)).unwrap();
-    a.add(mem(3 << 20, "t"), std::path::Path::new("t"), None, true)
+    a.add(mem(3 << 20, "t"), std::path::Path::new("t"), None)
         .unwrap();
     // Small batches and a rate limit keep the rebuild running while another thread writes
     // everywhere, above and below the moving checkpoint.
@@ -701,13 +695,8 @@ fn writes_during_a_rebuild_reach_the_target_below_the_checkpoint() {
 #[test]
 fn spare_is_promoted_when_a_member_fails() {
     let (a, _) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
-    let (slot, _) = a
-        .add(
-            mem(3 << 20, "spare"),
-            std::path::Path::new("spare"),
-            None,
-            true,
-        )
+    let slot = a
+        .add(mem(3 << 20, "spare"), std::path::Path::new("spare"), None)
         .unwrap();
     assert_eq!(slot, None);
     assert!(a.members().iter().any(|m| m.state == MemberState::Spare));
@@ -819,6 +808,50 @@ fn replacing_the_parity_heavy_member_moves_the_role_to_the_most_worn() {
     assert_eq!(m[0].path, dev2);
     assert_eq!(m[2].path.as_deref(), Some(std::path::Path::new("new")));
     assert!(m.iter().all(|x| x.path != old_heavy_dev));
+    assert_eq!(read_all(&a), model);
+    assert_consistent(&a);
+}
+
+/// Issue 29: after F1's parity-heavy member failed, a hot spare first took over the most-worn
+/// member's slot and that member was then rebuilt as the heavy slot: two full passes with the
+/// array degraded throughout. The spare now rebuilds the heavy slot in place (one pass, then
+/// redundancy is back) and the array says where the role stays.
+#[test]
+fn a_failed_heavy_member_is_rebuilt_by_the_spare_in_one_pass_not_two() {
+    let mut p = LayoutParams::with_defaults(Level::F1, 4, 4096);
+    p.weights = vec![3, 1, 1, 1];
+    let (a, _) = make(&p, 3 << 20);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(29), 100);
+    // Slot 2 the most worn, as in the replace test above.
+    let l = a.layout().clone();
+    for c in 0..l.logical_chunks(a.rows()) {
+        let (r, d) = l.parity_locate(c);
+        if l.data_slot(r, d) == 2 {
+            a.write(&[9u8; 4096], c * 4096).unwrap();
+            model[(c * 4096) as usize..(c * 4096 + 4096) as usize].fill(9);
+        }
+    }
+    assert_eq!(
+        a.add(mem(3 << 20, "spare"), std::path::Path::new("spare"), None)
+            .unwrap(),
+        None
+    );
+    let dev2 = a.members()[2].path.clone();
+    a.fail(&MemberRef::Slot(0)).unwrap();
+    assert_eq!(a.promote_spares().unwrap(), vec![0]);
+    let note = a.heavy_role_note(0).expect("the role stays: said so");
+    assert!(note.contains("most-worn member is slot 2"), "{note}");
+    let reports = rebuild_all(&a);
+    assert_eq!(
+        reports.len(),
+        1,
+        "one pass: the heavy slot rebuilt in place"
+    );
+    assert_eq!(a.state(), ArrayState::Clean);
+    let m = a.members();
+    assert_eq!(m[0].path.as_deref(), Some(std::path::Path::new("spare")));
+    assert_eq!(m[2].path, dev2);
     assert_eq!(read_all(&a), model);
     assert_consistent(&a);
 }
@@ -1349,7 +1382,7 @@ fn rebuild_checks_survivors_against_their_checksums() {
             }
         }
         a.fail(&MemberRef::Slot(0)).unwrap();
-        a.add(mem(3 << 20, "new"), std::path::Path::new("new"), None, true)
+        a.add(mem(3 << 20, "new"), std::path::Path::new("new"), None)
             .unwrap();
         let reports = rebuild_all(&a);
         let mut got = vec![0u8; 4096];
@@ -1483,7 +1516,7 @@ fn journal_entry_left_on_a_failed_member_is_never_replayed_after_it_returns() {
     for slot in [3usize, 4] {
         let path = PathBuf::from(format!("m{slot}"));
         let m = a.take_failed(&path).expect("failed member");
-        a.add(m, &path, None, true).unwrap();
+        a.add(m, &path, None).unwrap();
     }
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     // The row is rewritten and flushed: this is what must read back from now on.
@@ -1516,7 +1549,7 @@ fn unreadable_sectors_on_a_survivor_during_a_rebuild_are_rewritten_and_the_membe
         faults[1].bad_block(a.cell_offset(row, 4096));
     }
     let m = a.take_failed(&PathBuf::from("m4")).unwrap();
-    a.add(m, &PathBuf::from("m4"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m4"), None).unwrap();
     let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
     assert!(a.slots[1].usable().is_some(), "the survivor stays in");
@@ -1546,7 +1579,7 @@ fn unreadable_sectors_on_a_survivor_during_a_rebuild_are_rewritten_and_the_membe
     a.fail(&MemberRef::Slot(3)).unwrap();
     faults[0].bad_block(a.cell_offset(5, 0));
     let m = a.take_failed(&PathBuf::from("m3")).unwrap();
-    a.add(m, &PathBuf::from("m3"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m3"), None).unwrap();
     let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
     assert!(a.slots[0].usable().is_some(), "the survivor stays in");
@@ -1615,7 +1648,7 @@ fn rebuild_with_lost_columns(
     let parity_row = (0..a.rows()).find(|&r| a.layout().p_slot(r) == 0).unwrap();
     faults[0].bad_block(a.cell_offset(parity_row, 0));
     let m = a.take_failed(&PathBuf::from("m3")).unwrap();
-    a.add(m, &PathBuf::from("m3"), None, true).unwrap();
+    a.add(m, &PathBuf::from("m3"), None).unwrap();
     let reps = crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     assert_eq!(a.state(), ArrayState::Clean, "{reps:?}");
     (a, model, reps)
@@ -1816,7 +1849,7 @@ fn a_member_failed_behind_its_back_is_stale_when_every_sibling_it_knows_is_gone(
     a.write(&[0x22u8; 8192], 0).unwrap();
     assert!(!a.slot_usable(0), "slot 0 failed on the write");
     let m2 = new("/d/m2");
-    a.add(m2, Path::new("/d/m2"), None, true).unwrap();
+    a.add(m2, Path::new("/d/m2"), None).unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     assert!(a.slot_usable(0), "the new member serves slot 0");
     a.write(&[0x33u8; 8192], 0).unwrap();
@@ -2457,13 +2490,8 @@ fn a_region_trimmed_whole_is_empty_after_a_flush_unless_written_since() {
         a.flush().unwrap();
         assert_eq!(holding(&a), 2 * one, "{level:?}");
         a.fail(&MemberRef::Slot(1)).unwrap();
-        a.add(
-            mem(200 << 20, "new"),
-            std::path::Path::new("new"),
-            None,
-            true,
-        )
-        .unwrap();
+        a.add(mem(200 << 20, "new"), std::path::Path::new("new"), None)
+            .unwrap();
         let reports = rebuild_all(&a);
         assert!(
             reports.iter().map(|r| r.empty_rows).sum::<u64>() >= per,
@@ -2522,8 +2550,7 @@ fn an_unreadable_data_map_makes_every_region_hold_data_never_none() {
         vec![0x77; 8 << 20],
         Arc::new(std::sync::atomic::AtomicBool::new(true)),
     ));
-    b.add(new, std::path::Path::new("/d/new"), None, true)
-        .unwrap();
+    b.add(new, std::path::Path::new("/d/new"), None).unwrap();
     let reports = rebuild_all(&b);
     assert_eq!(reports.iter().map(|r| r.empty_rows).sum::<u64>(), 0);
     let mut got = vec![0u8; data.len()];

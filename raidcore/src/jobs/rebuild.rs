@@ -27,8 +27,6 @@ pub struct RebuildOptions {
     /// Bytes per second written to targets while users' requests are being served (the job
     /// yields to them down to this; None: it never yields).
     pub min_rate: Option<u64>,
-    /// Do not move the parity-heavy role when spares are promoted.
-    pub keep_roles: bool,
     /// How often the checkpoint is flushed and recorded.
     pub checkpoint_every: Duration,
     /// Bytes per member in one batch (rounded to whole rows).
@@ -51,7 +49,6 @@ impl Default for RebuildOptions {
         RebuildOptions {
             max_rate: None,
             min_rate: Some(super::DEFAULT_MIN_RATE),
-            keep_roles: false,
             checkpoint_every: Duration::from_secs(2),
             batch_bytes: 8 << 20,
             stop: None,
@@ -117,7 +114,7 @@ pub fn run(
 ) -> Result<Vec<PassReport>> {
     let _job = array.job_slot();
     let mut reports = Vec::new();
-    array.promote_spares(opts.keep_roles)?;
+    array.promote_spares()?;
     let stopped = || opts.stop_requested();
     // A pass that ends without progress and without changing what is pending would repeat
     // forever: stop after a few.
@@ -205,7 +202,7 @@ pub fn run(
         let progressed = report.rows > 0 || left != pending;
         idle_passes = if progressed { 0 } else { idle_passes + 1 };
         reports.push(report);
-        array.promote_spares(opts.keep_roles)?;
+        array.promote_spares()?;
     }
     Ok(reports)
 }

@@ -909,7 +909,7 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                         rep.unrepaired()
                     );
                 }
-                a.promote_spares(false)
+                a.promote_spares()
                     .map_err(|e| format!("promote spares: {e}"))?;
                 world.note(sched, format!("reassembled from {}{resynced}", p.display()));
                 return Ok(a);
@@ -1902,7 +1902,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                             format!(
                                 "re-add {} to slot {slot}: {:?}",
                                 p.display(),
-                                a.add(m, &p, None, false).err().map(|e| e.to_string())
+                                a.add(m, &p, None).err().map(|e| e.to_string())
                             )
                         }
                         None => String::new(),
@@ -1912,7 +1912,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                     format!(
                         "add {} for slot {slot}: {:?}",
                         p.display(),
-                        a.add(m, &p, None, false).err().map(|e| e.to_string())
+                        a.add(m, &p, None).err().map(|e| e.to_string())
                     )
                 }
             }
@@ -1939,10 +1939,13 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                 )
             }
             6..=8 if !a.pending_targets().is_empty() => {
+                let max_rate = [None, None, Some(256 << 10), Some(4 << 20)][r.below(4) as usize];
+                // Drawn for the rebuild's keep-roles flag, which no longer exists (spares
+                // rebuild the heavy slot in place): the seeds keep their meaning.
+                let _ = r.below(2);
                 let mut opts = RebuildOptions {
-                    max_rate: [None, None, Some(256 << 10), Some(4 << 20)][r.below(4) as usize],
+                    max_rate,
                     min_rate: RebuildOptions::default().min_rate,
-                    keep_roles: r.below(2) == 0,
                     checkpoint_every: Duration::from_millis(50 + r.below(3000)),
                     batch_bytes: [a.layout().chunk(), 64 << 10, 8 << 20][r.below(3) as usize],
                     stop: None,

@@ -11,6 +11,7 @@ use raidcore::format::{self, Probe};
 use raidcore::{Error, ErrorKind, Result};
 
 use crate::cli::ArrayArgs;
+use crate::protocol::Added;
 
 /// Add a member: it rebuilds a missing slot, or waits as a hot spare
 #[derive(Args, Debug)]
@@ -89,46 +90,25 @@ pub fn run(a: AddArgs) -> Result<ExitCode> {
     let endurance = endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
-        let r = crate::control::call(
+        let r: Added = crate::control::call_as(
             c,
             &crate::protocol::Request::Add {
                 new,
                 force: a.join.force,
                 endurance_bytes: endurance,
-                keep_roles: Some(a.rebuild.keep_roles),
                 max_rate: a.rebuild.max_rate,
                 min_rate: a.rebuild.min_rate,
             },
         )?;
-        match r["slot"].as_u64() {
-            Some(slot) if r["readd"].as_bool() == Some(true) => eprintln!(
-                "raidctl: {} re-added to the served array (slot {slot}); what changed since it left is copied in the background",
-                a.new.display()
-            ),
-            Some(slot) => eprintln!(
-                "raidctl: {} added to the served array (slot {slot}); it rebuilds in the background",
-                a.new.display()
-            ),
-            None => eprintln!(
-                "raidctl: {} added to the served array as a hot spare",
-                a.new.display()
-            ),
-        }
+        let name = a.new.display().to_string();
+        crate::control::report(&r, a.rebuild.json, &r.say(&name, true));
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
     let member = open_new(&array, &a.new, a.join.force)?;
-    let (slot, change) = array.add(member, &a.new, endurance, a.rebuild.keep_roles)?;
-    match slot {
-        Some(s) if array.slot_readding(s) => eprintln!(
-            "raidctl: {} re-added to slot {s}: only what changed since it left is copied",
-            a.new.display()
-        ),
-        Some(s) => eprintln!("raidctl: {} added to rebuild slot {s}", a.new.display()),
-        None => eprintln!("raidctl: {} added as a hot spare", a.new.display()),
-    }
-    if let Some(c) = change {
-        eprintln!("raidctl: {}", c.description);
-    }
+    let slot = array.add(member, &a.new, endurance)?;
+    let r = Added::of(&array, slot);
+    let name = a.new.display().to_string();
+    crate::control::report(&r, a.rebuild.json, &r.say(&name, false));
     super::rebuild::after_change(array, &a.rebuild)
 }

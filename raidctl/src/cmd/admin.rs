@@ -12,6 +12,7 @@ use raidcore::format::{self, Probe, SlotState};
 use raidcore::{Error, ErrorKind, Result};
 
 use crate::cli::ArrayArgs;
+use crate::protocol::{Cleared, EnduranceSet};
 
 /// Reset members' read, write and checksum error counters (as zpool clear)
 ///
@@ -24,6 +25,9 @@ pub struct ClearArgs {
     /// Only this member (path or slot); every member by default
     #[arg(value_name = "MEMBER")]
     pub member: Option<String>,
+    /// What was done as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Change a member's settings: its rated endurance
@@ -37,6 +41,9 @@ pub struct SetArgs {
     /// Rated endurance in terabytes written (TBW from the data sheet)
     #[arg(long, value_name = "TBW")]
     pub endurance: f64,
+    /// What was done as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Erase a member's raidctl superblocks and metadata area (as mdadm --zero-superblock)
@@ -55,27 +62,29 @@ pub struct WipeArgs {
 }
 
 pub fn clear(a: ClearArgs) -> Result<ExitCode> {
-    let (r, w, c) = if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
+    let r: Cleared = if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
         // A served array: the daemon owns the superblocks and clears them itself.
-        let v = crate::control::call(
+        crate::control::call_as(
             conn,
             &crate::protocol::Request::Clear {
                 member: a.member.as_deref().map(crate::control::member_arg),
             },
-        )?;
-        let n = |k: &str| v[k].as_u64().unwrap_or(0);
-        (n("read"), n("write"), n("checksum"))
+        )?
     } else {
         let array = super::assemble(&a.array, true)?;
         let m = a.member.as_deref().map(MemberRef::parse);
         let counts = array.clear_errors(m.as_ref())?;
         array.close()?;
-        counts
+        counts.into()
     };
-    eprintln!(
-        "raidctl: cleared {r} read, {w} write and {c} checksum errors ({})",
+    let say = format!(
+        "cleared {} read, {} write and {} checksum errors ({})",
+        r.read,
+        r.write,
+        r.checksum,
         a.member.as_deref().unwrap_or("every member")
     );
+    crate::control::report(&r, a.json, &[say]);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -90,24 +99,28 @@ pub fn set(a: SetArgs) -> Result<ExitCode> {
         ));
     }
     let bytes = (a.endurance * 1e12) as u64;
-    if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
+    let r: EnduranceSet = if let Some(conn) = crate::control::daemon_for(&a.array.array)? {
         // A served array: the daemon owns the superblocks and records it itself.
-        crate::control::call(
+        crate::control::call_as(
             conn,
             &crate::protocol::Request::SetEndurance {
                 member: crate::control::member_arg(&a.member),
                 endurance_bytes: bytes,
             },
-        )?;
+        )?
     } else {
         let array = super::assemble(&a.array, true)?;
         array.set_endurance(&MemberRef::parse(&a.member), bytes)?;
         array.close()?;
-    }
-    eprintln!(
-        "raidctl: {}: rated endurance set to {} TB written",
+        EnduranceSet {
+            endurance_bytes: bytes,
+        }
+    };
+    let say = format!(
+        "{}: rated endurance set to {} TB written",
         a.member, a.endurance
     );
+    crate::control::report(&r, a.json, &[say]);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -247,7 +247,7 @@ fn re_add(array: &Array, slot: usize, r: &mut Report) -> Result<(f64, u64)> {
             format!("slot {slot} ({}) is not failed", path.display()),
         )
     })?;
-    array.add(m, &path, None, false)?;
+    array.add(m, &path, None)?;
     r.at(format!("slot {slot} added back (stale: rebuilt in full)"));
     let out = rebuild_now(array, &mut |_, _| {})?;
     r.at(format!("slot {slot} rebuilt in {:.2} s", out.0));
@@ -698,7 +698,7 @@ fn run_scenario(
             let m = array
                 .take_failed(&path)
                 .ok_or_else(|| Error::new(ErrorKind::Io, "slot not failed"))?;
-            array.add(m, &path, None, false)?;
+            array.add(m, &path, None)?;
             r.at(format!("slot {last} added back: rebuild starts"));
             let mut hit = false;
             let t0 = Instant::now();

@@ -7,6 +7,7 @@ use raidcore::array::MemberRef;
 use raidcore::Result;
 
 use crate::cli::ArrayArgs;
+use crate::protocol::Failed;
 
 /// Mark a member faulty; a hot spare then takes its place
 #[derive(Args, Debug)]
@@ -22,7 +23,7 @@ pub struct FailArgs {
 
 pub fn run(a: FailArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
-        let r = crate::control::call(
+        let r: Failed = crate::control::call_as(
             c,
             &crate::protocol::Request::Fail {
                 member: crate::control::member_arg(&a.member),
@@ -30,26 +31,11 @@ pub fn run(a: FailArgs) -> Result<ExitCode> {
                 min_rate: a.rebuild.min_rate,
             },
         )?;
-        match r["slot"].as_u64() {
-            Some(slot) => eprintln!(
-                "raidctl: slot {slot} marked faulty ({}) in the served array; it is {}",
-                a.member,
-                r["state"].as_str().unwrap_or("")
-            ),
-            None => eprintln!("raidctl: spare {} removed from the served array", a.member),
-        }
+        crate::control::report(&r, a.rebuild.json, &[r.say(&a.member, true)]);
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
-    let slot = array.fail(&MemberRef::parse(&a.member))?;
-    if slot != usize::MAX {
-        eprintln!(
-            "raidctl: slot {slot} marked faulty ({}); the array is {}",
-            a.member,
-            array.state().name()
-        );
-    } else {
-        eprintln!("raidctl: spare {} removed", a.member);
-    }
+    let r = Failed::of(&array, array.fail(&MemberRef::parse(&a.member))?);
+    crate::control::report(&r, a.rebuild.json, &[r.say(&a.member, false)]);
     super::rebuild::after_change(array, &a.rebuild)
 }

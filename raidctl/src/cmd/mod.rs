@@ -86,9 +86,12 @@ pub fn assemble_from(
     report: bool,
     src: &dyn raidcore::array::MemberSource,
 ) -> Result<Array> {
+    // Absolute, as the array's own path becomes (Array::open_from): members found there are
+    // reported, and a daemon's paths mean the same to a client in another directory.
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let opts = AssembleOptions {
         writable,
-        scan: args.scan.clone(),
+        scan: args.scan.iter().map(|d| absolute(d)).collect(),
         allow_failed: report,
         force: args.force_assemble,
         unlocked: report && !writable,
@@ -130,10 +133,10 @@ pub fn assemble_from(
         eprintln!("raidctl: warning: the array was not stopped cleanly; the next writable command resyncs it");
     }
     // Hot spares go to work at the first writable open after a member failed.
-    for (slot, change) in array.promote_spares(false)? {
+    for slot in array.promote_spares()? {
         eprintln!("raidctl: a hot spare now rebuilds slot {slot}");
-        if let Some(c) = change {
-            eprintln!("raidctl: {}", c.description);
+        if let Some(note) = array.heavy_role_note(slot) {
+            eprintln!("raidctl: {note}");
         }
     }
     Ok(array)

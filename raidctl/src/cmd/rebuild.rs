@@ -9,6 +9,7 @@ use raidcore::{Array, Result};
 use serde_json::json;
 
 use crate::cli::ArrayArgs;
+use crate::protocol::RebuildStarted;
 use crate::units::parse_size;
 
 /// Flags shared by the commands that start a rebuild.
@@ -21,9 +22,6 @@ pub struct RebuildFlags {
     /// them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub min_rate: Option<u64>,
-    /// Skewed arrays: do not move the parity-heavy role to the most-worn member
-    #[arg(long)]
-    pub keep_roles: bool,
     /// Only record the change; run the rebuild later with `raidctl rebuild`
     #[arg(long)]
     pub no_rebuild: bool,
@@ -33,12 +31,11 @@ pub struct RebuildFlags {
 }
 
 impl RebuildFlags {
-    /// Defaults: no rate limit, roles may move, rebuild now, human progress.
+    /// Defaults: no rate limit, rebuild now, human progress.
     pub fn quiet() -> RebuildFlags {
         RebuildFlags {
             max_rate: None,
             min_rate: None,
-            keep_roles: false,
             no_rebuild: false,
             json: false,
         }
@@ -87,10 +84,13 @@ fn work(array: &Array, f: &RebuildFlags, quiet_if_idle: bool) -> Result<()> {
     let opts = RebuildOptions {
         max_rate: f.max_rate,
         min_rate: min_rate(f.min_rate),
-        keep_roles: f.keep_roles,
         checkpoint_every: Duration::from_secs(2),
         ..RebuildOptions::default()
     };
+    if f.json && !quiet_if_idle {
+        // `rebuild --json` starts with what it starts, served or not.
+        crate::control::report(&RebuildStarted::of(array), true, &[]);
+    }
     let mut bar = crate::progress::Progress::new("rebuild", f.json);
     let reports = rebuild::run(array, &opts, &mut |pass, done, total| {
         bar.update(done, total, Some(pass.kind))
@@ -160,17 +160,18 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
         if !a.drill.inject.is_empty() {
             return Err(crate::inject::served_error());
         }
-        let r = crate::control::call(
+        let r: RebuildStarted = crate::control::call_as(
             c,
             &crate::protocol::Request::Rebuild {
                 max_rate: a.flags.max_rate,
                 min_rate: a.flags.min_rate,
             },
         )?;
-        eprintln!(
-            "raidctl: the serving daemon runs the rebuild ({} pending); see raidctl status",
-            r["pending"]
+        let say = format!(
+            "the serving daemon runs the rebuild ({} pending); see raidctl status",
+            r.pending
         );
+        crate::control::report(&r, a.flags.json, &[say]);
         return Ok(ExitCode::SUCCESS);
     }
     // The drill lives as long as the array: its watchdog and its end-of-run report.

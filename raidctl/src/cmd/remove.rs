@@ -7,6 +7,7 @@ use raidcore::array::MemberRef;
 use raidcore::Result;
 
 use crate::cli::ArrayArgs;
+use crate::protocol::Removed;
 
 /// Remove a faulty or spare member from an array
 #[derive(Args, Debug)]
@@ -16,22 +17,42 @@ pub struct RemoveArgs {
     /// The member to remove: its path or its slot number
     #[arg(value_name = "MEMBER")]
     pub member: String,
+    /// What was done as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: RemoveArgs) -> Result<ExitCode> {
-    if let Some(c) = crate::control::daemon_for(&a.array.array)? {
-        crate::control::call(
+    let (r, served) = if let Some(c) = crate::control::daemon_for(&a.array.array)? {
+        let r: Removed = crate::control::call_as(
             c,
             &crate::protocol::Request::Remove {
                 member: crate::control::member_arg(&a.member),
             },
         )?;
-        eprintln!("raidctl: removed {} from the served array", a.member);
-        return Ok(ExitCode::SUCCESS);
+        (r, true)
+    } else {
+        let array = super::assemble(&a.array, true)?;
+        array.remove(&MemberRef::parse(&a.member))?;
+        let r = Removed {
+            state: array.state().name().to_string(),
+        };
+        array.close()?;
+        (r, false)
+    };
+    if a.json {
+        crate::output::print_json(&serde_json::to_value(&r).expect("an outcome encodes"));
+    } else {
+        eprintln!(
+            "raidctl: removed {} from {}; it is {}",
+            a.member,
+            if served {
+                "the served array"
+            } else {
+                "the array"
+            },
+            r.state
+        );
     }
-    let array = super::assemble(&a.array, true)?;
-    array.remove(&MemberRef::parse(&a.member))?;
-    eprintln!("raidctl: removed {}", a.member);
-    array.close()?;
     Ok(ExitCode::SUCCESS)
 }

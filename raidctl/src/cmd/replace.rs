@@ -9,6 +9,7 @@ use raidcore::array::MemberRef;
 use raidcore::Result;
 
 use crate::cli::ArrayArgs;
+use crate::protocol::Replacing;
 
 /// Replace a member with a new device while it keeps serving
 #[derive(Args, Debug)]
@@ -23,6 +24,11 @@ pub struct ReplaceArgs {
     pub new: PathBuf,
     #[command(flatten)]
     pub join: super::add::JoinFlags,
+    /// Skewed arrays: replacing the parity-heavy member does not move the role to the
+    /// most-worn member (by default it does: the new device takes over that member's slot,
+    /// which then takes over the heavy slot, with redundancy kept throughout)
+    #[arg(long)]
+    pub keep_roles: bool,
     #[command(flatten)]
     pub rebuild: super::rebuild::RebuildFlags,
 }
@@ -31,27 +37,19 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
     let endurance = super::add::endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
         let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
-        let r = crate::control::call(
+        let r: Replacing = crate::control::call_as(
             c,
             &crate::protocol::Request::Replace {
                 old: crate::control::member_arg(&a.old),
                 new,
                 force: a.join.force,
                 endurance_bytes: endurance,
-                keep_roles: Some(a.rebuild.keep_roles),
+                keep_roles: Some(a.keep_roles),
                 max_rate: a.rebuild.max_rate,
                 min_rate: a.rebuild.min_rate,
             },
         )?;
-        eprintln!(
-            "raidctl: replacing {} with {} in the served array, in the background",
-            a.old,
-            a.new.display()
-        );
-        if let Some(c) = r["role_change"].as_str() {
-            eprintln!("raidctl: {c}");
-        }
-        eprintln!("raidctl: {WIPE_NOTE}");
+        crate::control::report(&r, a.rebuild.json, &said(&a, &r, true));
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
@@ -61,15 +59,30 @@ pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
         member,
         &a.new,
         endurance,
-        a.rebuild.keep_roles,
+        a.keep_roles,
     )?;
-    eprintln!("raidctl: replacing {} with {}", a.old, a.new.display());
-    if let Some(c) = change {
-        eprintln!("raidctl: {}", c.description);
-    }
-    let code = super::rebuild::after_change(array, &a.rebuild)?;
-    eprintln!("raidctl: {WIPE_NOTE}");
-    Ok(code)
+    let r = Replacing {
+        role_change: change.map(|c| c.description),
+    };
+    crate::control::report(&r, a.rebuild.json, &said(&a, &r, false));
+    super::rebuild::after_change(array, &a.rebuild)
+}
+
+/// The lines a replace prints, served or not.
+fn said(a: &ReplaceArgs, r: &Replacing, served: bool) -> Vec<String> {
+    let mut lines = vec![format!(
+        "replacing {} with {}{}",
+        a.old,
+        a.new.display(),
+        if served {
+            " in the served array, in the background"
+        } else {
+            ""
+        }
+    )];
+    lines.extend(r.role_change.clone());
+    lines.push(WIPE_NOTE.to_string());
+    lines
 }
 
 /// What to do with the disk a replace takes out: it keeps a superblock of the array.

@@ -179,6 +179,9 @@ pub fn offline(a: &Array) -> Value {
             .any(|w| words.contains(&w))
     };
     r["job"] = job_json(&r, runs(&["rebuild", "add", "replace", "fail"]));
+    // Faults are injected into served arrays only (never persisted).
+    r["injected"] = json!([]);
+    r["served_by"] = Value::Null;
     if r["scrub"]["state"] == "interrupted" && runs(&["scrub"]) {
         r["scrub"]["state"] = json!("running");
     }
