@@ -88,14 +88,15 @@ fn requests(data: &[u8], size: u64) -> (Vec<u8>, HashMap<u64, (u16, u32)>) {
         out.extend_from_slice(&(cookie as u64).to_be_bytes());
         out.extend_from_slice(&offset.to_be_bytes());
         out.extend_from_slice(&len.to_be_bytes());
+        sent.insert(cookie as u64, (cmd, len));
         if cmd == 1 {
-            // A write's payload, as long as it says (bounded: the server refuses the rest).
+            // A write's payload, as long as it says, up to 1 MiB: past that the request is the
+            // last (the server refuses it, or waits for the rest until the client hangs up).
             out.extend(std::iter::repeat_n(r[9], (len as usize).min(1 << 20)));
             if len as usize > 1 << 20 {
                 break;
             }
         }
-        sent.insert(cookie as u64, (cmd, len));
         if cmd == CMD_DISC {
             break;
         }

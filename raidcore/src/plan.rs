@@ -323,6 +323,11 @@ pub enum CopyChoice {
     /// No copy vouches for itself and none read fails its checksum, but the unchecked copies
     /// agree: `copy` is the best there is, as on an array without checksums.
     Unverified { copy: usize },
+    /// A chunk the layout keeps two or more copies of has one unchecked copy left and no
+    /// other that vouches for itself: nothing can tell its rot from its data (no redundancy
+    /// is left to check it), so it is not used, as a parity row with no redundancy left does
+    /// not use unchecked cells ([`Recovered::Rebuilt::unchecked`]).
+    Unconfirmed { copy: usize },
     /// No copy vouches for itself and the unchecked copies differ: which is right cannot be
     /// told, and a guess could be old data.
     Disagree { copies: Vec<usize> },
@@ -333,9 +338,15 @@ pub enum CopyChoice {
 }
 
 /// Chooses among the copies of a mirror chunk: the first that vouches for itself; else the
-/// unchecked ones when they agree (`same(i, j)`: copies i and j hold the same bytes);
-/// a copy failing its checksum is never used.
-pub fn choose_copy(cells: &[Cell], same: impl Fn(usize, usize) -> bool) -> CopyChoice {
+/// unchecked ones when they agree (`same(i, j)`: copies i and j hold the same bytes) and,
+/// where the layout keeps two or more copies (`redundant`), when there are two of them to
+/// agree; a copy failing its checksum is never used. (`cells` may leave out copies known to
+/// be gone, as a rebuild leaves out its targets and failed members.)
+pub fn choose_copy(
+    cells: &[Cell],
+    redundant: bool,
+    same: impl Fn(usize, usize) -> bool,
+) -> CopyChoice {
     if let Some(copy) = cells.iter().position(|&c| c == Cell::Good) {
         let rewrite = (0..cells.len())
             .filter(|&i| {
@@ -348,10 +359,12 @@ pub fn choose_copy(cells: &[Cell], same: impl Fn(usize, usize) -> bool) -> CopyC
         .filter(|&i| cells[i] == Cell::Unchecked)
         .collect();
     if let Some(&first) = unchecked.first() {
-        return if unchecked.iter().all(|&i| same(first, i)) {
-            CopyChoice::Unverified { copy: first }
-        } else {
+        return if !unchecked.iter().all(|&i| same(first, i)) {
             CopyChoice::Disagree { copies: unchecked }
+        } else if redundant && unchecked.len() == 1 {
+            CopyChoice::Unconfirmed { copy: first }
+        } else {
+            CopyChoice::Unverified { copy: first }
         };
     }
     let bad: Vec<usize> = (0..cells.len())
@@ -783,6 +796,7 @@ mod tests {
         #[test]
         fn a_mirror_choice_never_uses_a_wrong_copy_when_a_sound_one_vouches(
             fates in proptest::collection::vec(0u8..6, 1..5),
+            redundant in proptest::bool::ANY,
         ) {
             // 0 good, 1 unchecked sound, 2 unchecked corrupt, 3 bad, 4 unreadable, 5 absent
             let cells: Vec<Cell> = fates.iter().map(|&f| match f {
@@ -790,8 +804,9 @@ mod tests {
             }).collect();
             // Bytes: truth is 0; a corrupt copy holds its own index + 1.
             let bytes = |i: usize| if matches!(fates[i], 2 | 3) { i + 1 } else { 0 };
-            let choice = choose_copy(&cells, |i, j| bytes(i) == bytes(j));
+            let choice = choose_copy(&cells, redundant, |i, j| bytes(i) == bytes(j));
             let any_good = fates.contains(&0);
+            let unchecked: Vec<usize> = (0..cells.len()).filter(|&i| cells[i] == Cell::Unchecked).collect();
             match &choice {
                 CopyChoice::Use { copy, rewrite } => {
                     prop_assert_eq!(cells[*copy], Cell::Good);
@@ -804,9 +819,13 @@ mod tests {
                 CopyChoice::Unverified { copy } => {
                     prop_assert!(!any_good);
                     prop_assert_eq!(cells[*copy], Cell::Unchecked);
-                    // Wrong only when every unchecked copy is the same corruption (one copy).
-                    let unchecked: Vec<usize> = (0..cells.len()).filter(|&i| cells[i] == Cell::Unchecked).collect();
+                    // Wrong only when every unchecked copy is the same corruption (one copy),
+                    // and then only where the layout keeps no second copy (RAID0).
                     prop_assert!(bytes(*copy) == 0 || unchecked.len() == 1);
+                    prop_assert!(!redundant || unchecked.len() >= 2);
+                }
+                CopyChoice::Unconfirmed { copy } => {
+                    prop_assert!(!any_good && redundant && unchecked == vec![*copy]);
                 }
                 CopyChoice::Disagree { copies } => {
                     prop_assert!(!any_good && copies.len() >= 2);

@@ -531,11 +531,14 @@ impl Daemon {
             self.error_events(&mut counters);
             let work = self.rebuild_wanted.swap(false, Ordering::AcqRel)
                 || !self.array.pending_targets().is_empty()
-                || self
-                    .array
-                    .promote_spares()
-                    .map(|v| !v.is_empty())
-                    .unwrap_or(false);
+                || self.array.promote_spares().is_ok_and(|slots| {
+                    for &s in &slots {
+                        if let Some(note) = self.array.heavy_role_note(s) {
+                            eprintln!("raidctl serve: {note}");
+                        }
+                    }
+                    !slots.is_empty()
+                });
             if work {
                 let start = self
                     .array

@@ -363,24 +363,32 @@ impl BadBlocks {
 }
 
 impl Array {
-    /// The data cells of logical range [offset, offset + len) on a parity level, as (slot, row,
-    /// byte range within the chunk); nothing on mirror levels and RAID0 (never marked).
+    /// The data cells of logical range [offset, offset + len), as (slot, row, byte range
+    /// within the chunk): on mirror levels the first copy's cell, where a block the resync
+    /// could not decide is listed; nothing on RAID0 (never marked).
     fn data_cells(&self, offset: u64, len: u64) -> Vec<(usize, u64, Range<u64>)> {
-        if !matches!(self.layout.redundancy(), Redundancy::Parity { .. }) {
-            return Vec::new();
-        }
+        let mirror = match self.layout.redundancy() {
+            Redundancy::Parity { .. } => false,
+            Redundancy::Mirror { copies } if copies >= 2 => true,
+            Redundancy::Mirror { .. } => return Vec::new(),
+        };
         let chunk = self.layout.chunk();
         let mut out = Vec::new();
         let (mut pos, end) = (offset, offset + len);
         while pos < end {
             let c = pos / chunk;
-            let (row, d) = (
-                c / self.layout.data_per_row() as u64,
-                c % self.layout.data_per_row() as u64,
-            );
             let within = pos % chunk;
             let stop = (end - c * chunk).min(chunk);
-            out.push((self.layout.data_slot(row, d as usize), row, within..stop));
+            if mirror {
+                let (slot, row) = self.layout.mirror_cell(c, 0);
+                out.push((slot, row, within..stop));
+            } else {
+                let (row, d) = (
+                    c / self.layout.data_per_row() as u64,
+                    c % self.layout.data_per_row() as u64,
+                );
+                out.push((self.layout.data_slot(row, d as usize), row, within..stop));
+            }
             pos = c * chunk + stop;
         }
         out
@@ -449,7 +457,8 @@ impl Array {
 
     /// Marks the 4 KiB block of `slot` at byte `at` of its data area bad, when it holds data
     /// (a lost parity block is recomputed by the next write of its row and never read as
-    /// data). Returns whether it was marked.
+    /// data). Parity levels only (mirror levels: [`Array::mark_lost_copy_block`]). Returns
+    /// whether it was marked.
     pub(crate) fn mark_lost_block(&self, slot: usize, at: u64) -> bool {
         let row = at / self.layout.chunk();
         let parity = self.layout.parity_count();
@@ -460,6 +469,22 @@ impl Array {
             return false;
         }
         let block = at / BLOCK;
+        self.bad
+            .lock()
+            .expect("bad-block lock")
+            .mark(slot, block..block + 1);
+        true
+    }
+
+    /// Mirror levels with two or more copies: lists the 4 KiB block of logical chunk `chunk`
+    /// at byte `within` of it, on its first copy's cell, where reads look it up
+    /// ([`Array::check_bad`]). Returns whether it was marked.
+    pub(crate) fn mark_lost_copy_block(&self, chunk: u64, within: u64) -> bool {
+        if !matches!(self.layout.redundancy(), Redundancy::Mirror { copies } if copies >= 2) {
+            return false;
+        }
+        let (slot, row) = self.layout.mirror_cell(chunk, 0);
+        let block = (row * self.layout.chunk() + within) / BLOCK;
         self.bad
             .lock()
             .expect("bad-block lock")

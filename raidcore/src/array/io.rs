@@ -255,7 +255,9 @@ impl Array {
                     let _g = self.locks.read(self.unit_rows(p.unit));
                     let out =
                         &mut buf[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
-                    self.read_mirror_chunk(p.unit, copies, out, p.range.start)
+                    // Blocks the resync could not decide are listed (badblocks.rs).
+                    self.check_bad(p.unit * chunk + p.range.start, out.len() as u64)
+                        .and_then(|()| self.read_mirror_chunk(p.unit, copies, out, p.range.start))
                         .map_err(|e| {
                             e.context(format!(
                                 "reading array offset {}",
@@ -323,7 +325,7 @@ impl Array {
             let (slot, row) = self.layout.mirror_cell(c, copy(i));
             (slot, row, self.cell_offset(row, within))
         };
-        match plan::choose_copy(&cells, |i, j| held[i] == held[j]) {
+        match plan::choose_copy(&cells, copies >= 2, |i, j| held[i] == held[j]) {
             CopyChoice::Use { rewrite, .. } => {
                 if self.writable {
                     // Copies that failed their checksums or could not be read are rewritten
@@ -347,6 +349,16 @@ impl Array {
             CopyChoice::Unverified { copy } => {
                 out.copy_from_slice(held[copy].as_ref().expect("an unchecked copy is held"));
                 Ok(())
+            }
+            CopyChoice::Unconfirmed { copy } => {
+                let (slot, _, off) = at(copy);
+                Err(Error::new(
+                    ErrorKind::Checksum,
+                    format!(
+                        "logical chunk {c}: the one copy left to read, at member offset {off} of {}, has no checksum entry to vouch for it (its table page is damaged) and no other copy confirms it: rot cannot be told from its data",
+                        self.slot_name(slot)
+                    ),
+                ))
             }
             CopyChoice::Disagree { copies } => {
                 let (slot, _, off) = at(copies[0]);

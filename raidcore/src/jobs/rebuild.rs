@@ -1006,7 +1006,8 @@ fn mirror_blocks(
     for b in 0..c / BLK {
         let blk = b * BLK..(b + 1) * BLK;
         let cells: Vec<Cell> = states.iter().map(|st| st[b]).collect();
-        let choice = plan::choose_copy(&cells, |i, j| {
+        let redundant = array.layout().copies() >= 2;
+        let choice = plan::choose_copy(&cells, redundant, |i, j| {
             bytes[i][blk.clone()] == bytes[j][blk.clone()]
         });
         let from = match choice {
@@ -1026,9 +1027,12 @@ fn mirror_blocks(
                 damage.unverified.push((ti, at + b * BLK));
                 Some(copy)
             }
-            CopyChoice::Disagree { .. } | CopyChoice::Corrupt { .. } | CopyChoice::Unavailable => {
-                None
-            }
+            // A lone unchecked copy is not copied: the target's block is poisoned (reads of
+            // it fail; the copy itself keeps its unknown entry, and reads refuse it alone).
+            CopyChoice::Unconfirmed { .. }
+            | CopyChoice::Disagree { .. }
+            | CopyChoice::Corrupt { .. }
+            | CopyChoice::Unavailable => None,
         };
         match from {
             Some(o) => out[blk.clone()].copy_from_slice(&bytes[o][blk]),

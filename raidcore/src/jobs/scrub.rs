@@ -2193,6 +2193,7 @@ fn mirror_batch(
     let cells = collect_cells(array, plan, raw, rep);
     rep.bytes_read += cells.iter().flatten().count() as u64 * (read_rows.end - read_rows.start) * c;
     rep.rows_checked += rows.end - rows.start;
+    let mut undecided: Vec<MirrorUndecided> = Vec::new();
     for chunk in first..last {
         let avail: Vec<(usize, u64)> = (0..copies)
             .map(|i| l.mirror_cell(chunk, i))
@@ -2221,9 +2222,12 @@ fn mirror_batch(
                     &|x| block(x),
                     &|x| cell(x.0).bad(x.1 - read_rows.start, c, b),
                     &|x| cell(x.0).unknown(x.1 - read_rows.start, c, b),
+                    &|x| cell(x.0).wanted(x.1 - read_rows.start, c, b),
                     (b * B) as u64,
+                    chunk,
                     rep,
                     &problem,
+                    &mut undecided,
                 )?;
                 continue;
             }
@@ -2390,7 +2394,61 @@ fn mirror_batch(
             }
         }
     }
+    list_mirror_undecided(array, undecided, rep)?;
     give_back(pool, cells);
+    Ok(())
+}
+
+/// A block of a mirrored chunk that the resync could not decide: its copies (slot, row) as
+/// read, the bytes of the copy kept, and the logical chunk it belongs to (it is listed on its
+/// first copy's cell).
+struct MirrorUndecided {
+    avail: Vec<(usize, u64)>,
+    differs: Vec<bool>,
+    kept: Vec<u8>,
+    within: u64,
+    chunk: u64,
+}
+
+/// Lists the blocks the resync of a batch could not decide on the bad-block list, durably
+/// (one superblock write for the batch), then makes their copies agree and their entries
+/// match them as they lie, as [`list_undecided`] does for parity rows: reads of them fail
+/// until a write covers them, scrub finds the copies consistent, and nothing read there was
+/// vouched for.
+fn list_mirror_undecided(
+    array: &Array,
+    undecided: Vec<MirrorUndecided>,
+    rep: &mut ScrubReport,
+) -> Result<()> {
+    if undecided.is_empty() {
+        return Ok(());
+    }
+    for u in &undecided {
+        if array.mark_lost_copy_block(u.chunk, u.within) {
+            rep.listed += 1;
+        }
+    }
+    array.persist()?;
+    for u in &undecided {
+        for (i, &(slot, row)) in u.avail.iter().enumerate() {
+            if u.differs[i] {
+                array.repair_write(
+                    slot,
+                    Verified::listed(&u.kept),
+                    row,
+                    u.within,
+                    WriteKind::Data,
+                )?;
+                rep.bytes_written += BLOCK;
+            } else if let Some(dev) = array.source(slot, row) {
+                array.csum_record(
+                    &dev,
+                    array.cell_offset(row, u.within),
+                    Verified::listed(&u.kept),
+                );
+            }
+        }
+    }
     Ok(())
 }
 
@@ -2398,9 +2456,13 @@ fn mirror_batch(
 /// copy used is one that verifies ([`plan::choose_copy`]: the first matching its own checksum
 /// entry); without one, copies that all agree (two or more: a completed write whose entries
 /// the crash lost, as rot on one copy would make them differ) or a strict majority of them.
-/// The other copies are rewritten from it where they differ and get their entries recorded
-/// where they agree. When nothing decides (copies differ and none verifies, or a lone copy
-/// fails its entry) the block is reported and left as it is, its entries kept.
+/// A copy whose own entry is unknown (a damaged table page) verifies too when it matches the
+/// known entry of a copy that fails it: copies hold the same data, so one entry vouches for
+/// every copy. The other copies are rewritten from it where they differ and get their entries
+/// recorded where they agree. When nothing decides (copies differ and none verifies, or a lone
+/// copy fails its entry or has none) the block is reported and goes to `undecided`, to be
+/// listed ([`list_mirror_undecided`]); on RAID0 (one copy) a lone copy is
+/// taken as it lies, there being nothing to tell it by.
 #[allow(clippy::too_many_arguments)]
 fn resync_mirror_block<'a>(
     array: &Array,
@@ -2408,9 +2470,12 @@ fn resync_mirror_block<'a>(
     block: &dyn Fn((usize, u64)) -> &'a [u8],
     bad: &dyn Fn((usize, u64)) -> bool,
     unknown: &dyn Fn((usize, u64)) -> bool,
+    wanted: &dyn Fn((usize, u64)) -> Option<Digest>,
     within: u64,
+    chunk: u64,
     rep: &mut ScrubReport,
     problem: &dyn Fn((usize, u64), &'static str, bool, String) -> Problem,
+    undecided: &mut Vec<MirrorUndecided>,
 ) -> Result<()> {
     if avail.is_empty() {
         return Ok(());
@@ -2438,42 +2503,66 @@ fn resync_mirror_block<'a>(
     } else {
         Verified::unchecked
     };
-    let source: Option<(usize, Vouch, &str)> = match plan::choose_copy(&states, agree) {
+    // The entries of the copies that fail theirs: what was written last, by their account.
+    let wanted_digests: Vec<Digest> = (0..avail.len())
+        .filter(|&i| states[i] == Cell::Bad)
+        .filter_map(|i| wanted(avail[i]))
+        .collect();
+    let vouched_by_another = (0..avail.len()).find(|&i| {
+        states[i] == Cell::Unchecked && wanted_digests.contains(&array.csum_digest(block(avail[i])))
+    });
+    let source: Option<(usize, Vouch, &str)> = match plan::choose_copy(&states, true, agree) {
         CopyChoice::Use { copy, .. } => Some((copy, matched, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
+        _ if vouched_by_another.is_some() => vouched_by_another.map(|i| (i, Verified::rebuilt as Vouch, "differs from a copy that matches the checksum entry of another copy (its own entry is unknown: a damaged table page) after an unclean stop; rewritten from it")),
         _ if avail.len() >= 2 && all_agree => Some((0, Verified::agreed, "")),
         _ if !checksums && avail.len() == 1 => Some((0, Verified::unchecked, "")),
+        // RAID0: a lone copy failing its entry after a crash is rot or an entry the crash left
+        // behind (a lost log page), and nothing can tell which: taken as it lies, as before.
+        _ if array.layout().copies() == 1 => Some((0, Verified::agreed as Vouch, "")),
+        // A strict majority of two or more (a lone copy is no majority: it agrees only with
+        // itself, and its rot was recorded as agreed, simulator seed 11001781).
         _ => (0..avail.len())
-            .find(|&i| (0..avail.len()).filter(|&j| agree(i, j)).count() * 2 > avail.len())
+            .find(|&i| {
+                let n = (0..avail.len()).filter(|&j| agree(i, j)).count();
+                n >= 2 && n * 2 > avail.len()
+            })
             .map(|i| (i, Verified::agreed as Vouch, "differs from the majority of the copies after an unclean stop; rewritten from it"))
             .or_else(|| (!checksums).then_some((0, Verified::unchecked as Vouch, "copies differ after an unclean stop and no checksum or majority decides: copied from the first copy, as md does"))),
     };
     let Some((g, why, note)) = source else {
-        // Nothing decides (copies differ and none verifies or has a majority, or a lone copy
-        // fails its entry): a write the crash cut looks exactly like rot here. The first
-        // copy is kept and copied, as md does, but every copy's entry becomes unknown: nothing
-        // vouches for it, and no entry is recorded from it.
+        // Nothing decides (copies differ and none verifies, matches another's entry or has a
+        // majority; or a lone copy fails its entry or has none): a write the crash cut looks
+        // exactly like rot here. Nothing read is vouched for: the block is listed (durably,
+        // first), then one copy is kept (the first that does not fail its own entry) and
+        // copied where the others differ, and the entries are made to match it as it lies,
+        // as for parity rows. Reads of it fail until a write covers it. (Until 2026-12-06 the
+        // first copy was kept and copied, as md does, with every entry marked unknown, and a
+        // lone copy counted as a majority of one: rot then read back with exit 0, simulator
+        // seeds 777000900, 11001781, 11004236, 12001369, 12002612.)
+        let keep = (0..avail.len())
+            .find(|&i| states[i] != Cell::Bad)
+            .unwrap_or(0);
+        let kept = block(avail[keep]).to_vec();
         for (i, &x) in avail.iter().enumerate() {
-            if states[i] != Cell::Good || block(x) != block(avail[0]) {
+            if states[i] != Cell::Good || block(x) != &kept[..] {
                 push(
                     rep,
                     problem(
                         x,
                         if states[i] == Cell::Bad { "data checksum" } else { "mirror" },
                         false,
-                        "after an unclean stop no copy of this block matches its checksum and the copies do not agree: rot cannot be told from a write the crash cut, so the first copy is kept (and copied) and the checksum entries are marked unknown (unverified)".into(),
+                        "after an unclean stop no copy of this block verifies and the copies do not agree: rot cannot be told from a write the crash cut, so it is listed as lost (reads of it fail until it is written again)".into(),
                     ),
                 );
             }
         }
-        let first = block(avail[0]).to_vec();
-        for &x in avail {
-            if block(x) != &first[..] {
-                let first = Verified::unchecked(&first);
-                array.repair_write(x.0, first, x.1, within, WriteKind::Data)?;
-                rep.bytes_written += BLOCK;
-            }
-            unvouch(array, x.0, x.1, within);
-        }
+        undecided.push(MirrorUndecided {
+            avail: avail.to_vec(),
+            differs: avail.iter().map(|&x| block(x) != &kept[..]).collect(),
+            kept,
+            within,
+            chunk,
+        });
         return Ok(());
     };
     let good = block(avail[g]).to_vec();

@@ -256,10 +256,10 @@ struct World {
     /// Checksum table pages damaged, by member path: the blocks they cover may have unknown
     /// entries from then on (conservative: a rewrite that records them again is not tracked).
     damaged_pages: Mutex<BTreeSet<(PathBuf, u64)>>,
-    /// Parity levels: member rows (start, end) a damaged table page covered on a member in
+    /// Redundant levels: member rows (start, end) a damaged table page covered on a member in
     /// service while no redundancy was left to check its unknown entries. What a read, write
-    /// or rebuild there rested on could not be verified: its blocks may be refused or listed
-    /// from then on (io.rs, rebuild.rs).
+    /// or rebuild there rested on could not be verified: its blocks may be refused, listed or
+    /// (mirrors) poisoned on a rebuild target from then on (io.rs, rebuild.rs).
     exposed_rows: Mutex<BTreeSet<(u64, u64)>>,
     /// Member rows a power cut may have torn (rows of blocks in flight or unflushed at a cut),
     /// over the whole run (conservative: a later write that covers them is not tracked).
@@ -1320,7 +1320,7 @@ fn slot_faulty(w: &World, a: &Array, s: usize) -> bool {
             })
 }
 
-/// Records the slots out of service now in the epoch's mask, and (parity levels) the rows
+/// Records the slots out of service now in the epoch's mask, and (redundant levels) the rows
 /// exposed now: covered by a damaged table page of a member in service while no redundancy is
 /// left.
 fn observe_slots(w: &World, a: &Array) {
@@ -1332,9 +1332,12 @@ fn observe_slots(w: &World, a: &Array) {
     }
     w.epoch_lost.fetch_or(mask, Ordering::SeqCst);
     let l = a.layout();
-    if !matches!(l.redundancy(), Redundancy::Parity { .. })
-        || (faulty_slots(w, a).count_ones() as usize) < l.tolerance()
-    {
+    // RAID0 keeps no second copy: its unchecked blocks are read as they lie (io.rs).
+    let redundant = match l.redundancy() {
+        Redundancy::Parity { .. } => true,
+        Redundancy::Mirror { copies } => copies >= 2,
+    };
+    if !redundant || (faulty_slots(w, a).count_ones() as usize) < l.tolerance() {
         return;
     }
     let damaged = w.damaged_pages.lock().expect("damage lock").clone();
