@@ -788,16 +788,17 @@ fn a_degraded_raid6_never_blesses_unchecked_rot() {
 /// 2026-12-06, later still: the mirror class is fixed (777000900, 11001781, 11004236,
 /// 12001369, 12002612: `the_mirror_resync_never_keeps_rot_that_nothing_verified`). 9000827
 /// (RAID6) passes on the build before that fix too (interleavings moved): it goes to
-/// `soak_seeds_that_pass_now`.
+/// `soak_seeds_that_pass_now`. 11003878 is fixed
+/// (`a_raid6_resync_never_takes_rot_cancelling_in_p_for_a_write_cut_before_q`).
 #[test]
 #[ignore = "fails until issue 31's remaining cases are fixed"]
 fn soak_seeds_that_still_fail() {
     let mut failed = Vec::new();
     for seed in [
         3000136, 3000189, 9001270, 9001271, 9001353, 9000350, 9000441, 9001475, 9002156, 10000585,
-        10000653, 10000627, 10003270, 10003303, 10004158, 10003658, 11003878, 11000323, 11000706,
-        11000965, 11001389, 11001903, 11001995, 11003705, 11003960, 11004483, 11001209, 11003132,
-        11004671, 12000244, 12000279, 12001157, 12002143, 12002297, 12000884, 12001388, 12002045,
+        10000653, 10000627, 10003270, 10003303, 10004158, 10003658, 11000323, 11000706, 11000965,
+        11001389, 11001903, 11001995, 11003705, 11003960, 11004483, 11001209, 11003132, 11004671,
+        12000244, 12000279, 12001157, 12002143, 12002297, 12000884, 12001388, 12002045,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
@@ -891,6 +892,18 @@ fn the_mirror_resync_never_keeps_rot_that_nothing_verified() {
     for seed in [777000900, 11001781, 11004236, 12001369, 12002612] {
         pass_full(seed);
     }
+}
+
+/// Simulator seed 11003878 (RAID6 N=4, table damage, rot in reads): during a resync both
+/// data blocks of a row read back rotten alike (flips that cancel in P), P agreed with them
+/// and Q, matching its own entry too, did not. The resync took that for a write the crash cut
+/// between P and Q, recomputed Q from the rot and recorded entries for it; a read after a
+/// trim then returned the rot with no error. Blocks rebuilt from both parities that match
+/// their own entries now decide the row first
+/// (`recovery_tests::a_raid6_resync_never_takes_rot_that_cancels_in_p_for_a_write_cut_before_q`).
+#[test]
+fn a_raid6_resync_never_takes_rot_cancelling_in_p_for_a_write_cut_before_q() {
+    pass_full(11003878);
 }
 
 /// Soak seeds that failed once and pass now (see `soak_seeds_that_still_fail`).

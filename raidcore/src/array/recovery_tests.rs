@@ -662,8 +662,14 @@ fn a_mirror_resync_takes_the_copy_another_copys_entry_vouches_for() {
         let (s1, r1) = a.layout().mirror_cell(c, 1);
         flip(&a, s0, a.cell_offset(r0, 100));
         unknown_entry(&a, s1, a.cell_offset(r1, 0));
-        scrub::run(&a, &[r0.min(r1)..r0.max(r1) + 1], Mode::Resync, None, &mut |_, _| {})
-            .unwrap();
+        scrub::run(
+            &a,
+            &[r0.min(r1)..r0.max(r1) + 1],
+            Mode::Resync,
+            None,
+            &mut |_, _| {},
+        )
+        .unwrap();
         let mut buf = vec![0u8; 4096];
         a.read(&mut buf, c * chunk).unwrap();
         assert!(
@@ -734,4 +740,26 @@ fn a_mirror_block_no_copy_of_which_verifies_is_listed_and_its_copies_agree() {
     a.write(&[7u8; 4096], row * chunk).unwrap();
     a.read(&mut buf, row * chunk).unwrap();
     assert_eq!(buf, [7u8; 4096]);
+}
+
+/// Simulator seed 11003878 (issue 31, RAID6 N=4): during the resync after an unclean stop both
+/// data blocks of a row read back rotten alike (flips that cancel in P) and failed their
+/// entries; P agreed with them, Q (matching its own entry too) did not. The resync took P's
+/// agreement for a write the crash cut between P and Q, recomputed Q from the rot and recorded
+/// entries for it: the rot then read back with no error. The two blocks rebuilt from P and Q
+/// match their own entries: that is the row.
+#[test]
+fn a_raid6_resync_never_takes_rot_that_cancels_in_p_for_a_write_cut_before_q() {
+    use crate::jobs::scrub::{self, Mode};
+    let chunk = 8192u64;
+    let (a, _faults, model) = filled(Level::Raid6, 4, chunk, 37);
+    let row = 6u64;
+    let d = a.layout().data_per_row() as u64;
+    for i in 0..d as usize {
+        flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
+    }
+    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    row_right_or_error(&a, &model, row, 0..d, None, "after the resync");
+    let mut buf = vec![0u8; 4096];
+    a.read(&mut buf, row * d * chunk).unwrap();
 }

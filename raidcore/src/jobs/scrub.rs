@@ -1151,7 +1151,43 @@ fn resync_parity_block(
         }
         return Ok(());
     }
-    if parity == 2 && (d..total).any(|i| states[i] == Cell::Good && !differs.contains(&i)) {
+    // RAID6 with both parities matching their entries and at most two data blocks failing
+    // theirs (none unknown): when the blocks rebuilt from P and Q each match their own entry,
+    // that is the row, whatever one parity agrees with (two blocks rotten alike cancel in P:
+    // simulator seed 11003878, where the rule below took P's agreement, recomputed Q from the
+    // rot and recorded entries for it).
+    let rebuild_from_both_verifies = || {
+        let failing: Vec<usize> = (0..d).filter(|&i| states[i] != Cell::Good).collect();
+        if parity != 2
+            || failing.len() > 2
+            || failing.iter().any(|&i| states[i] != Cell::Bad)
+            || states[d..].iter().any(|&s| s != Cell::Good)
+        {
+            return false;
+        }
+        let mut blocks: Vec<Vec<u8>> = (0..total).map(|i| block(i).to_vec()).collect();
+        let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+        let mut cells = states.clone();
+        for &i in &failing {
+            cells[i] = Cell::Unreadable;
+        }
+        match plan::recover(array.kernel(), &mut refs, &cells, parity, true, |_, _| {
+            Vec::new()
+        }) {
+            Recovered::Rebuilt { rebuilt, .. } => {
+                drop(refs);
+                failing.iter().all(|i| rebuilt.contains(i))
+                    && failing
+                        .iter()
+                        .all(|&i| cell(i).wanted(rel, c, b) == Some(array.csum_digest(&blocks[i])))
+            }
+            _ => false,
+        }
+    };
+    if parity == 2
+        && (d..total).any(|i| states[i] == Cell::Good && !differs.contains(&i))
+        && !rebuild_from_both_verifies()
+    {
         // One parity matches its own entry and agrees with the data as read: every data
         // block is the bytes that parity was computed from (rot in one would break the
         // agreement), so those failing their entries lag a write, and the other parity is
