@@ -139,7 +139,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l scan -d 'Also l
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l min-rate -d 'While clients\' requests are served, rebuild at this many bytes per second (it yields to them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row. Also keeps the named half of a split brain (members each assembled without the other): the other half\'s own writes are lost when it is added back'
-complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild` (arrays no daemon serves: `raidctl serve` runs rebuilds itself, and refuses this)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand fail" -s V -l version -d 'Print version'
@@ -154,7 +154,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l max-rate -d 'Reb
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l min-rate -d 'While clients\' requests are served, rebuild at this many bytes per second (it yields to them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row. Also keeps the named half of a split brain (members each assembled without the other): the other half\'s own writes are lost when it is added back'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild` (arrays no daemon serves: `raidctl serve` runs rebuilds itself, and refuses this)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand add" -s V -l version -d 'Print version'
@@ -165,7 +165,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l min-rate -d 
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row. Also keeps the named half of a split brain (members each assembled without the other): the other half\'s own writes are lost when it is added back'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s f -l force -d 'Overwrite a device that holds a file system or another array (never a mounted one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l keep-roles -d 'Skewed arrays: replacing the parity-heavy member does not move the role to the most-worn member (by default it does: the new device takes over that member\'s slot, which then takes over the heavy slot, with redundancy kept throughout)'
-complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild` (arrays no daemon serves: `raidctl serve` runs rebuilds itself, and refuses this)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand replace" -s V -l version -d 'Print version'
@@ -175,7 +175,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l member-timeo
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l max-rate -d 'Rebuild at most this many bytes per second (K/M/G suffixes)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l min-rate -d 'While clients\' requests are served, rebuild at this many bytes per second (it yields to them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l force-assemble -d 'Bring up an array that has failed because a storm of write errors (ENOSPC, a flaky cable) failed more members than it tolerates: take back the most recently failed members that are present until it runs (as mdadm --assemble --force). Writes they missed after failing are lost; a writable open resyncs every row. Also keeps the named half of a split brain (members each assembled without the other): the other half\'s own writes are lost when it is added back'
-complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild`'
+complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l no-rebuild -d 'Only record the change; run the rebuild later with `raidctl rebuild` (arrays no daemon serves: `raidctl serve` runs rebuilds itself, and refuses this)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -l json -d 'Progress as one JSON object per line on stdout, and a JSON summary'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s h -l help -d 'Print help'
 complete -c raidctl -n "__fish_raidctl_using_subcommand rebuild" -s V -l version -d 'Print version'

@@ -1311,3 +1311,137 @@ fn every_control_command_reads_the_same_served_or_not() {
     assert!(server.stop().success());
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
+
+/// Outside attack on issue 29's typed protocol: a member name that does not exist where the
+/// command runs was sent as typed, and the daemon looked it up in its own directory (it failed
+/// the daemon's `m1`, and `add` wrote a superblock onto a file the user never named); a file
+/// named `1` here was a path offline and slot 1 served; `--no-rebuild` was ignored served; a
+/// latency of 2^64 us hung the daemon. Each now means the same both ways or is refused.
+#[test]
+fn names_mean_what_they_mean_offline_and_nonsense_is_refused_served() {
+    let root = tempdir();
+    let (srv, other) = (root.path().join("s"), root.path().join("other"));
+    std::fs::create_dir(&srv).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    let m = members_created(&srv, "5", 3, "16M");
+    std::fs::File::create(srv.join("victim"))
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let sock = root.path().join("s.sock");
+    let mut server = Server::start_in(Some(&srv), "m0", &sock, &[]);
+    let here = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(&other)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = here(&["fail", "../s/m0", "m1"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, err) = here(&["add", "../s/m0", "victim"]);
+    assert_ne!(code, Some(0), "{err}");
+    let st = raidctl(["status", "--json", &m[0]]).json();
+    assert_eq!(st["state"], "clean", "{st}");
+    assert_eq!(st["members"].as_array().unwrap().len(), 3, "{st}");
+    // A file named 1 here: a path, as offline (not a member: refused).
+    std::fs::write(other.join("1"), b"x").unwrap();
+    let (code, err) = here(&["fail", "../s/m0", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        raidctl(["status", "--json", &m[0]]).json()["state"],
+        "clean"
+    );
+    let (code, err) = here(&["fail", "--no-rebuild", "../s/m0", "2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--no-rebuild"), "{err}");
+    assert_eq!(
+        raidctl(["status", "--json", &m[0]]).json()["state"],
+        "clean"
+    );
+    let (code, err) = here(&["inject", "../s/m0", "1", "--latency", "100000000s"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        raidctl(["status", "--json", &m[0]]).json()["state"],
+        "clean"
+    );
+    assert!(server.stop().success());
+}
+
+/// Outside attack on issue 29's typed protocol: a member path that is not UTF-8 made every
+/// control command abort the daemon (a panic encoding its members as JSON), which left the
+/// array unclean and served by no one. Such paths are carried lossily for display, members
+/// are matched by device and inode, and the daemon answers.
+#[test]
+fn a_member_path_that_is_not_utf8_never_takes_the_daemon_down() {
+    use std::os::unix::ffi::OsStrExt;
+    let root = tempdir();
+    let dir = root.path().join(std::ffi::OsStr::from_bytes(b"u\xffdir"));
+    std::fs::create_dir(&dir).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&["create", "--level", "5", "--size", "16M", "m0", "m1", "m2"]);
+    assert_eq!(code, Some(0), "{err}");
+    let sock = root.path().join("s.sock");
+    let mut server = Server::start_in(Some(&dir), "m0", &sock, &[]);
+    let (code, out, err) = run(&["status", "--json", "m0"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("\"served_by\": {"),
+        "not through the daemon: {out}"
+    );
+    let (code, out, err) = run(&["fail", "--json", "m0", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("\"slot\":1"), "{out}");
+    let (code, out, err) = run(&["status", "--json", "m0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("\"served_by\": {"), "the daemon died: {out}");
+    assert!(server.stop().success());
+}
+
+/// Outside attack on issue 29, item 8: `fail` of F1's parity-heavy member with a hot spare
+/// waiting said nothing of where the role goes; the note came only from a later open that
+/// promoted the spare. `fail` says it, served or not, and `--json` carries it.
+#[test]
+fn failing_the_heavy_member_with_a_spare_says_where_the_role_stays() {
+    let dir = tempdir();
+    let m = members_created(dir.path(), "f1", 4, "16M");
+    let spare = dir.path().join("sp");
+    std::fs::File::create(&spare)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let sp = spare.display().to_string();
+    raidctl(["add", &m[1], &sp]).ok();
+    let st = raidctl(["status", "--json", &m[1]]).json();
+    assert_eq!(st["parity_weights"][0], 2, "{st}");
+    let r = raidctl(["fail", "--json", &m[1], "0"]).ok();
+    let out: serde_json::Value =
+        serde_json::from_str(r.stdout_str().lines().next().unwrap()).unwrap();
+    let note = out["role_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("parity-heavy") && note.contains("most-worn"),
+        "{out}"
+    );
+    assert!(r.stderr.contains("parity-heavy"), "{}", r.stderr);
+    let st = raidctl(["status", "--json", &m[1]]).json();
+    assert_eq!(
+        st["state"], "clean",
+        "one pass rebuilt the heavy slot: {st}"
+    );
+    assert_eq!(st["members"][0]["path"], sp.as_str(), "{st}");
+}

@@ -27,17 +27,16 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
             // in a member holds the superblock (status would wait for it).
             let served = call(s, &crate::protocol::Request::Members {})?;
             let me = identity(member);
-            let paths: Vec<&str> = served["members"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["path"].as_str())
-                .collect();
-            if me.is_some() && !paths.iter().any(|p| identity(Path::new(p)) == me) {
+            let listed = served["members"].as_array().cloned().unwrap_or_default();
+            let paths: Vec<&str> = listed.iter().filter_map(|m| m["path"].as_str()).collect();
+            let id_of = |m: &Value| -> Option<(u64, u64)> {
+                Some((m["id"][0].as_u64()?, m["id"][1].as_u64()?))
+            };
+            if me.is_some() && !listed.iter().any(|m| id_of(m) == me) {
                 return Err(Error::new(
                     ErrorKind::Mismatch,
                     format!(
-                        "{} is not a member of the array `raidctl serve` serves under this uuid ({}): it is a copy of that array's member; stop that server to use this set",
+                        "{} is not in service in the array `raidctl serve` serves under this uuid ({}): it was failed out or replaced, or it is a copy of a member; name a member in service (or stop that server to use this set)",
                         member.display(),
                         paths.join(", ")
                     ),
@@ -62,7 +61,7 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
 
 /// What a path is, whatever it is called: (device, inode) of a file, the device number of a
 /// block device.
-fn identity(p: &Path) -> Option<(u64, u64)> {
+pub fn identity(p: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let m = std::fs::metadata(p).ok()?;
     if m.file_type().is_block_device() {
@@ -81,7 +80,13 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
 /// Sends one request and returns the result, or the daemon's error with its exit code's kind.
 pub fn call(mut stream: UnixStream, req: &crate::protocol::Request) -> Result<Value> {
     let io = |e: std::io::Error| Error::io(e, "talk to", "the serving daemon", 0);
-    let line = serde_json::to_string(req).expect("a request encodes");
+    // Only a path that is not UTF-8 fails to encode (JSON carries text).
+    let line = serde_json::to_string(req).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("cannot name this to the serving daemon: {e} (the control protocol carries paths as UTF-8 text; rename it, or stop the server and run the command offline)"),
+        )
+    })?;
     writeln!(stream, "{line}").map_err(io)?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).map_err(io)?;
@@ -138,12 +143,20 @@ pub fn report<T: serde::Serialize>(outcome: &T, json: bool, lines: &[String]) {
     }
 }
 
-/// A member as named on the command line, for the daemon: an existing path made absolute (the
-/// daemon resolves paths from its own directory), a slot number or anything else as given.
+/// A member as named on the command line, for the daemon, meaning what it means offline
+/// ([`raidcore::array::MemberRef::parse`]): a number is a slot unless a file of that name sits
+/// in this directory; anything else is a path, made absolute here whether or not it exists
+/// (the daemon never looks a name up in its own directory).
 pub fn member_arg(s: &str) -> String {
-    if s.parse::<usize>().is_ok() {
-        // A slot number, even where a file of that name sits in this directory.
-        return s.to_string();
+    match raidcore::array::MemberRef::parse(s) {
+        raidcore::array::MemberRef::Slot(n) => n.to_string(),
+        raidcore::array::MemberRef::Path(p) => absolute(&p).display().to_string(),
     }
-    std::fs::canonicalize(s).map_or_else(|_| s.to_string(), |p| p.display().to_string())
+}
+
+/// `p` absolute: its real path where it exists, else joined to this directory.
+pub fn absolute(p: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(p)
+        .or_else(|_| std::path::absolute(p))
+        .unwrap_or_else(|_| p.to_path_buf())
 }

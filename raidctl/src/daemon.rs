@@ -65,9 +65,12 @@ fn member_list(a: &Array) -> Vec<Value> {
         .into_iter()
         // Absolute: a client in another directory compares them with its own paths (a
         // daemon started as `serve m0` named its members relative to where it started).
+        // Shown lossily where a path is not UTF-8 (JSON carries text): `id` (device and
+        // inode) is what names the member exactly (control.rs `daemon_for`).
         .map(|m| {
             let path = m.path.map(|p| std::path::absolute(&p).unwrap_or(p));
-            json!({"slot": m.slot, "path": path, "state": m.state.name()})
+            let id = path.as_deref().and_then(crate::control::identity);
+            json!({"slot": m.slot, "path": path.map(|p| p.display().to_string()), "id": id, "state": m.state.name()})
         })
         .collect()
 }
@@ -227,7 +230,7 @@ impl Daemon {
                 max_rate,
                 min_rate,
             } => {
-                let m = raidcore::array::MemberRef::parse(&member);
+                let m = raidcore::array::MemberRef::parse_resolved(&member);
                 // The rates first: the supervisor may start the hot spare's rebuild at once.
                 rates(max_rate, min_rate);
                 let slot = a.fail(&m)?;
@@ -235,7 +238,7 @@ impl Daemon {
                 answer(&crate::protocol::Failed::of(a, slot))
             }
             Request::Remove { member } => {
-                a.remove(&raidcore::array::MemberRef::parse(&member))?;
+                a.remove(&raidcore::array::MemberRef::parse_resolved(&member))?;
                 answer(&crate::protocol::Removed {
                     state: a.state().name().to_string(),
                 })
@@ -266,7 +269,7 @@ impl Daemon {
                 let member = self.joining(new, force)?;
                 rates(max_rate, min_rate);
                 let keep = keep_roles.unwrap_or(self.config.keep_roles);
-                let old = raidcore::array::MemberRef::parse(old);
+                let old = raidcore::array::MemberRef::parse_resolved(old);
                 let change = a.replace(&old, member, new, endurance_bytes, keep)?;
                 self.rebuild_wanted.store(true, Ordering::Release);
                 answer(&crate::protocol::Replacing {
@@ -308,14 +311,14 @@ impl Daemon {
                 crate::cmd::wear::record_json(a, &opts, w.collision_days)
             }
             Request::Clear { member } => {
-                let m = member.map(|m| raidcore::array::MemberRef::parse(&m));
+                let m = member.map(|m| raidcore::array::MemberRef::parse_resolved(&m));
                 answer(&crate::protocol::Cleared::from(a.clear_errors(m.as_ref())?))
             }
             Request::SetEndurance {
                 member,
                 endurance_bytes,
             } => {
-                let m = raidcore::array::MemberRef::parse(&member);
+                let m = raidcore::array::MemberRef::parse_resolved(&member);
                 a.set_endurance(&m, endurance_bytes)?;
                 answer(&crate::protocol::EnduranceSet { endurance_bytes })
             }
@@ -384,6 +387,7 @@ impl Daemon {
                 Some(p) => table.state(p).clear(),
                 None => table.all().iter().for_each(|s| s.clear()),
             }
+            let path = path.map(|p| p.display().to_string());
             return Ok(json!({"cleared": path, "injected": crate::inject::table_json(table)}));
         }
         let Some(path) = path else {
@@ -395,6 +399,8 @@ impl Daemon {
         let st = table.state(&path);
         let mut f = st.faults();
         crate::inject::merge(&mut f, add);
+        f.validate()
+            .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("bad fault: {e}")))?;
         // A range that lies below the data area drills the metadata only.
         let data_offset = a.data_offset_of();
         let mut notes = Vec::new();
@@ -460,7 +466,7 @@ impl Daemon {
         let array = self.array.clone();
         std::thread::spawn(move || array.raise("drill", slot, detail));
         Ok(
-            json!({"member": path, "faults": f, "re_added_slot": re_added, "notes": notes, "injected": crate::inject::table_json(table)}),
+            json!({"member": path.display().to_string(), "faults": f, "re_added_slot": re_added, "notes": notes, "injected": crate::inject::table_json(table)}),
         )
     }
 

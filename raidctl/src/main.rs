@@ -41,7 +41,9 @@ fn main() -> ExitCode {
             let _ = e.print();
             // `wear --check` speaks to a monitoring system: a bad flag is "unknown" (3), not
             // the usage error's 2, which it would read as "critical".
-            let args: Vec<String> = std::env::args().collect();
+            // args_os: an argument that is not UTF-8 is the usage error clap just printed,
+            // not a panic.
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
             let check = args.iter().any(|a| a == "wear") && args.iter().any(|a| a == "--check");
             return match (e.use_stderr(), check) {
                 (true, true) => ExitCode::from(cmd::wear::CHECK_UNKNOWN),

@@ -150,27 +150,34 @@ pub struct Failed {
     pub spare_removed: bool,
     /// The array's state afterwards.
     pub state: String,
+    /// The parity-heavy slot of a skewed array failed with a hot spare waiting: the spare
+    /// rebuilds it in place and the role stays ([`raidcore::Array::heavy_role_note`]).
+    pub role_note: Option<String>,
 }
 
 impl Failed {
     /// `slot` as [`raidcore::Array::fail`] returns it (`usize::MAX`: a spare, removed).
     pub fn of(a: &raidcore::Array, slot: usize) -> Failed {
         let slot = (slot != usize::MAX).then_some(slot);
+        let spare_waits = a.members().iter().any(|m| m.state.name() == "spare");
         Failed {
             slot,
             spare_removed: slot.is_none(),
             state: a.state().name().to_string(),
+            role_note: slot
+                .filter(|_| spare_waits)
+                .and_then(|s| a.heavy_role_note(s)),
         }
     }
 
-    /// The line printed for it, with the member as the user named it.
-    pub fn say(&self, member: &str, served: bool) -> String {
+    /// The lines printed for it, with the member as the user named it.
+    pub fn say(&self, member: &str, served: bool) -> Vec<String> {
         let array = if served {
             "the served array"
         } else {
             "the array"
         };
-        match self.slot {
+        let s = match self.slot {
             Some(slot) => {
                 format!(
                     "slot {slot} marked faulty ({member}); {array} is {}",
@@ -178,7 +185,8 @@ impl Failed {
                 )
             }
             None => format!("spare {member} removed from {array}"),
-        }
+        };
+        std::iter::once(s).chain(self.role_note.clone()).collect()
     }
 }
 

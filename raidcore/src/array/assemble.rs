@@ -332,8 +332,21 @@ impl Array {
     /// Assembles the array that `path` is a member of, finding members through `src`.
     pub fn open_from(src: &dyn MemberSource, path: &Path, opts: &AssembleOptions) -> Result<Array> {
         // Member paths are reported and events name them: absolute, so that they mean the
-        // same to a process in another directory (symlinks kept: /dev/disk/by-id names stay).
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        // same to a process in another directory. The directory is resolved (`..`, symlinks),
+        // the file name kept (/dev/disk/by-id names stay).
+        let absolute = match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) => {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                std::fs::canonicalize(dir).map(|d| d.join(name)).ok()
+            }
+            _ => None,
+        }
+        .or_else(|| std::path::absolute(path).ok())
+        .unwrap_or_else(|| path.to_path_buf());
         let path = absolute.as_path();
         let primary = claim(src, load(src, path)?, opts)?;
         let sb0 = primary.loaded.sb.clone();

@@ -19,7 +19,25 @@ pub enum MemberRef {
     Slot(usize),
 }
 
+impl std::fmt::Display for MemberRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberRef::Path(p) => write!(f, "{}", p.display()),
+            MemberRef::Slot(n) => write!(f, "slot {n}"),
+        }
+    }
+}
+
 impl MemberRef {
+    /// A member as the control protocol names it: digits are a slot, anything else a path
+    /// (absolute: the client resolved it). Never looked up in the daemon's directory.
+    pub fn parse_resolved(s: &str) -> MemberRef {
+        match s.parse::<usize>() {
+            Ok(n) => MemberRef::Slot(n),
+            Err(_) => MemberRef::Path(PathBuf::from(s)),
+        }
+    }
+
     /// "3" is a slot, anything else a path.
     pub fn parse(s: &str) -> MemberRef {
         match s.parse::<usize>() {
@@ -130,7 +148,7 @@ impl Array {
         d.ok_or_else(|| {
             crate::Error::new(
                 crate::ErrorKind::InvalidInput,
-                format!("{m:?} has no device in the array now"),
+                format!("{m} has no device in the array now"),
             )
         })
     }

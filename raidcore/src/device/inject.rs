@@ -64,9 +64,50 @@ pub struct Faults {
     pub full: bool,
 }
 
+/// The longest latency a fault may add to one request (a request waiting longer holds up
+/// `inject --clear` and a clean stop).
+pub const MAX_LATENCY_US: u64 = 60_000_000;
+
 impl Faults {
     pub fn is_none(&self) -> bool {
         *self == Faults::default()
+    }
+
+    /// Refuses faults that mean nothing or cannot end: a rate outside 0..1, an empty or
+    /// reversed range, a latency over a minute.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        for (what, w) in [
+            ("read_errors", &self.read_errors),
+            ("write_errors", &self.write_errors),
+        ] {
+            match w {
+                Some(Where::Rate(r)) if !(0.0..=1.0).contains(r) => {
+                    return Err(format!("{what}: a rate is a fraction from 0 to 1, not {r}"))
+                }
+                Some(Where::Range { start, end }) if start >= end => {
+                    return Err(format!("{what}: the range {start}..{end} is empty"))
+                }
+                _ => {}
+            }
+        }
+        if let Some(r) = self.corrupt_on_read {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(format!("corrupt_on_read: a fraction from 0 to 1, not {r}"));
+            }
+        }
+        if let Some((start, end)) = self.corrupt_in {
+            if start >= end {
+                return Err(format!("corrupt_in: the range {start}..{end} is empty"));
+            }
+        }
+        if self.latency_us.unwrap_or(0) > MAX_LATENCY_US || self.latency_jitter_us > MAX_LATENCY_US
+        {
+            return Err(format!(
+                "latency: at most {} s per request",
+                MAX_LATENCY_US / 1_000_000
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -89,7 +89,8 @@ pub fn endurance_bytes(tbw: Option<f64>) -> Result<Option<u64>> {
 pub fn run(a: AddArgs) -> Result<ExitCode> {
     let endurance = endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
-        let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
+        a.rebuild.served()?;
+        let new = crate::control::absolute(&a.new);
         let r: Added = crate::control::call_as(
             c,
             &crate::protocol::Request::Add {

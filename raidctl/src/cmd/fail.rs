@@ -23,6 +23,7 @@ pub struct FailArgs {
 
 pub fn run(a: FailArgs) -> Result<ExitCode> {
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
+        a.rebuild.served()?;
         let r: Failed = crate::control::call_as(
             c,
             &crate::protocol::Request::Fail {
@@ -31,11 +32,11 @@ pub fn run(a: FailArgs) -> Result<ExitCode> {
                 min_rate: a.rebuild.min_rate,
             },
         )?;
-        crate::control::report(&r, a.rebuild.json, &[r.say(&a.member, true)]);
+        crate::control::report(&r, a.rebuild.json, &r.say(&a.member, true));
         return Ok(ExitCode::SUCCESS);
     }
     let array = super::assemble(&a.array, true)?;
     let r = Failed::of(&array, array.fail(&MemberRef::parse(&a.member))?);
-    crate::control::report(&r, a.rebuild.json, &[r.say(&a.member, false)]);
+    crate::control::report(&r, a.rebuild.json, &r.say(&a.member, false));
     super::rebuild::after_change(array, &a.rebuild)
 }

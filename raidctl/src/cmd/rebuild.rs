@@ -22,7 +22,8 @@ pub struct RebuildFlags {
     /// them; full speed, or --max-rate, when they are idle; 0: never yield). Default 32M
     #[arg(long, value_name = "BYTES/S", value_parser = parse_size)]
     pub min_rate: Option<u64>,
-    /// Only record the change; run the rebuild later with `raidctl rebuild`
+    /// Only record the change; run the rebuild later with `raidctl rebuild` (arrays no daemon
+    /// serves: `raidctl serve` runs rebuilds itself, and refuses this)
     #[arg(long)]
     pub no_rebuild: bool,
     /// Progress as one JSON object per line on stdout, and a JSON summary
@@ -31,6 +32,18 @@ pub struct RebuildFlags {
 }
 
 impl RebuildFlags {
+    /// Refuses what a served array cannot honour: the daemon runs every rebuild and replace
+    /// itself, so `--no-rebuild` (only record the change) would be ignored there.
+    pub fn served(&self) -> raidcore::Result<()> {
+        if self.no_rebuild {
+            return Err(raidcore::Error::new(
+                raidcore::ErrorKind::InvalidInput,
+                "--no-rebuild applies to arrays no daemon serves: `raidctl serve` runs rebuilds and replaces itself as soon as they are recorded (--max-rate slows one); nothing changed",
+            ));
+        }
+        Ok(())
+    }
+
     /// Defaults: no rate limit, rebuild now, human progress.
     pub fn quiet() -> RebuildFlags {
         RebuildFlags {

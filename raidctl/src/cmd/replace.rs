@@ -36,7 +36,8 @@ pub struct ReplaceArgs {
 pub fn run(a: ReplaceArgs) -> Result<ExitCode> {
     let endurance = super::add::endurance_bytes(a.join.endurance)?;
     if let Some(c) = crate::control::daemon_for(&a.array.array)? {
-        let new = std::fs::canonicalize(&a.new).unwrap_or(a.new.clone());
+        a.rebuild.served()?;
+        let new = crate::control::absolute(&a.new);
         let r: Replacing = crate::control::call_as(
             c,
             &crate::protocol::Request::Replace {

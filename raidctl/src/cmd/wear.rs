@@ -131,8 +131,9 @@ impl WearOpts {
                 .iter()
                 .map(|s| match s.as_str() {
                     "auto" | "none" => s.clone(),
-                    f => std::fs::canonicalize(f)
-                        .map_or_else(|_| f.to_string(), |p| p.display().to_string()),
+                    f => crate::control::absolute(std::path::Path::new(f))
+                        .display()
+                        .to_string(),
                 })
                 .collect(),
             window: self.window,
