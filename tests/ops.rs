@@ -1369,7 +1369,15 @@ fn names_mean_what_they_mean_offline_and_nonsense_is_refused_served() {
         raidctl(["status", "--json", &m[0]]).json()["state"],
         "clean"
     );
+    // A failed member names no array, served as offline (it was accepted served).
+    let (code, err) = here(&["fail", "../s/m0", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = here(&["add", "../s/m2", "../s/m2"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("failed out"), "{err}");
     assert!(server.stop().success());
+    let (code, err) = here(&["status", "../s/m2"]);
+    assert_eq!(code, Some(3), "offline: {err}");
 }
 
 /// Outside attack on issue 29's typed protocol: a member path that is not UTF-8 made every
@@ -1444,4 +1452,48 @@ fn failing_the_heavy_member_with_a_spare_says_where_the_role_stays() {
         "one pass rebuilt the heavy slot: {st}"
     );
     assert_eq!(st["members"][0]["path"], sp.as_str(), "{st}");
+}
+
+/// Outside attack on issue 29: `inject --return` of a member reached through a symlink (as
+/// /dev/disk/by-id names are) did not add it back: the daemon compared the member's resolved
+/// path with the listed link. Members are matched by device and inode.
+#[test]
+fn a_vanished_member_behind_a_symlink_is_added_back_on_return() {
+    let root = tempdir();
+    let (real, links) = (root.path().join("d"), root.path().join("arr"));
+    std::fs::create_dir(&real).unwrap();
+    std::fs::create_dir(&links).unwrap();
+    let mut l = Vec::new();
+    for i in 0..3 {
+        let f = real.join(format!("d{i}"));
+        std::fs::File::create(&f)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let link = links.join(format!("l{i}"));
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        l.push(link.display().to_string());
+    }
+    raidctl([
+        "create", "--level", "5", "--size", "8M", &l[0], &l[1], &l[2],
+    ])
+    .ok();
+    let sock = root.path().join("s.sock");
+    let mut server = Server::start(&l[0], &sock);
+    raidctl(["inject", &l[0], &l[1], "--vanish"]).ok();
+    let src = root.path().join("src.img");
+    std::fs::write(&src, pattern("away", 1 << 20)).unwrap();
+    cmd("nbdcopy", &[src.to_str().unwrap(), &server.uri()]);
+    assert_eq!(
+        raidctl(["status", "--json", &l[0]]).json()["members"][1]["state"],
+        "faulty"
+    );
+    let r = raidctl(["inject", "--json", &l[0], &l[1], "--return"])
+        .ok()
+        .json();
+    assert_eq!(r["re_added_slot"], 1, "{r}");
+    wait_for("the returned member to be rebuilt", || {
+        raidctl(["status", "--json", &l[0]]).json()["state"] == "clean"
+    });
+    assert!(server.stop().success());
 }

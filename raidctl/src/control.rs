@@ -32,6 +32,20 @@ pub fn daemon_for(member: &Path) -> Result<Option<UnixStream>> {
             let id_of = |m: &Value| -> Option<(u64, u64)> {
                 Some((m["id"][0].as_u64()?, m["id"][1].as_u64()?))
             };
+            // As offline (assembly refuses to start from such a member).
+            if let Some(m) = listed
+                .iter()
+                .find(|m| me.is_some() && id_of(m) == me && m["state"] == "faulty")
+            {
+                return Err(Error::new(
+                    ErrorKind::Mismatch,
+                    format!(
+                        "{} was failed out of its array (slot {}); name another member, and re-add it with `raidctl add` to rebuild it",
+                        member.display(),
+                        m["slot"]
+                    ),
+                ));
+            }
             if me.is_some() && !listed.iter().any(|m| id_of(m) == me) {
                 return Err(Error::new(
                     ErrorKind::Mismatch,

@@ -417,17 +417,17 @@ impl Daemon {
             }
         }
         let mut re_added = None;
+        // The listed member that is this path: by device and inode (a member reached through
+        // a symlink, as /dev/disk/by-id names are, is listed by the link).
+        let me = crate::control::identity(&path);
+        let same = |m: &Value| {
+            me.is_some()
+                && m["id"][0].as_u64() == me.map(|x| x.0)
+                && m["id"][1].as_u64() == me.map(|x| x.1)
+        };
         if return_ {
             f.vanished = false;
             st.set(f.clone());
-            let same = |m: &Value| {
-                m["path"]
-                    .as_str()
-                    .map(std::path::Path::new)
-                    .is_some_and(|p| {
-                        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()) == path
-                    })
-            };
             if members.iter().any(|m| same(m) && m["state"] == "faulty") {
                 if let Some(m) = a.take_failed(&path) {
                     st.forgive();
@@ -441,14 +441,7 @@ impl Daemon {
         }
         let slot = members
             .iter()
-            .find(|m| {
-                m["path"]
-                    .as_str()
-                    .map(std::path::Path::new)
-                    .is_some_and(|p| {
-                        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()) == path
-                    })
-            })
+            .find(|m| same(m))
             .and_then(|m| m["slot"].as_u64())
             .map(|s| s as usize);
         let detail = format!(
