@@ -180,10 +180,15 @@ pub fn run(a: RebuildArgs) -> Result<ExitCode> {
                 min_rate: a.flags.min_rate,
             },
         )?;
-        let say = format!(
-            "the serving daemon runs the rebuild ({} pending); see raidctl status",
-            r.pending
-        );
+        let say = if r.pending == 0 {
+            "nothing to rebuild (the serving daemon starts any rebuild itself); see raidctl status"
+                .to_string()
+        } else {
+            format!(
+                "the serving daemon runs the rebuild ({} pending); see raidctl status",
+                r.pending
+            )
+        };
         crate::control::report(&r, a.flags.json, &[say]);
         return Ok(ExitCode::SUCCESS);
     }
