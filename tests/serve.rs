@@ -781,7 +781,7 @@ fn a_command_on_a_copy_never_acts_on_the_served_original() {
     let r = raidctl(["fail", &b0.display().to_string(), "1"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
-        r.stderr.contains("is not a member of the array"),
+        r.stderr.contains("is not in service in the array") && r.stderr.contains("a copy"),
         "{}",
         r.stderr
     );
