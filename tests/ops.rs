@@ -893,15 +893,8 @@ fn relative_member_paths_mean_the_same_to_a_served_array() {
     let sock = dir.path().join("s.sock");
     let mut server = Server::start(&m[0], &sock);
     let here = |args: &[&str]| {
-        let o = Command::new(BIN)
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        let r = raidctl_in(dir.path(), args);
+        (Some(r.code), r.stderr)
     };
     let (code, err) = here(&["replace", "m0", "m2", "n2"]);
     assert_eq!(code, Some(0), "{err}");
@@ -1229,16 +1222,8 @@ fn every_control_command_reads_the_same_served_or_not() {
     let sock = root.path().join("s.sock");
     let mut server = Server::start_in(Some(&on), "m0", &sock, &[]);
     let run = |dir: &Path, args: &[&str]| {
-        let o = Command::new(BIN)
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        let r = raidctl_in(dir, args);
+        (Some(r.code), r.stdout_str(), r.stderr)
     };
     // The first JSON value a command printed (a line, or a pretty object).
     let first_json = |out: &str| -> serde_json::Value {
@@ -1331,15 +1316,8 @@ fn names_mean_what_they_mean_offline_and_nonsense_is_refused_served() {
     let sock = root.path().join("s.sock");
     let mut server = Server::start_in(Some(&srv), "m0", &sock, &[]);
     let here = |args: &[&str]| {
-        let o = Command::new(BIN)
-            .args(args)
-            .current_dir(&other)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        let r = raidctl_in(&other, args);
+        (Some(r.code), r.stderr)
     };
     let (code, err) = here(&["fail", "../s/m0", "m1"]);
     assert_eq!(code, Some(2), "{err}");
@@ -1391,16 +1369,8 @@ fn a_member_path_that_is_not_utf8_never_takes_the_daemon_down() {
     let dir = root.path().join(std::ffi::OsStr::from_bytes(b"u\xffdir"));
     std::fs::create_dir(&dir).unwrap();
     let run = |args: &[&str]| {
-        let o = Command::new(BIN)
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        let r = raidctl_in(&dir, args);
+        (Some(r.code), r.stdout_str(), r.stderr)
     };
     let (code, _, err) = run(&["create", "--level", "5", "--size", "16M", "m0", "m1", "m2"]);
     assert_eq!(code, Some(0), "{err}");

@@ -87,6 +87,18 @@ where
     )
 }
 
+/// Runs raidctl with `args` in directory `dir` (members named relative to it).
+pub fn raidctl_in(dir: &Path, args: &[&str]) -> Run {
+    from_output(
+        Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run raidctl"),
+    )
+}
+
 /// A raidctl run with its own state and run directories (events, monitor position, sockets,
 /// saved profiles).
 pub fn raidctl_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
