@@ -954,8 +954,12 @@ impl Array {
                 for p in pieces(offset, data.len(), chunk) {
                     let _g = self.locks.write(self.unit_rows(p.unit));
                     let src = &data[p.buf_off..p.buf_off + (p.range.end - p.range.start) as usize];
+                    // The rest of a partly written block is read first: a listed block's rest is
+                    // not known, so such a write is refused and changes nothing (an outside
+                    // attack: it went in and then read as an error).
                     let widened = self.widen(src, &p.range, |b, w| {
-                        self.read_mirror_chunk(p.unit, copies, b, w.start)
+                        self.check_bad(p.unit * chunk + w.start, w.end - w.start)
+                            .and_then(|()| self.read_mirror_chunk(p.unit, copies, b, w.start))
                     })?;
                     let (src, range) = match &widened {
                         Some((b, r)) => (&b[..], r.clone()),

@@ -352,6 +352,11 @@ pub struct Array {
     /// Entries of member writes in progress, kept outside the members (set by
     /// [`Array::keep_pending_entries`]; pending.rs).
     pub(crate) pending: std::sync::OnceLock<pending::PendingStore>,
+    /// After an unclean stop that was not a power cut (the pending store of an earlier session
+    /// of this boot survived and was applied): every completed write's entries are known, so
+    /// a block failing its entry is rot, never a write whose entry lags (scrub.rs, the
+    /// resync).
+    pub(crate) entries_current: AtomicBool,
 }
 
 /// A request's write in progress: its write-intent bits held (the regions stay marked) and its
@@ -497,6 +502,7 @@ impl Array {
             unflushed: Default::default(),
             unchecked: AtomicU64::new(0),
             pending: std::sync::OnceLock::new(),
+            entries_current: AtomicBool::new(false),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);

@@ -139,6 +139,9 @@ pub struct PendingStore {
     boot: [u8; 16],
     nonce: AtomicU64,
     next: AtomicU64,
+    /// An earlier session of this array in this boot left the store: the last stop was not a
+    /// power cut, so its candidates cover every write it had in flight.
+    earlier: bool,
 }
 
 impl PendingStore {
@@ -191,7 +194,7 @@ impl PendingStore {
         uuid: &[u8; 16],
         boot: [u8; 16],
     ) -> std::io::Result<(Vec<Candidate>, Self)> {
-        let found = read_candidates(&backing.read_all()?, uuid, &boot);
+        let (earlier, found) = read_candidates(&backing.read_all()?, uuid, &boot);
         backing.truncate()?;
         let store = PendingStore {
             backing,
@@ -200,6 +203,7 @@ impl PendingStore {
             boot,
             nonce: AtomicU64::new(0),
             next: AtomicU64::new(0),
+            earlier,
         };
         store.restart()?;
         Ok((found, store))
@@ -276,9 +280,9 @@ fn fresh_nonce(old: u64) -> u64 {
 }
 
 /// The valid records of a store's bytes, when its header is this array's, of this boot.
-fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> Vec<Candidate> {
+fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> (bool, Vec<Candidate>) {
     if bytes.len() < HEADER as usize {
-        return Vec::new();
+        return (false, Vec::new());
     }
     let h = &bytes[..HEADER as usize];
     let word = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
@@ -288,7 +292,7 @@ fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> Vec<Candid
         || word(40) != CAPACITY
         || word(56) != check(0, &h[..56])
     {
-        return Vec::new();
+        return (false, Vec::new());
     }
     let nonce = word(48);
     let mut out: Vec<Candidate> = bytes[HEADER as usize..]
@@ -305,7 +309,7 @@ fn read_candidates(bytes: &[u8], uuid: &[u8; 16], boot: &[u8; 16]) -> Vec<Candid
         .collect();
     out.sort_unstable();
     out.dedup();
-    out
+    (true, out)
 }
 
 /// What [`Array::keep_pending_entries`] found.
@@ -398,6 +402,8 @@ impl Array {
             self.csum_sync_all(false)?;
             self.flush_members()?;
         }
+        self.entries_current
+            .store(store.earlier, std::sync::atomic::Ordering::Release);
         let _ = self.pending.set(store);
         Ok(rep)
     }
@@ -409,6 +415,24 @@ mod tests {
 
     fn mem() -> Backing {
         Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
+    }
+
+    /// The resync trusts that no entry lags a completed write only after a stop that was not
+    /// a power cut: when a session of the same array and boot left the store.
+    #[test]
+    fn only_a_store_an_earlier_session_of_this_boot_left_says_the_entries_are_current() {
+        let b = mem();
+        let (_, s) = PendingStore::open(b.clone(), &[1; 16], [7; 16]).unwrap();
+        assert!(!s.earlier, "a fresh store (a power cut took the last one)");
+        drop(s);
+        let copy = Backing::Memory(Arc::new(std::sync::Mutex::new(b.read_all().unwrap())));
+        assert!(
+            !PendingStore::open(copy, &[1; 16], [6; 16])
+                .unwrap()
+                .1
+                .earlier
+        );
+        assert!(PendingStore::open(b, &[1; 16], [7; 16]).unwrap().1.earlier);
     }
 
     #[test]

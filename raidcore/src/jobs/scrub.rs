@@ -1184,7 +1184,14 @@ fn resync_parity_block(
             _ => false,
         }
     };
+    // After a stop that was not a power cut no entry lags a completed write (pending.rs):
+    // data failing their entries are rot, whatever a parity agrees with (an outside attack:
+    // rot alike in two blocks, Q failing its entry or missing, read back after kill -9).
+    let entries_lag_possible = !array
+        .entries_current
+        .load(std::sync::atomic::Ordering::Acquire);
     if parity == 2
+        && entries_lag_possible
         && (d..total).any(|i| states[i] == Cell::Good && !differs.contains(&i))
         && !rebuild_from_both_verifies()
     {
@@ -2547,20 +2554,30 @@ fn resync_mirror_block<'a>(
     let vouched_by_another = (0..avail.len()).find(|&i| {
         states[i] == Cell::Unchecked && wanted_digests.contains(&array.csum_digest(block(avail[i])))
     });
+    // After a stop that was not a power cut every completed write's entries are known
+    // (pending.rs): bytes a copy holds while failing its entry are rot, however many copies
+    // agree on them (two copies rotten alike after kill -9 were recorded as agreed: an outside
+    // attack). After a power cut an entry can lag a completed write, and agreement decides.
+    let current = checksums
+        && array
+            .entries_current
+            .load(std::sync::atomic::Ordering::Acquire);
+    let rotten =
+        |i: usize| current && (0..avail.len()).any(|j| states[j] == Cell::Bad && agree(i, j));
     let source: Option<(usize, Vouch, &str)> = match plan::choose_copy(&states, true, agree) {
         CopyChoice::Use { copy, .. } => Some((copy, matched, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
         _ if vouched_by_another.is_some() => vouched_by_another.map(|i| (i, Verified::rebuilt as Vouch, "differs from a copy that matches the checksum entry of another copy (its own entry is unknown: a damaged table page) after an unclean stop; rewritten from it")),
-        _ if avail.len() >= 2 && all_agree => Some((0, Verified::agreed, "")),
+        _ if avail.len() >= 2 && all_agree && !rotten(0) => Some((0, Verified::agreed, "")),
         _ if !checksums && avail.len() == 1 => Some((0, Verified::unchecked, "")),
-        // RAID0: a lone copy failing its entry after a crash is rot or an entry the crash left
-        // behind (a lost log page), and nothing can tell which: taken as it lies, as before.
-        _ if array.layout().copies() == 1 => Some((0, Verified::agreed as Vouch, "")),
+        // RAID0: a lone copy failing its entry after a power cut is rot or an entry the cut
+        // left behind (a lost log page), and nothing can tell which: taken as it lies.
+        _ if array.layout().copies() == 1 && !rotten(0) => Some((0, Verified::agreed as Vouch, "")),
         // A strict majority of two or more (a lone copy is no majority: it agrees only with
         // itself, and its rot was recorded as agreed, simulator seed 11001781).
         _ => (0..avail.len())
             .find(|&i| {
                 let n = (0..avail.len()).filter(|&j| agree(i, j)).count();
-                n >= 2 && n * 2 > avail.len()
+                !rotten(i) && n >= 2 && n * 2 > avail.len()
             })
             .map(|i| (i, Verified::agreed as Vouch, "differs from the majority of the copies after an unclean stop; rewritten from it"))
             .or_else(|| (!checksums).then_some((0, Verified::unchecked as Vouch, "copies differ after an unclean stop and no checksum or majority decides: copied from the first copy, as md does"))),
@@ -2585,12 +2602,24 @@ fn resync_mirror_block<'a>(
                     rep,
                     problem(
                         x,
-                        if states[i] == Cell::Bad { "data checksum" } else { "mirror" },
+                        if states[i] == Cell::Bad {
+                            "data checksum"
+                        } else {
+                            "mirror"
+                        },
                         false,
-                        "after an unclean stop no copy of this block verifies and the copies do not agree: rot cannot be told from a write the crash cut, so it is listed as lost (reads of it fail until it is written again)".into(),
+                        if array.layout().copies() == 1 {
+                            "after an unclean stop this block fails its checksum and no copy is kept to restore it: left as it is (reads of it fail until it is written again)".into()
+                        } else {
+                            "after an unclean stop no copy of this block verifies and the copies do not agree: rot cannot be told from a write the crash cut, so it is listed as lost (reads of it fail until it is written again)".into()
+                        },
                     ),
                 );
             }
+        }
+        if array.layout().copies() == 1 {
+            // RAID0 lists nothing: the block keeps its entry, and reads of it fail.
+            return Ok(());
         }
         undecided.push(MirrorUndecided {
             avail: avail.to_vec(),
