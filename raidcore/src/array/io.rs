@@ -898,7 +898,11 @@ impl Array {
                 Ok(()) => Some(self.old_entry(slot, row, within)),
                 Err(_) => {
                     self.slot_still_usable(slot)?;
-                    blk.fill(0);
+                    // Lost, and listed on the copy: it holds the placeholder its row's parity
+                    // assumes, as a rebuild's target does, never zeros (reads count listed
+                    // blocks as consistent with their row: zeros there made a read rebuild
+                    // another block wrong and write it, simulator seed 13002991).
+                    self.placeholder_block(slot, row, within, blk);
                     None
                 }
             };
@@ -908,6 +912,37 @@ impl Array {
             });
         }
         Ok(())
+    }
+
+    /// The bytes block (`row`, `within`) of `slot` must hold for its row's P to agree: the
+    /// XOR of the row's other data blocks and P as they lie, unverified (a placeholder for a
+    /// block that is listed, never read as data). Zeros on mirror levels, for Q, and where
+    /// another block cannot be read.
+    fn placeholder_block(&self, slot: usize, row: u64, within: u64, blk: &mut [u8]) {
+        blk.fill(0);
+        let Redundancy::Parity { parity } = self.layout.redundancy() else {
+            return;
+        };
+        let slots = self.row_slots(row, parity);
+        let d = slots.len() - parity;
+        let Some(me) = slots.iter().position(|&s| s == slot) else {
+            return;
+        };
+        if me > d {
+            return;
+        }
+        // Aligned: members may be opened O_DIRECT.
+        let mut other = crate::buf::AlignedBuf::zeroed(blk.len());
+        for (i, &s) in slots.iter().enumerate().take(d + 1) {
+            if i == me {
+                continue;
+            }
+            if self.member_read(s, &mut other, row, within).is_err() {
+                blk.fill(0);
+                return;
+            }
+            blk.iter_mut().zip(other.iter()).for_each(|(x, y)| *x ^= y);
+        }
     }
 
     /// An error when `slot`'s member was failed (a read error past the limit, a device gone).

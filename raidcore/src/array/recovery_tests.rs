@@ -830,3 +830,39 @@ fn after_a_process_crash_raid6_never_takes_rot_that_p_agrees_with_for_a_cut_writ
     scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
     row_right_or_error(&a, &model, row, 0..d, None, "after the resync");
 }
+
+/// Simulator seed 13002991 (issue 31, RAID5, table damage only: wrong data with no error): a
+/// replace copied a member whose block was unreadable and listed (nothing could verify a
+/// rebuild of it: a neighbour's entry was unknown). The copy got zeros there, not the
+/// placeholder its row's parity assumes; reads count listed blocks as consistent with their
+/// row, so a read of the neighbour (entry unknown) rebuilt it from the zeros, found it
+/// differing, and wrote the wrong bytes over it. The copy now holds the placeholder.
+#[test]
+fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes() {
+    let chunk = 8192u64;
+    let (a, faults, model) = filled(Level::Raid5, 4, chunk, 47);
+    let row = 4u64;
+    let d = a.layout().data_per_row() as u64;
+    let (s0, s1) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
+    // Block 0 of data cell 1 listed (a write that could not verify it did so), then
+    // unreadable on its member; data cell 0's entry unknown (a damaged table page).
+    assert!(a.mark_lost_block(s1, row * chunk));
+    a.persist().unwrap();
+    faults[s1].bad_block(a.cell_offset(row, 0));
+    unknown_entry(&a, s0, a.cell_offset(row, 0));
+    let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
+        .unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    let mut buf = vec![0u8; 4096];
+    right_or_error(&a, &model, row * d * chunk, &mut buf, None, "data cell 0");
+    // And again: a read that wrote its reconstruction would now return it.
+    right_or_error(
+        &a,
+        &model,
+        row * d * chunk,
+        &mut buf,
+        None,
+        "data cell 0, again",
+    );
+}
