@@ -958,7 +958,7 @@ impl Array {
     }
 
     /// The checksum entry `slot`'s device has for the block at (`row`, `within`).
-    fn old_entry(&self, slot: usize, row: u64, within: u64) -> Expect {
+    pub(crate) fn old_entry(&self, slot: usize, row: u64, within: u64) -> Expect {
         self.source(slot, row)
             .and_then(|d| {
                 let s = self.csum_of(&d)?;

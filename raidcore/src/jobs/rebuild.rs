@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::RateLimit;
-use crate::array::csum::Expect;
+use crate::array::csum::{Digest, Expect};
 use crate::array::{Array, KeptAsIs, RowGuard, Target, TargetKind, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
@@ -1005,7 +1005,29 @@ fn mirror_blocks(
     }
     for b in 0..c / BLK {
         let blk = b * BLK..(b + 1) * BLK;
-        let cells: Vec<Cell> = states.iter().map(|st| st[b]).collect();
+        let mut cells: Vec<Cell> = states.iter().map(|st| st[b]).collect();
+        // Copies hold the same data: the known entry of a copy failing it vouches for an
+        // unchecked copy (its own entry unknown, a damaged or unreadable table page) that
+        // matches it, as in the resync.
+        if cells.contains(&Cell::Bad) && cells.contains(&Cell::Unchecked) {
+            let wanted: Vec<Digest> = (0..others.len())
+                .filter(|&o| cells[o] == Cell::Bad)
+                .filter_map(|o| {
+                    let (s2, row2) = others[o];
+                    match array.old_entry(s2, row2, blk.start as u64) {
+                        Expect::Known(d) => Some(d),
+                        Expect::Unknown => None,
+                    }
+                })
+                .collect();
+            for o in 0..others.len() {
+                if cells[o] == Cell::Unchecked
+                    && wanted.contains(&array.csum_digest(&bytes[o][blk.clone()]))
+                {
+                    cells[o] = Cell::Good;
+                }
+            }
+        }
         let redundant = array.layout().copies() >= 2;
         let choice = plan::choose_copy(&cells, redundant, |i, j| {
             bytes[i][blk.clone()] == bytes[j][blk.clone()]
