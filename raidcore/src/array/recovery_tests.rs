@@ -267,9 +267,9 @@ fn a_read_of_an_unreadable_sector_counts_it_once() {
 /// A mirror rebuild whose only source copy has unknown entries (a damaged table page) copied
 /// it with fresh entries: the new copy then vouched for bytes nothing had checked, and reads
 /// rewrote the source from it, so a corruption there would have been blessed on both copies.
-/// The rebuilt blocks then got unknown entries, and the two copies agreeing read as verified
-/// by each other (simulator seed 11001781's class). Now the rebuilt block is poisoned and a
-/// read of it fails: one copy with an unknown entry has nothing left to check it.
+/// The rebuilt blocks get unknown entries too. (Poisoning them instead, tried 2026-12-06,
+/// lost data at a power cut between the target's recorded entries and their poisoning:
+/// simulator seed 15001394.)
 #[test]
 fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     let (a, _faults, _) = filled(Level::Raid1, 2, 65536, 7);
@@ -283,13 +283,12 @@ fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     let mut b = vec![0u8; 4096];
     d.member.read_at(&mut b, a.cell_offset(row, 4096)).unwrap();
     let (bad, unknown) = a.csum_blocks(&d, row, a.cell_offset(row, 4096), &b);
+    assert!(bad.is_empty());
     assert_eq!(
-        (bad, unknown),
-        (vec![0], vec![]),
+        unknown,
+        vec![0],
         "the rebuilt block vouches for bytes nothing checked"
     );
-    let e = a.read(&mut b, row * 65536 + 4096).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Checksum, "{e}");
     // Its neighbours came from checked blocks and vouch for themselves.
     d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
     assert_eq!(

@@ -1045,16 +1045,17 @@ fn mirror_blocks(
                 }
                 Some(copy)
             }
-            CopyChoice::Unverified { copy } => {
+            // A lone unchecked copy is copied with its entry unknown on the target (nothing
+            // vouches for it; reads of the block then need a second copy to agree). Poisoning
+            // the target there instead (tried 2026-12-06) lost data at a power cut between
+            // the target's recorded entries and their poisoning: simulator seed 15001394.
+            CopyChoice::Unverified { copy } | CopyChoice::Unconfirmed { copy } => {
                 damage.unverified.push((ti, at + b * BLK));
                 Some(copy)
             }
-            // A lone unchecked copy is not copied: the target's block is poisoned (reads of
-            // it fail; the copy itself keeps its unknown entry, and reads refuse it alone).
-            CopyChoice::Unconfirmed { .. }
-            | CopyChoice::Disagree { .. }
-            | CopyChoice::Corrupt { .. }
-            | CopyChoice::Unavailable => None,
+            CopyChoice::Disagree { .. } | CopyChoice::Corrupt { .. } | CopyChoice::Unavailable => {
+                None
+            }
         };
         match from {
             Some(o) => out[blk.clone()].copy_from_slice(&bytes[o][blk]),
