@@ -32,6 +32,12 @@ use super::tests::flip;
 
 /// Makes the checksum entry of the 4 KiB block at `member_off` of `slot` unknown (as a fold
 /// does for a page it could not read).
+/// The resync of an unclean stop over member rows `rows`.
+fn resync(a: &Array, rows: std::ops::Range<u64>) -> crate::jobs::scrub::ScrubReport {
+    use crate::jobs::scrub::{self, Mode};
+    scrub::run(a, &[rows], Mode::Resync, None, &mut |_, _| {}).unwrap()
+}
+
 fn unknown_entry(a: &Array, slot: usize, member_off: u64) {
     let d = a.slots[slot].usable().unwrap();
     let s = a.csum_of(&d).unwrap();
@@ -461,7 +467,6 @@ fn a_read_whose_member_fails_before_its_bytes_are_judged_never_returns_them_unju
 /// row is left as it is and reads of the missing block fail.
 #[test]
 fn a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one() {
-    use crate::jobs::scrub::{self, Mode};
     let chunk = 4096u64;
     let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 19);
     let row = 9u64;
@@ -471,7 +476,7 @@ fn a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one() {
     unknown_entry(&a, p, a.cell_offset(row, 0));
     unknown_entry(&a, q, a.cell_offset(row, 0));
     flip(&a, p, a.cell_offset(row, 100));
-    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    resync(&a, row..row + 1);
     let d = a.layout().data_per_row() as u64;
     let at = row * d * chunk;
     let mut buf = vec![0u8; 4096];
@@ -685,14 +690,13 @@ fn a_mirror_resync_takes_the_copy_another_copys_entry_vouches_for() {
 /// block is listed, so reads of it fail.
 #[test]
 fn a_mirror_resync_never_takes_a_lone_failing_copy_as_a_majority() {
-    use crate::jobs::scrub::{self, Mode};
     let chunk = 8192u64;
     let (a, _faults, model) = filled(Level::Raid1, 3, chunk, 29);
     let row = 9u64;
     a.fail_member(0, "test").unwrap();
     a.fail_member(1, "test").unwrap();
     flip(&a, 2, a.cell_offset(row, 100));
-    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    resync(&a, row..row + 1);
     let mut buf = vec![0u8; 4096];
     right_or_error(
         &a,
@@ -720,7 +724,7 @@ fn a_mirror_block_no_copy_of_which_verifies_is_listed_and_its_copies_agree() {
     let row = 4u64;
     flip(&a, 0, a.cell_offset(row, 100));
     flip(&a, 1, a.cell_offset(row, 200));
-    let rep = scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    let rep = resync(&a, row..row + 1);
     assert_eq!(rep.listed, 1, "{:?}", rep.problems);
     let mut buf = vec![0u8; 4096];
     let e = a.read(&mut buf, row * chunk).unwrap_err();
@@ -753,7 +757,6 @@ fn a_mirror_block_no_copy_of_which_verifies_is_listed_and_its_copies_agree() {
 /// match their own entries: that is the row.
 #[test]
 fn a_raid6_resync_never_takes_rot_that_cancels_in_p_for_a_write_cut_before_q() {
-    use crate::jobs::scrub::{self, Mode};
     let chunk = 8192u64;
     let (a, _faults, model) = filled(Level::Raid6, 4, chunk, 37);
     let row = 6u64;
@@ -761,7 +764,7 @@ fn a_raid6_resync_never_takes_rot_that_cancels_in_p_for_a_write_cut_before_q() {
     for i in 0..d as usize {
         flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
     }
-    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    resync(&a, row..row + 1);
     row_right_or_error(&a, &model, row, 0..d, None, "after the resync");
     let mut buf = vec![0u8; 4096];
     a.read(&mut buf, row * d * chunk).unwrap();
@@ -816,7 +819,6 @@ fn after_a_process_crash_copies_rotten_alike_are_never_taken_for_a_lagging_write
 /// its failing blocks listed.
 #[test]
 fn after_a_process_crash_raid6_never_takes_rot_that_p_agrees_with_for_a_cut_write() {
-    use crate::jobs::scrub::{self, Mode};
     let chunk = 8192u64;
     let (a, _faults, model) = filled(Level::Raid6, 4, chunk, 43);
     a.entries_current.store(true, Ordering::Release);
@@ -826,7 +828,7 @@ fn after_a_process_crash_raid6_never_takes_rot_that_p_agrees_with_for_a_cut_writ
         flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
     }
     flip(&a, a.layout().q_slot(row), a.cell_offset(row, 300));
-    scrub::run(&a, &[row..row + 1], Mode::Resync, None, &mut |_, _| {}).unwrap();
+    resync(&a, row..row + 1);
     row_right_or_error(&a, &model, row, 0..d, None, "after the resync");
 }
 
