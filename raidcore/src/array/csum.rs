@@ -280,6 +280,11 @@ pub enum Expect {
 /// real entry equals it with probability 2^-128.
 pub const UNKNOWN_ENTRY: Digest = [0xa5; ENTRY];
 
+/// The entry of a block that is lost (a rebuild or replace could not rebuild it): a known
+/// entry that no content matches (with probability 2^-128), so the block reads as an error
+/// until it is written again, whatever it holds.
+pub const LOST_ENTRY: Digest = [0xff; ENTRY];
+
 /// Hashes block and page numbers for the maps below with the splitmix64 finalizer. Every read
 /// looks up each block it verifies; with the default SipHash those lookups were 5 % of a
 /// served read's cycles.
@@ -934,12 +939,31 @@ impl Array {
     /// none without checksums or when the range is not whole blocks. Hand them to
     /// [`Array::csum_record_noted`] after the write.
     pub(crate) fn csum_note(&self, d: &Dev, off: u64, cell: Verified<'_>) -> Option<Vec<Digest>> {
+        self.csum_note_marked(d, off, cell, &[])
+    }
+
+    /// As [`Array::csum_note`], with the entries of some blocks given rather than computed:
+    /// `marks` holds (byte offset in `cell`, entry) for blocks a rebuild or replace writes
+    /// that nothing verified (unknown, or the old member's entry kept) or that are lost (an
+    /// entry matching nothing). They are noted and recorded as such, never as the digest of
+    /// what the block holds: a noted digest would be taken for a completed write by the
+    /// next open after a crash and vouch for the block (issue 31).
+    pub(crate) fn csum_note_marked(
+        &self,
+        d: &Dev,
+        off: u64,
+        cell: Verified<'_>,
+        marks: &[(usize, Digest)],
+    ) -> Option<Vec<Digest>> {
         let buf = cell.bytes();
         let s = self.csum_of(d)?;
         if !off.is_multiple_of(BLOCK) || !(buf.len() as u64).is_multiple_of(BLOCK) {
             return None;
         }
-        let ds = s.geo.algo.digests(buf);
+        let mut ds = s.geo.algo.digests(buf);
+        for &(at, entry) in marks {
+            ds[at / BLOCK as usize] = entry;
+        }
         // Unverified bytes are not noted: the next open would take a block holding them for a
         // completed write and vouch for it (their entries become unknown after the write).
         if let Some(p) = self

@@ -119,8 +119,9 @@ impl Verified<'_> {
     }
 
     /// A rebuild batch for a target: cells rebuilt from cells that verified; a block nothing
-    /// verified gets an unknown entry right after the write, and a block that could not be
-    /// rebuilt is listed bad (jobs/rebuild.rs, `poison`), so neither is ever vouched for.
+    /// verified is written with an unknown entry, and a block that could not be rebuilt with
+    /// an entry matching nothing, then listed bad (jobs/rebuild.rs, `marks`, `poison`), so
+    /// neither is ever vouched for.
     pub(crate) fn rebuilt_batch<'a>(bytes: &'a [u8]) -> Verified<'a> {
         Verified {
             bytes,
@@ -500,19 +501,25 @@ impl Array {
     }
 
     /// Writes rows `row..` of a rebuild or replace target (`buf` from the start of the row,
-    /// whole rows) and records their checksums; false when the write failed and the target was
-    /// failed.
+    /// whole rows) and records their checksums, `marks` (byte offset in `buf`, entry) in place
+    /// of the computed ones for blocks nothing verified or that are lost
+    /// ([`Array::csum_note_marked`]); false when the write failed and the target was failed.
     pub(crate) fn target_write(
         &self,
         slot: usize,
         dev: &Dev,
         cell: Verified<'_>,
         row: u64,
+        marks: &[(usize, super::csum::Digest)],
     ) -> Result<bool> {
         let buf = cell.bytes();
         self.note_written(cell);
         let off = self.cell_offset(row, 0);
-        let noted = self.csum_note(dev, off, cell);
+        let noted = self.csum_note_marked(dev, off, cell, marks);
+        debug_assert!(
+            marks.is_empty() || noted.is_some() || self.csum_of(dev).is_none(),
+            "a marked target write is whole blocks"
+        );
         match dev.member.write_at(buf, off) {
             Ok(()) => {
                 dev.count(WriteKind::Rebuild, buf.len() as u64);

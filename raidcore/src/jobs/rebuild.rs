@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 
 use super::RateLimit;
-use crate::array::csum::{Digest, Expect};
+use crate::array::csum::{Digest, Expect, LOST_ENTRY, UNKNOWN_ENTRY};
 use crate::array::{Array, KeptAsIs, RowGuard, Target, TargetKind, Verified, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
@@ -469,6 +469,7 @@ fn rebuild_pass(
             land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
             let mine = std::mem::replace(&mut outs, spare_outs.take().expect("two buffer sets"));
             let targets = pass.targets.clone();
+            let marks = damage.marks(targets.len());
             let write = move || {
                 let mut written = 0;
                 for (ti, (slot, t)) in targets.iter().enumerate() {
@@ -477,6 +478,7 @@ fn rebuild_pass(
                         &t.dev,
                         Verified::rebuilt_batch(&mine[ti][..b * c]),
                         r0,
+                        &marks[ti],
                     ) {
                         Ok(true) => written += (b * c) as u64,
                         Ok(false) => {}
@@ -568,6 +570,24 @@ struct Damage {
     /// (slot, byte offset in the batch) of survivor blocks lost with them (unreadable or
     /// failing their checksums where parity no longer covers the column).
     lost: Vec<(usize, usize)>,
+}
+
+impl Damage {
+    /// Per target, the entries its write gives the blocks nothing verified (unknown) and the
+    /// ones it could not rebuild (matching nothing): noted and recorded with the write itself,
+    /// never the digests of what the blocks hold. (Recorded after the write, as before, a
+    /// crash between left the noted digest to the next open, which took it for a completed
+    /// write and vouched for the block.)
+    fn marks(&self, targets: usize) -> Vec<Vec<(usize, Digest)>> {
+        let mut marks = vec![Vec::new(); targets];
+        for &(ti, at) in &self.unverified {
+            marks[ti].push((at, UNKNOWN_ENTRY));
+        }
+        for &(ti, at) in &self.poisoned {
+            marks[ti].push((at, LOST_ENTRY));
+        }
+        marks
+    }
 }
 
 /// Fills `outs` (one buffer per target) with the target slots' contents for rows [r0, r1).
@@ -1077,25 +1097,14 @@ fn mirror_blocks(
     Ok(())
 }
 
-/// Marks target blocks that could not be rebuilt, and the survivor blocks lost with them, so
+/// Lists target blocks that could not be rebuilt, and the survivor blocks lost with them, so
 /// they read as errors: on the bad-block list (parity levels, with or without checksums,
-/// persisted with the checkpoint that follows) and, for targets, in the checksum table too
-/// (their entries can never match any content), after the target's own entries were recorded.
+/// persisted with the checkpoint that follows). The targets' write gave them entries that
+/// can never match any content ([`Damage::marks`]).
 fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) {
     let c = array.layout().chunk();
-    for &(ti, at) in &damage.unverified {
-        if let Some(s) = array.csum_of(&targets[ti].1.dev) {
-            let block = s.block_of(array.cell_offset(r0, at as u64));
-            s.record_digests(block, &[crate::array::csum::UNKNOWN_ENTRY]);
-        }
-    }
     for &(ti, at) in &damage.poisoned {
-        let (slot, t) = &targets[ti];
-        if let Some(s) = array.csum_of(&t.dev) {
-            let block = s.block_of(array.cell_offset(r0, at as u64));
-            s.record_digests(block, &[[0xff; 16]]);
-        }
-        array.mark_lost_block(*slot, r0 * c + at as u64);
+        array.mark_lost_block(targets[ti].0, r0 * c + at as u64);
     }
     for &(slot, at) in &damage.lost {
         array.mark_lost_block(slot, r0 * c + at as u64);
@@ -1112,30 +1121,35 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
     }
 }
 
-/// After a replace batch from row `r0` was written to the target: the blocks the read could
-/// neither verify nor recover keep, on the target, the entry they had on the old member (the
-/// fresh entries the write recorded would vouch for them), and the ones it could not read at
-/// all are lost: listed bad, their entries matching nothing. Returns how many were lost.
-fn keep_as_is(array: &Array, slot: usize, t: &Target, r0: u64, kept: &[KeptAsIs]) -> u64 {
+/// The entries a replace batch's target write gives the blocks the read could neither verify
+/// nor recover (byte offset in the batch, entry): the entry they had on the old member (a
+/// fresh digest would vouch for them), or, for the ones it could not read at all, an entry
+/// matching nothing. Noted and recorded with the write itself ([`Damage::marks`]).
+fn kept_marks(kept: &[KeptAsIs]) -> Vec<(usize, Digest)> {
+    kept.iter()
+        .map(|k| {
+            let entry = match k.entry {
+                Some(Expect::Known(d)) => d,
+                Some(Expect::Unknown) => UNKNOWN_ENTRY,
+                None => LOST_ENTRY,
+            };
+            (k.at, entry)
+        })
+        .collect()
+}
+
+/// After a replace batch from row `r0` was written to the target with [`kept_marks`]: lists
+/// the blocks the read could not read at all as lost, and says what was kept. Returns how
+/// many were lost.
+fn list_kept(array: &Array, slot: usize, r0: u64, kept: &[KeptAsIs]) -> u64 {
     if kept.is_empty() {
         return 0;
     }
     let c = array.layout().chunk();
-    let base = array.cell_offset(r0, 0);
     let mut lost = 0;
-    for k in kept {
-        let entry = match k.entry {
-            Some(Expect::Known(d)) => d,
-            Some(Expect::Unknown) => crate::array::csum::UNKNOWN_ENTRY,
-            None => {
-                lost += 1;
-                array.mark_lost_block(slot, r0 * c + k.at as u64);
-                [0xff; 16]
-            }
-        };
-        if let Some(s) = array.csum_of(&t.dev) {
-            s.record_digests(s.block_of(base + k.at as u64), &[entry]);
-        }
+    for k in kept.iter().filter(|k| k.entry.is_none()) {
+        lost += 1;
+        array.mark_lost_block(slot, r0 * c + k.at as u64);
     }
     array.event(
         "bad-blocks",
@@ -1221,9 +1235,10 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let ok = array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)?;
+        let good = array.judged_good(&buf[..len]);
+        let ok = array.target_write(slot, &t.dev, good, r0, &kept_marks(&kept))?;
         if ok {
-            pass.report.unrecoverable_blocks += keep_as_is(array, slot, &t, r0, &kept);
+            pass.report.unrecoverable_blocks += list_kept(array, slot, r0, &kept);
         }
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
@@ -1265,8 +1280,9 @@ pub(crate) fn refresh_replace_targets(
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
                     let kept = array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
-                    if array.target_write(slot, &t.dev, array.judged_good(&buf[..len]), r0)? {
-                        keep_as_is(array, slot, &t, r0, &kept);
+                    let good = array.judged_good(&buf[..len]);
+                    if array.target_write(slot, &t.dev, good, r0, &kept_marks(&kept))? {
+                        list_kept(array, slot, r0, &kept);
                     }
                 }
                 r0 = r1.max(r0 + 1);

@@ -1618,8 +1618,6 @@ fn resync_degraded_block(
     Ok(())
 }
 
-/// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for mirror copies
-/// and parity blocks it keeps but cannot verify, so no entry vouches for them.
 /// Whether block `within` of `slot`'s cell in `row`, found failing its checksum entry in a
 /// batch read, fails it again when read on its own: a transient glitch of the first read
 /// (a bus or controller error) is not taken for rot or a torn write. An unreadable block
@@ -1631,6 +1629,8 @@ fn still_failing(array: &Array, slot: usize, row: u64, within: u64) -> bool {
         .map_or(true, |(bad, _)| !bad.is_empty())
 }
 
+/// Marks the checksum entry of one 4 KiB block unknown: what the resync writes for mirror copies
+/// and parity blocks it keeps but cannot verify, so no entry vouches for them.
 fn unvouch(array: &Array, slot: usize, row: u64, within: u64) {
     if let Some(dev) = array.source(slot, row) {
         if let Some(s) = array.csum_of(&dev) {
