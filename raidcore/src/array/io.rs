@@ -651,6 +651,26 @@ impl Array {
                         lost.len()
                     )
                 }
+                // A write into a row whose parity disagrees with cells nothing verifies, and
+                // which of them is wrong cannot be told: none of those cells can be read again
+                // whatever the write does (reads fail there as here). Refusing the write left
+                // the client's data unwritable for good (simulator seed 9001270 and its class);
+                // instead what nothing verifies goes the way of a write resting on unverified
+                // data: listed, durably before the write, unless the write replaces it whole,
+                // present cells that were rebuilt rewritten as the placeholders its new parity
+                // assumes. Cells that verify keep their data and stay recoverable.
+                Recovered::Inconsistent { .. } if unverified.is_some() => {
+                    let u = unverified.as_deref_mut().expect("checked");
+                    for (i, &cell) in cells.iter().enumerate() {
+                        if cell == Cell::Good || u.moot.contains(&i) {
+                            continue;
+                        }
+                        u.found.push((i, run.clone()));
+                        if matches!(cell, Cell::Bad | Cell::Unreadable) {
+                            u.placeholders.push((i, run.clone()));
+                        }
+                    }
+                }
                 Recovered::Inconsistent { unchecked } => bail!(
                     Checksum,
                     "row {row}: the parity disagrees at member offset {} with chunks whose checksum entries are unknown (damaged table pages), and which is wrong cannot be told ({})",

@@ -867,3 +867,48 @@ fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes
         "data cell 0, again",
     );
 }
+
+/// Simulator seed 9001270 and its class (issue 31; RAID5 and F1 with damaged table pages and
+/// rot): a write into a row whose parity disagrees with two data cells whose entries are
+/// unknown (which of them is wrong cannot be told) was refused, the next and every later
+/// write there too, though nothing the write needs is in doubt: the client's data could
+/// never be written. The write now goes in; the cells nothing verifies are listed (reads of
+/// them failed already), the one that verifies keeps its data, and the row agrees with its
+/// new parity. RAID6 likewise, with three unknown cells, two of them rotten (P and Q name no
+/// single cell).
+#[test]
+fn a_write_into_a_row_whose_parity_disagrees_with_unverifiable_cells_goes_in() {
+    use crate::jobs::scrub;
+    for (level, n, doubtful, rotten) in [(Level::Raid5, 4, 2, 1), (Level::Raid6, 6, 3, 2)] {
+        let chunk = 4096u64;
+        let (a, _faults, model) = filled(level, n, chunk, 53);
+        let row = 6u64;
+        let d = a.layout().data_per_row() as u64;
+        for i in 0..doubtful {
+            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 0));
+        }
+        for i in 0..rotten {
+            flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
+        }
+        let mut buf = vec![0u8; 4096];
+        assert!(
+            a.read(&mut buf, row * d * chunk).is_err(),
+            "{level:?}: the rot"
+        );
+        let at = (row * d + d - 1) * chunk;
+        let new = vec![0x3cu8; 4096];
+        a.write(&new, at).unwrap();
+        a.read(&mut buf, at).unwrap();
+        assert!(buf == new, "{level:?}: the client's write reads back");
+        a.flush().unwrap();
+        a.read(&mut buf, at).unwrap();
+        assert!(buf == new, "{level:?}: and after the flush");
+        row_right_or_error(&a, &model, row, 0..d - 1, None, &format!(" ({level:?})"));
+        let rep = scrub::scrub_array(&a, false, &Default::default(), &mut |_, _| {}).unwrap();
+        assert!(
+            rep.problems.iter().all(|p| p.row == row),
+            "{level:?}: {:?}",
+            rep.problems
+        );
+    }
+}

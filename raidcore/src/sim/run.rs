@@ -647,6 +647,10 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     );
                 }
                 observe_slots(&world, &array);
+                // Rot as the crash left it: the resync may write over a rotten copy (making
+                // the copies of an undecided block agree), which takes it off the member's
+                // record, but the rot was there to confuse it.
+                let rot_at_crash = rot_by_row(&world, &array);
                 let (torn, multi) = {
                     let m = world.model.lock().expect("model lock");
                     (m.unsure_blocks(), m.multi_blocks())
@@ -722,7 +726,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     ));
                 }
                 let (got, bad, unverified) = read_image(&world, &array, "read after restart")?;
-                crash_bound(&world, &array, &torn, lost_mask, &bad)?;
+                crash_bound(&world, &array, &torn, lost_mask, &bad, &rot_at_crash)?;
                 world
                     .model
                     .lock()
@@ -1111,6 +1115,12 @@ fn client(
                 // Writes completed before the FUA write's flush began (taken when it begins:
                 // other clients' writes that complete while it runs are not covered).
                 let mut flush_seq = None;
+                // Parity rows the run's faults made unrecoverable: a write into one may list
+                // the row's blocks nothing verifies (which is wrong cannot be told), now or when
+                // the stripe cache destages it, and those then may fail until written whole,
+                // though the faults that made the row so may be gone (rot written over) by the
+                // time they are read.
+                let unrec_rows = unrecoverable_parity_rows(w, a, off, len);
                 let res = a.write(&data, off).and_then(|()| {
                     if fua {
                         flush_seq = Some(w.model.lock().expect("model lock").flush_begin());
@@ -1124,6 +1134,13 @@ fn client(
                 {
                     let mut m = w.model.lock().expect("model lock");
                     m.end_write(off, &data, ok);
+                    for r in &unrec_rows {
+                        for b in r.clone().step_by(4096) {
+                            if !(off <= b && b + 4096 <= off + len) {
+                                m.mark_was_lost(b);
+                            }
+                        }
+                    }
                     if let (true, Some(s)) = (ok, flush_seq) {
                         // A FUA write is durable, with everything completed before its flush.
                         m.flush_end_with(s, off, data.len());
@@ -1421,6 +1438,47 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
 /// cells whose checksum table page was damaged). Conservative: per row, not per 4 KiB column, and a member with an unreadable
 /// block counts as lost for every row. Mirrors: also every copy of a chunk out of service or
 /// rotten (copies can sit in two member rows).
+/// Member rows `rows` of a parity level that the run's faults just made unrecoverable: every
+/// 4 KiB block of them may fail to read from now until written whole ([`Model::mark_was_lost`]),
+/// as the array may list what nothing verifies there, though the rot that made the row so may
+/// be written over before the block is read.
+fn note_unrecoverable_rows(w: &World, a: &Array, rows: impl IntoIterator<Item = u64>) {
+    let l = a.layout();
+    if !matches!(l.redundancy(), Redundancy::Parity { .. }) {
+        return;
+    }
+    let row_bytes = l.data_per_row() as u64 * l.chunk();
+    for row in rows {
+        let lo = row * row_bytes;
+        if lo >= a.size() || !unrecoverable(w, a, lo, row_bytes.min(a.size() - lo)) {
+            continue;
+        }
+        let mut m = w.model.lock().expect("model lock");
+        for b in (lo..(lo + row_bytes).min(a.size())).step_by(4096) {
+            m.mark_was_lost(b);
+        }
+    }
+}
+
+/// The array ranges of the parity rows under `off..off + len` that [`unrecoverable`] judges
+/// beyond what the level corrects (none on mirror levels).
+fn unrecoverable_parity_rows(
+    w: &World,
+    a: &Array,
+    off: u64,
+    len: u64,
+) -> Vec<std::ops::Range<u64>> {
+    let l = a.layout();
+    if !matches!(l.redundancy(), Redundancy::Parity { .. }) {
+        return Vec::new();
+    }
+    let row_bytes = l.data_per_row() as u64 * l.chunk();
+    (off / row_bytes..(off + len.max(1)).div_ceil(row_bytes))
+        .map(|r| r * row_bytes..((r + 1) * row_bytes).min(a.size()))
+        .filter(|r| unrecoverable(w, a, r.start, r.end - r.start))
+        .collect()
+}
+
 fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
     let l = a.layout();
     if rows_of(l, off, len).any(|row| row_unrecoverable(w, a, row) || row_exposed(w, row)) {
@@ -1660,6 +1718,7 @@ fn inject_rot(
         let off = a.data_offset_of() + row * l.chunk() + within;
         m.rot(off, 8);
         w.injected_rows.lock().expect("injected lock").insert(row);
+        note_unrecoverable_rows(w, a, [row]);
         w.note(
             sched,
             format!("rot ({when}): slot {slot} row {row}, member offset {off}"),
@@ -1748,7 +1807,8 @@ fn unexplained<'a>(
 ///   every data chunk of the row) held an unsure block (a write in flight, or completed but
 ///   unflushed) and its own cell is on a slot lost at the crash, or the block itself is
 ///   unsure; for mirrors, the block itself is unsure and a slot holding a copy is lost.
-///   Also when the torn row holds rot (torn and rotten cells cannot be told apart).
+///   Also when the torn row holds rot (torn and rotten cells cannot be told apart), now or
+///   at the crash (`rot_at_crash`: the resync may have written over it since).
 ///
 /// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
 /// the restart, or carrying a fault, counts as lost with the crash for every row.
@@ -1758,6 +1818,7 @@ fn crash_bound(
     torn: &[u64],
     lost_mask: u64,
     bad: &[u64],
+    rot_at_crash: &BTreeMap<u64, u64>,
 ) -> Result<(), String> {
     if bad.is_empty() {
         return Ok(());
@@ -1765,7 +1826,10 @@ fn crash_bound(
     let l = a.layout();
     let c = l.chunk();
     let torn_set: BTreeSet<u64> = torn.iter().copied().collect();
-    let rot = rot_by_row(w, a);
+    let mut rot = rot_by_row(w, a);
+    for (&row, &slots) in rot_at_crash {
+        *rot.entry(row).or_insert(0) |= slots;
+    }
     // Parity: torn (row, column) pairs.
     let parity = matches!(l.redundancy(), Redundancy::Parity { .. });
     let torn_cols: BTreeSet<(u64, u64)> = torn
@@ -2034,6 +2098,9 @@ fn damage_a_table_page(w: &World, a: &Array, r: &mut SplitMix64, sched: &Sched) 
             .expect("damage lock")
             .insert((p, page));
     }
+    // Damaged pages count against rows with rot (or torn by a power cut).
+    let rows: Vec<u64> = rot_by_row(w, a).into_keys().collect();
+    note_unrecoverable_rows(w, a, rows);
     w.note(
         sched,
         format!("damage: slot {slot} checksum table page {page} (member offset {off})"),
