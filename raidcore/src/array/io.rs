@@ -1343,11 +1343,21 @@ impl Array {
                 // unknown, no redundancy left): parity made from it would vouch for it, rot
                 // included (simulator seed 1322). Listed, durably before the write, so reads of
                 // it fail until it is written whole; the client's data goes in.
+                // Never the write's own whole blocks: its data goes in there, verified (through
+                // the stripe cache this runs at the destage, after the write's end took its
+                // blocks off the list: listed here, the client's data read as an error,
+                // simulator seed 11003132).
                 let mut listed = false;
+                let own = |i: usize, b: u64| {
+                    touched
+                        .iter()
+                        .any(|(d, r)| *d == i && r.start <= b && b + BLOCK <= r.end)
+                };
                 for (i, run) in unverified.found.iter().filter(|(i, _)| *i < d_count) {
                     let from = span.start + run.start as u64;
                     for b in (from / BLOCK..(span.start + run.end as u64).div_ceil(BLOCK))
                         .map(|b| b * BLOCK)
+                        .filter(|&b| !own(*i, b))
                     {
                         listed |= self.mark_lost_block(slots[*i], row * chunk + b);
                     }

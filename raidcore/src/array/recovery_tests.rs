@@ -912,3 +912,51 @@ fn a_write_into_a_row_whose_parity_disagrees_with_unverifiable_cells_goes_in() {
         );
     }
 }
+
+/// Simulator seed 11003132 (F1, damaged table pages, rot): the write above listed the blocks
+/// of its row that nothing verified over whole column runs, its own blocks among them. Direct,
+/// the write's end took its whole blocks off the list again; through the stripe cache the list
+/// came at the destage, after that, and the client's acknowledged data read as an error. The
+/// write's own whole blocks are never listed.
+#[test]
+fn a_write_into_a_row_whose_parity_disagrees_never_lists_its_own_blocks() {
+    for cache in [0usize, 1 << 20] {
+        let chunk = 8192u64;
+        let (a, _faults, model) = filled(Level::Raid5, 4, chunk, 59);
+        a.set_stripe_cache(cache).unwrap();
+        let row = 6u64;
+        let d = a.layout().data_per_row() as u64;
+        // Column 1 (the second block of each chunk): data cells 0 and 1 unknown, cell 0
+        // rotten: the parity disagrees and which is wrong cannot be told.
+        for i in 0..2 {
+            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 4096));
+        }
+        flip(
+            &a,
+            a.layout().data_slot(row, 0),
+            a.cell_offset(row, 4096 + 100),
+        );
+        // From the second block of cell 1 to the row's end (the stripe cache holds such a
+        // write): cell 1 is written over part of the span only.
+        let at = row * d * chunk + chunk + 4096;
+        let new = vec![0x5au8; (2 * chunk - 4096) as usize];
+        a.write(&new, at).unwrap();
+        a.flush().unwrap();
+        let mut buf = vec![0u8; new.len()];
+        a.read(&mut buf, at)
+            .unwrap_or_else(|e| panic!("stripe cache {cache}: the client's write: {e}"));
+        assert!(
+            buf == new,
+            "stripe cache {cache}: the client's write reads back"
+        );
+        let mut one = vec![0u8; 4096];
+        right_or_error(
+            &a,
+            &model,
+            row * d * chunk,
+            &mut one,
+            None,
+            "cell 0, block 0",
+        );
+    }
+}
