@@ -960,3 +960,42 @@ fn a_write_into_a_row_whose_parity_disagrees_never_lists_its_own_blocks() {
         );
     }
 }
+
+/// Outside attack on the write above: listing the row's cells that verify too (a planted bug)
+/// passed every test, as no test's row had a cell that verified and that the write left
+/// alone. Such a cell keeps its data, and stays recoverable after its member fails (or reads
+/// as an error by the rule of two faults: never as wrong data).
+#[test]
+fn a_write_into_a_row_whose_parity_disagrees_keeps_the_cells_that_verify() {
+    for (level, n, doubtful, rotten) in [(Level::Raid5, 5, 2, 1), (Level::Raid6, 7, 3, 2)] {
+        let chunk = 4096u64;
+        let (a, _faults, mut model) = filled(level, n, chunk, 53);
+        let row = 6u64;
+        let d = a.layout().data_per_row() as u64;
+        for i in 0..doubtful {
+            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 0));
+        }
+        for i in 0..rotten {
+            flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
+        }
+        // One of the unknown cells, replaced whole (a write only of a good cell takes the
+        // read-modify-write path and never meets the disagreement).
+        let at = (row * d + doubtful as u64 - 1) * chunk;
+        let new = vec![0x3cu8; 4096];
+        a.write(&new, at).unwrap();
+        model[at as usize..at as usize + 4096].copy_from_slice(&new);
+        a.flush().unwrap();
+        let good = (row * d + d - 1) * chunk;
+        let mut buf = vec![0u8; 4096];
+        a.read(&mut buf, good)
+            .unwrap_or_else(|e| panic!("{level:?}: the cell that verifies: {e}"));
+        assert!(buf[..] == model[good as usize..good as usize + 4096]);
+        row_right_or_error(&a, &model, row, 0..d, None, "");
+        a.fail(&MemberRef::Slot(
+            a.layout().data_slot(row, (d - 1) as usize),
+        ))
+        .unwrap();
+        right_or_error(&a, &model, good, &mut buf, None, "the good cell, degraded");
+        row_right_or_error(&a, &model, row, 0..d, None, ", degraded");
+    }
+}

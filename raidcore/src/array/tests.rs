@@ -2756,3 +2756,42 @@ fn a_mirror_copy_nothing_verified_is_not_vouched_for_by_its_noted_entry_after_a_
     rebuild_all(&a);
     kill_reopen_and_read(&store, a, backing, &model, at, "the copied block");
 }
+
+/// Outside attack on the replace marks (issue 31): on mirror levels nothing is listed bad, so a
+/// block a replace can read on no copy (both unreadable) reads as an error only by the entry
+/// matching nothing the copy's write gives it ([`csum::LOST_ENTRY`]). A replace recording the
+/// digest of what its buffer held there (tried as a planted bug) read that back as data with no
+/// error; no test caught it.
+#[test]
+fn a_mirror_replace_of_a_block_no_copy_can_read_leaves_an_error_not_data() {
+    for level in [Level::Raid1, Level::Raid10] {
+        let n = if level == Level::Raid1 { 2 } else { 4 };
+        let (a, faults) = make(&LayoutParams::with_defaults(level, n, 4096), 4 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        crate::rng::SplitMix64(71).fill(&mut model);
+        a.write(&model, 0).unwrap();
+        a.flush().unwrap();
+        let at = 8 * 4096u64;
+        let (s0, r0) = a.layout().mirror_cell(at / 4096, 0);
+        let (s1, r1) = a.layout().mirror_cell(at / 4096, 1);
+        faults[s0].bad_block(a.cell_offset(r0, 0));
+        faults[s1].bad_block(a.cell_offset(r1, 0));
+        let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+        a.replace(
+            &MemberRef::Slot(s1),
+            new,
+            std::path::Path::new("new"),
+            None,
+            true,
+        )
+        .unwrap();
+        rebuild_all(&a);
+        let mut got = vec![0u8; 4096];
+        if a.read(&mut got, at).is_ok() {
+            assert!(
+                got[..] == model[at as usize..at as usize + 4096],
+                "{level:?}: wrong data with no error"
+            );
+        }
+    }
+}

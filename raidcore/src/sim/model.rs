@@ -261,9 +261,9 @@ impl Model {
         self.any(off, len, |p, b| p.was_lost[b])
     }
 
-    /// The 4 KiB block at `off` lies in a row the run's faults made unrecoverable when a write
-    /// went into the row (which may then list it: the write could not verify the rest of the
-    /// row): it may fail to read, as a block lost at a crash may, until written whole.
+    /// The 4 KiB block at `off` lies in a cell the run's faults left in doubt in a row they made
+    /// unrecoverable (a write into the row may list it: nothing verifies it): it may fail to
+    /// read, as a block lost at a crash may, until written whole.
     pub fn mark_was_lost(&mut self, off: u64) {
         let p = self.page_mut(off / P as u64);
         p.was_lost = [true; P];
