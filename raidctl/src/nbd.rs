@@ -78,6 +78,12 @@ const INFLIGHT_BYTES: u64 = 64 << 20;
 /// Threads per connection, each reading and running requests in turn (bench/serve.sh on
 /// 2 cores: see docs/NOTES.md).
 const THREADS: usize = 3;
+/// Threads per connection when members are devices or files: a thread waits on the devices
+/// for most of a request (a bitmap write and flush, a read-modify-write), so the requests a
+/// connection has in flight at once are its threads. With three, a client at queue depth 16
+/// saw three, and the write-intent bitmap's group commit shared a write among three marks at
+/// most (issue 30).
+const DEVICE_THREADS: usize = 16;
 
 /// What is exported.
 pub struct Export {
@@ -649,7 +655,12 @@ fn transmission(
         },
     });
     session.export.sessions.fetch_add(1, Ordering::Relaxed);
-    let others: Vec<_> = (1..THREADS)
+    let threads = if session.export.array.waits_on_devices() {
+        DEVICE_THREADS
+    } else {
+        THREADS
+    };
+    let others: Vec<_> = (1..threads)
         .map(|_| {
             let s = session.clone();
             std::thread::spawn(move || s.serve(true))

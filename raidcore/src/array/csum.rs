@@ -337,6 +337,9 @@ struct State {
     /// cached pages are not evicted (the fold's new pages are cached before they are written,
     /// so no lookup reads a page while it is being written).
     folding: bool,
+    /// Counts the starts and ends of folds and page repairs (what writes table pages): a page
+    /// read without the lock is cached only when this did not move meanwhile.
+    page_writes: u64,
     cache: IndexMap<Box<[u8; PAGE]>>,
     /// Table pages found failing their hash.
     bad: IndexSet,
@@ -519,6 +522,7 @@ impl CsumStore {
                 log_next,
                 stale_tail,
                 folding: false,
+                page_writes: 0,
                 cache: IndexMap::default(),
                 bad: IndexSet::default(),
             }),
@@ -587,13 +591,67 @@ impl CsumStore {
         st.cache.get_mut(&page).map(|b| &mut **b)
     }
 
+    /// Brings table page `page` into the cache with the lock released during the read (`st`
+    /// is the lock's guard, returned taken again). Beyond the cache a random write's lookups
+    /// read a table page each: under the lock, every lookup of the member queued behind that
+    /// read (issue 30). The page read is cached only if no fold or page repair started or
+    /// ended meanwhile and nothing cached it first; otherwise the lookup reads it under the
+    /// lock as before ([`CsumStore::load_page`]).
+    fn cache_page_unlocked<'a>(
+        &'a self,
+        st: MutexGuard<'a, State>,
+        m: &dyn Member,
+        page: u64,
+    ) -> MutexGuard<'a, State> {
+        if st.folding || st.bad.contains(&page) || st.cache.contains_key(&page) {
+            return st;
+        }
+        let writes = st.page_writes;
+        drop(st);
+        let mut buf = AlignedBuf::zeroed(PAGE);
+        let read = m.read_at(&mut buf, self.geo.page_offset(page));
+        let mut st = self.st.lock().expect("csum lock");
+        if read.is_err()
+            || !page_valid(&buf, page)
+            || st.page_writes != writes
+            || st.folding
+            || st.cache.contains_key(&page)
+        {
+            // (An unreadable or failing page is read again, and judged, under the lock.)
+            return st;
+        }
+        if st.cache.len() >= CACHE_PAGES {
+            if let Some(k) = st.cache.keys().next().copied() {
+                st.cache.remove(&k);
+            }
+        }
+        let mut b = Box::new([0u8; PAGE]);
+        b.copy_from_slice(&buf);
+        st.cache.insert(page, b);
+        st
+    }
+
     /// What the checksums say about `n` blocks from member block `first`: one lock, and one
     /// table page lookup per page the blocks span.
     pub(crate) fn expected(&self, m: &dyn Member, first: u64, n: usize) -> Vec<Expect> {
         let mut st = self.st.lock().expect("csum lock");
         st.catch_up();
-        let mut out = Vec::with_capacity(n);
         let end = first + n as u64;
+        if n > 0 {
+            let mut fetched = false;
+            for page in first / PER_PAGE..=(end - 1) / PER_PAGE {
+                let run = (page * PER_PAGE).max(first)..((page + 1) * PER_PAGE).min(end);
+                if run.clone().any(|x| !st.overlay.contains_key(&x)) {
+                    st = self.cache_page_unlocked(st, m, page);
+                    fetched = true;
+                }
+            }
+            if fetched {
+                // Records made while the lock was released.
+                st.catch_up();
+            }
+        }
+        let mut out = Vec::with_capacity(n);
         let mut b = first;
         while b < end {
             let page = b / PER_PAGE;
@@ -699,6 +757,7 @@ impl CsumStore {
     fn fold_from(&self, mut st: MutexGuard<'_, State>, m: &dyn Member) -> Result<u64> {
         debug_assert!(!st.folding);
         st.folding = true;
+        st.page_writes += 1;
         let snap = st.records.len();
         // A copy: on an I/O error the records stay as they were.
         let mut entries = st.records.clone();
@@ -707,6 +766,7 @@ impl CsumStore {
         let r = self.fold_io(m, &mut entries, gen, copy);
         let mut st = self.st.lock().expect("csum lock");
         st.folding = false;
+        st.page_writes += 1;
         self.folded.notify_all();
         let written = r?;
         st.gen = gen;
@@ -863,6 +923,7 @@ impl CsumStore {
     ) -> Result<u64> {
         let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
         st.catch_up();
+        st.page_writes += 1;
         let mut buf = AlignedBuf::zeroed(PAGE);
         buf.copy_from_slice(&self.page_from_data(data.bytes()));
         for slot in 0..PER_PAGE {
