@@ -256,6 +256,11 @@ struct World {
     /// Checksum table pages damaged, by member path: the blocks they cover may have unknown
     /// entries from then on (conservative: a rewrite that records them again is not tracked).
     damaged_pages: Mutex<BTreeSet<(PathBuf, u64)>>,
+    /// Rot as a power cut left it (member row -> slots), from the cut until the checks after
+    /// the restart are done: the resync may write over a rotten copy (making an undecided
+    /// block's copies agree), which takes it off the member's record, but the rot was there to
+    /// confuse it ([`rot_by_row`] counts it meanwhile).
+    rot_at_crash: Mutex<BTreeMap<u64, u64>>,
     /// Redundant levels: member rows (start, end) a damaged table page covered on a member in
     /// service while no redundancy was left to check its unknown entries. What a read, write
     /// or rebuild there rested on could not be verified: its blocks may be refused, listed or
@@ -550,6 +555,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         slow: AtomicBool::new(false),
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
+        rot_at_crash: Mutex::new(BTreeMap::new()),
         exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
         torn_cells: Mutex::new(BTreeSet::new()),
@@ -647,10 +653,9 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     );
                 }
                 observe_slots(&world, &array);
-                // Rot as the crash left it: the resync may write over a rotten copy (making
-                // the copies of an undecided block agree), which takes it off the member's
-                // record, but the rot was there to confuse it.
+                // Rot as the crash left it, counted until the checks after the restart.
                 let rot_at_crash = rot_by_row(&world, &array);
+                *world.rot_at_crash.lock().expect("rot lock") = rot_at_crash;
                 let (torn, multi) = {
                     let m = world.model.lock().expect("model lock");
                     (m.unsure_blocks(), m.multi_blocks())
@@ -726,7 +731,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     ));
                 }
                 let (got, bad, unverified) = read_image(&world, &array, "read after restart")?;
-                crash_bound(&world, &array, &torn, lost_mask, &bad, &rot_at_crash)?;
+                crash_bound(&world, &array, &torn, lost_mask, &bad)?;
                 world
                     .model
                     .lock()
@@ -746,6 +751,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         rep.problems.len(),
                     ));
                 }
+                world.rot_at_crash.lock().expect("rot lock").clear();
             } else if rng.below(2) == 0 {
                 world.note(sched, format!("epoch {epoch}: clean stop; restart"));
                 array.close().map_err(|e| format!("close: {e}"))?;
@@ -1429,6 +1435,9 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
             }
         }
     }
+    for (&row, &slots) in w.rot_at_crash.lock().expect("rot lock").iter() {
+        *out.entry(row).or_insert(0) |= slots;
+    }
     out
 }
 
@@ -1839,7 +1848,7 @@ fn unexplained<'a>(
 ///   unflushed) and its own cell is on a slot lost at the crash, or the block itself is
 ///   unsure; for mirrors, the block itself is unsure and a slot holding a copy is lost.
 ///   Also when the torn row holds rot (torn and rotten cells cannot be told apart), now or
-///   at the crash (`rot_at_crash`: the resync may have written over it since).
+///   at the crash ([`World::rot_at_crash`]: the resync may have written over it since).
 ///
 /// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
 /// the restart, or carrying a fault, counts as lost with the crash for every row.
@@ -1849,7 +1858,6 @@ fn crash_bound(
     torn: &[u64],
     lost_mask: u64,
     bad: &[u64],
-    rot_at_crash: &BTreeMap<u64, u64>,
 ) -> Result<(), String> {
     if bad.is_empty() {
         return Ok(());
@@ -1857,10 +1865,7 @@ fn crash_bound(
     let l = a.layout();
     let c = l.chunk();
     let torn_set: BTreeSet<u64> = torn.iter().copied().collect();
-    let mut rot = rot_by_row(w, a);
-    for (&row, &slots) in rot_at_crash {
-        *rot.entry(row).or_insert(0) |= slots;
-    }
+    let rot = rot_by_row(w, a);
     // Parity: torn (row, column) pairs.
     let parity = matches!(l.redundancy(), Redundancy::Parity { .. });
     let torn_cols: BTreeSet<(u64, u64)> = torn
