@@ -789,17 +789,26 @@ impl Array {
     /// exactly as on the old: an error, or checked by redundancy; never vouched for). A block
     /// that cannot be read at all and that nothing rebuilds is returned with no entry: lost,
     /// to be listed bad on the copy. Fails only when the array or the slot's member fails.
-    /// The caller holds the rows' lock.
+    /// The caller holds the rows' lock. With a `budget`, rows after the one that used it up are
+    /// not read; the second value is the end of the rows read (`rows.end` without a budget).
     pub(crate) fn read_rows_verified(
         &self,
         slot: usize,
         buf: &mut [u8],
         rows: Range<u64>,
-    ) -> Result<Vec<KeptAsIs>> {
+        budget: Option<std::time::Duration>,
+    ) -> Result<(Vec<KeptAsIs>, u64)> {
         let c = self.layout.chunk() as usize;
         let mut kept = Vec::new();
+        let began = crate::clock::Instant::now();
+        let end = rows.end;
         let whole = self.member_read(slot, buf, rows.start, 0).is_ok();
         for (k, row) in rows.enumerate() {
+            // Rows that take the slow path hold every request into the batch: with a budget,
+            // the read stops after the row that used it up (the caller takes the rows read).
+            if k > 0 && budget.is_some_and(|b| began.elapsed() > b) {
+                return Ok((kept, row));
+            }
             let cell = &mut buf[k * c..(k + 1) * c];
             if !whole && self.member_read(slot, cell, row, 0).is_err() {
                 self.slot_still_usable(slot)?;
@@ -844,7 +853,7 @@ impl Array {
             blocks.dedup();
             self.recover_blocks(slot, row, cell, &blocks, k * c, &mut kept)?;
         }
-        Ok(kept)
+        Ok((kept, end))
     }
 
     /// Recovers `slot`'s whole cell of `row` from the rest of its row or its other copies

@@ -110,9 +110,75 @@ pub(crate) fn batch_rows(chunk: u64, wanted_bytes: u64) -> u64 {
 /// Bytes per member in one job batch, at most.
 pub(crate) const MAX_BATCH_BYTES: u64 = 2 << 20;
 
+/// How long a batch may hold its rows before the next ones are made smaller (and a replace's
+/// read stops early, [`crate::array::Array::read_rows_verified`]).
+pub(crate) const SLOW_BATCH: Duration = Duration::from_millis(200);
+
+/// Rows per job batch, adapted to how long a batch holds its rows: every request into them
+/// waits that long. A batch whose rows take the slow path (a damaged checksum table page makes
+/// each row's cells unknown, so each is checked against its row and rebuilt block by block;
+/// bad sectors read one block at a time) held 512 rows for thousands of small reads, and a
+/// client waited behind it (simulator seed 10004158: 23 s of virtual time). After a slow batch
+/// the next is a quarter of it; after a quick one, twice it, up to the most asked for.
+pub(crate) struct BatchPace {
+    pub(crate) rows: u64,
+    max: u64,
+}
+
+impl BatchPace {
+    /// Starts small (16 rows) and doubles while batches are quick: a pass that resumes in the
+    /// middle of slow rows does not hold a whole batch of them first.
+    pub(crate) fn new(max: u64) -> BatchPace {
+        BatchPace {
+            rows: max.min(16),
+            max,
+        }
+    }
+
+    /// The end of the batch from row `r0` (of `rows`): at the next multiple of the batch size,
+    /// so that batches of a size that changes still end on the boundaries of the runs the jobs
+    /// skip (bitmap regions: a batch past one rewrote rows a re-added member holds).
+    pub(crate) fn end(&self, r0: u64, rows: u64) -> u64 {
+        ((r0 / self.rows + 1) * self.rows).min(rows)
+    }
+
+    /// A batch held its rows for `took`.
+    pub(crate) fn after(&mut self, took: Duration) {
+        if took > SLOW_BATCH {
+            self.rows = (self.rows / 4).max(1);
+        } else if took < SLOW_BATCH / 4 {
+            self.rows = (self.rows * 2).min(self.max);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch that held its rows long makes the next ones smaller, down to one row, and
+    /// quick ones make them larger again, up to the most asked for.
+    #[test]
+    fn batches_shrink_after_a_slow_one_and_grow_back() {
+        let mut p = BatchPace::new(512);
+        assert_eq!(p.rows, 16, "starts small");
+        for _ in 0..5 {
+            p.after(Duration::from_millis(1));
+        }
+        assert_eq!(p.rows, 512);
+        p.after(Duration::from_secs(3));
+        assert_eq!(p.rows, 128);
+        for _ in 0..10 {
+            p.after(Duration::from_secs(3));
+        }
+        assert_eq!(p.rows, 1);
+        p.after(Duration::from_millis(100));
+        assert_eq!(p.rows, 1, "neither slow nor quick: as it is");
+        for _ in 0..20 {
+            p.after(Duration::from_millis(1));
+        }
+        assert_eq!(p.rows, 512);
+    }
 
     /// Issue 30 (jobs yield to users): a job that sees requests served between its batches
     /// paces itself to its minimum rate from then on, and runs unpaced again once a look finds

@@ -389,6 +389,7 @@ fn rebuild_pass(
     let c = layout.chunk() as usize;
     let rows = array.rows();
     let step = pass.batch_rows();
+    let mut pace = super::BatchPace::new(step);
     let mut r0 = pass.report.resumed_from_row;
     // Buffers live for the whole pass: fresh multi-MiB buffers per batch cost more in page
     // faults than the I/O itself.
@@ -452,9 +453,10 @@ fn rebuild_pass(
             if skipped {
                 continue;
             }
-            let r1 = (r0 + step).min(rows);
+            let r1 = pace.end(r0, rows);
             let b = (r1 - r0) as usize;
             let guard = locks.batch(r0..r1, owner);
+            let began = Instant::now();
             let damage = fill_batch(
                 array,
                 &pass.targets,
@@ -464,6 +466,7 @@ fn rebuild_pass(
                 &mut scratch,
                 &mut outs,
             )?;
+            pace.after(began.elapsed());
             pass.report.checksum_repaired += damage.repaired;
             pass.report.unrecoverable_blocks += damage.poisoned.len() as u64;
             land(inflight.take(), &mut spare_outs, &mut pass, progress)?;
@@ -1173,6 +1176,7 @@ fn replace_pass(
     let c = array.layout().chunk() as usize;
     let rows = array.rows();
     let step = pass.batch_rows();
+    let mut pace = super::BatchPace::new(step);
     let mut r0 = pass.report.resumed_from_row;
     let (_, t) = pass.targets[0].clone();
     debug_assert!(matches!(t.kind, TargetKind::Replace { .. }));
@@ -1196,8 +1200,9 @@ fn replace_pass(
             r0 = end;
             continue;
         }
-        let r1 = (r0 + step).min(rows);
+        let r1 = pace.end(r0, rows);
         let guard = locks.batch(r0..r1, owner);
+        let began = Instant::now();
         if !pass.targets_alive() {
             // The old member failed (the target now rebuilds) or the target failed.
             pass.make_durable()?;
@@ -1207,7 +1212,7 @@ fn replace_pass(
         let len = (r1 - r0) as usize * c;
         let read = if array.slot_usable(slot) {
             // Unreadable blocks on the source are rebuilt from redundancy (and rewritten).
-            array.read_rows_verified(slot, &mut buf[..len], r0..r1)
+            array.read_rows_verified(slot, &mut buf[..len], r0..r1, Some(super::SLOW_BATCH))
         } else {
             Err(crate::Error::new(
                 crate::ErrorKind::Io,
@@ -1223,8 +1228,10 @@ fn replace_pass(
             return Ok(pass.report);
         }
         // The array failed: the replace stops with the error.
-        let kept =
+        let (kept, r1) =
             read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
+        // (A read that took the slow path for long stopped early, at row r1.)
+        let len = (r1 - r0) as usize * c;
         if !pass.targets_alive() {
             // The source failed during the read (its blocks came from redundancy): the replace
             // is a rebuild of a new target now, whose checkpoint this pass does not move.
@@ -1242,6 +1249,7 @@ fn replace_pass(
         }
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
+        pace.after(began.elapsed());
         pass.rate.yielding(array.requests_served());
         pass.rate.pause(&|| opts.stop_requested());
         r0 = r1;
@@ -1279,7 +1287,8 @@ pub(crate) fn refresh_replace_targets(
                     // From the slot's member, or from redundancy where it cannot be read: the
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
-                    let kept = array.read_rows_verified(slot, &mut buf[..len], r0..r1)?;
+                    let (kept, _) =
+                        array.read_rows_verified(slot, &mut buf[..len], r0..r1, None)?;
                     let good = array.judged_good(&buf[..len]);
                     if array.target_write(slot, &t.dev, good, r0, &kept_marks(&kept))? {
                         list_kept(array, slot, r0, &kept);
