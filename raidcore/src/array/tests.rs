@@ -2653,10 +2653,14 @@ fn sim_member_in(store: &crate::sim::member::Store, name: &str) -> Arc<dyn Membe
     m
 }
 
-/// A RAID5 from [`killable_raid5`] holding 1 MiB of the random bytes of `seed` from offset 0,
+/// An array from [`killable`] holding 1 MiB of the random bytes of `seed` from offset 0,
 /// flushed: (store, array, pending backing, the bytes).
-fn killable_filled(seed: u64) -> (crate::sim::member::Store, Array, pending::Backing, Vec<u8>) {
-    let (store, a, backing) = killable_raid5();
+fn killable_filled(
+    level: Level,
+    n: usize,
+    seed: u64,
+) -> (crate::sim::member::Store, Array, pending::Backing, Vec<u8>) {
+    let (store, a, backing) = killable(level, n);
     let mut model = vec![0u8; 1 << 20];
     crate::rng::SplitMix64(seed).fill(&mut model);
     a.write(&model, 0).unwrap();
@@ -2697,7 +2701,7 @@ fn kill_reopen_and_read(
 /// rot verified, the resync recomputed parity from it and it read back with no error.
 #[test]
 fn a_replace_copy_kept_as_it_is_is_not_vouched_for_by_its_noted_entry_after_a_kill() {
-    let (store, a, backing, model) = killable_filled(61);
+    let (store, a, backing, model) = killable_filled(Level::Raid5, 4, 61);
     // (The reopen assembles from m0: not the member replaced.)
     let row = (4u64..).find(|&r| a.layout().data_slot(r, 1) != 0).unwrap();
     let (s0, s1) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
@@ -2734,11 +2738,7 @@ fn a_replace_copy_kept_as_it_is_is_not_vouched_for_by_its_noted_entry_after_a_ki
 /// its page read again, failed it).
 #[test]
 fn a_mirror_copy_nothing_verified_is_not_vouched_for_by_its_noted_entry_after_a_kill() {
-    let (store, a, backing) = killable(Level::Raid1, 2);
-    let mut model = vec![0u8; 1 << 20];
-    crate::rng::SplitMix64(67).fill(&mut model);
-    a.write(&model, 0).unwrap();
-    a.flush().unwrap();
+    let (store, a, backing, model) = killable_filled(Level::Raid1, 2, 67);
     let at = 40 * 4096usize;
     let off = a.data_offset + at as u64;
     flip(&a, 0, off + 100);
