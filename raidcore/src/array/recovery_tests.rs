@@ -868,6 +868,22 @@ fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes
     );
 }
 
+/// Makes the 4 KiB column at `within` of parity row `row` disagree with its parity where
+/// nothing tells which cell is wrong: the first `doubtful` data cells' entries unknown, the
+/// first `rotten` of them rotten.
+fn disagree(a: &Array, row: u64, within: u64, doubtful: usize, rotten: usize) {
+    for i in 0..doubtful {
+        unknown_entry(a, a.layout().data_slot(row, i), a.cell_offset(row, within));
+    }
+    for i in 0..rotten {
+        flip(
+            a,
+            a.layout().data_slot(row, i),
+            a.cell_offset(row, within + 100),
+        );
+    }
+}
+
 /// Simulator seed 9001270 and its class (issue 31; RAID5 and F1 with damaged table pages and
 /// rot): a write into a row whose parity disagrees with two data cells whose entries are
 /// unknown (which of them is wrong cannot be told) was refused, the next and every later
@@ -884,12 +900,7 @@ fn a_write_into_a_row_whose_parity_disagrees_with_unverifiable_cells_goes_in() {
         let (a, _faults, model) = filled(level, n, chunk, 53);
         let row = 6u64;
         let d = a.layout().data_per_row() as u64;
-        for i in 0..doubtful {
-            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 0));
-        }
-        for i in 0..rotten {
-            flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
-        }
+        disagree(&a, row, 0, doubtful, rotten);
         let mut buf = vec![0u8; 4096];
         assert!(
             a.read(&mut buf, row * d * chunk).is_err(),
@@ -928,14 +939,7 @@ fn a_write_into_a_row_whose_parity_disagrees_never_lists_its_own_blocks() {
         let d = a.layout().data_per_row() as u64;
         // Column 1 (the second block of each chunk): data cells 0 and 1 unknown, cell 0
         // rotten: the parity disagrees and which is wrong cannot be told.
-        for i in 0..2 {
-            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 4096));
-        }
-        flip(
-            &a,
-            a.layout().data_slot(row, 0),
-            a.cell_offset(row, 4096 + 100),
-        );
+        disagree(&a, row, 4096, 2, 1);
         // From the second block of cell 1 to the row's end (the stripe cache holds such a
         // write): cell 1 is written over part of the span only.
         let at = row * d * chunk + chunk + 4096;
@@ -972,12 +976,7 @@ fn a_write_into_a_row_whose_parity_disagrees_keeps_the_cells_that_verify() {
         let (a, _faults, mut model) = filled(level, n, chunk, 53);
         let row = 6u64;
         let d = a.layout().data_per_row() as u64;
-        for i in 0..doubtful {
-            unknown_entry(&a, a.layout().data_slot(row, i), a.cell_offset(row, 0));
-        }
-        for i in 0..rotten {
-            flip(&a, a.layout().data_slot(row, i), a.cell_offset(row, 100));
-        }
+        disagree(&a, row, 0, doubtful, rotten);
         // One of the unknown cells, replaced whole (a write only of a good cell takes the
         // read-modify-write path and never meets the disagreement).
         let at = (row * d + doubtful as u64 - 1) * chunk;
