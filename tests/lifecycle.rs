@@ -1010,3 +1010,63 @@ fn a_write_killed_in_regions_never_written_loses_nothing_to_a_rebuild_that_skips
         );
     }
 }
+
+/// The split brain check of a three-way mirror (simulator seed 17001450, where the check
+/// refused a healthy array): m1 failed, then m0, then m1 came back and was rebuilt, then m2
+/// failed. m0 and m1 each recorded the other as failed, but m2, which m0 last saw in service,
+/// records m0 failed and m1 in service: m0 is stale, not a half that went on alone. A true
+/// split of three (m0 and m2 go on without m1, then m1 alone) is still refused: there m1
+/// records m2 failed too.
+#[test]
+fn a_three_way_mirror_split_is_refused_and_a_stale_member_is_not_taken_for_one() {
+    let dir = tempdir();
+    let d = dir.path();
+    let (m0, m1, m2) = (d.join("m0"), d.join("m1"), d.join("m2"));
+    let hide = d.join("away");
+    std::fs::create_dir(&hide).unwrap();
+    raidctl(
+        ["create", "--level", "1", "--size", "32M"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([&m0, &m1, &m2].map(|m| m.display().to_string())),
+    )
+    .ok();
+    write_at(&m0, 0, &[b'X'; 4096], d);
+    // m1 away: m0 and m2 take A; then m0 and m2 away: m1 alone takes B.
+    std::fs::rename(&m1, hide.join("m1")).unwrap();
+    write_at(&m0, 0, &[b'A'; 4096], d);
+    std::fs::rename(hide.join("m1"), &m1).unwrap();
+    for m in ["m0", "m2"] {
+        std::fs::rename(d.join(m), hide.join(m)).unwrap();
+    }
+    write_at(&m1, 0, &[b'B'; 4096], d);
+    for m in ["m0", "m2"] {
+        std::fs::rename(hide.join(m), d.join(m)).unwrap();
+    }
+    for m in [&m0, &m1] {
+        let r = read_at(m, 0, 4096);
+        assert_eq!(r.code, 3, "{}: {}", m.display(), r.stderr);
+        assert!(r.stderr.contains("split brain"), "{}", r.stderr);
+    }
+    // The stale sequence, on a new array: fail m1, fail m0, re-add m1 (rebuilt), fail m2.
+    for m in [&m0, &m1, &m2] {
+        std::fs::remove_file(m).unwrap();
+    }
+    raidctl(
+        ["create", "--level", "1", "--size", "32M"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([&m0, &m1, &m2].map(|m| m.display().to_string())),
+    )
+    .ok();
+    write_at(&m0, 0, &[b'C'; 4096], d);
+    raidctl(["fail".as_ref(), m2.as_os_str(), m1.as_os_str()]).ok();
+    raidctl(["fail".as_ref(), m2.as_os_str(), m0.as_os_str()]).ok();
+    raidctl(["add".as_ref(), m2.as_os_str(), m1.as_os_str()]).ok();
+    raidctl(["fail".as_ref(), m1.as_os_str(), m2.as_os_str()]).ok();
+    let r = read_at(&m1, 0, 4096);
+    assert_eq!(r.code, 0, "through m1: {}", r.stderr);
+    assert_eq!(r.stdout, [b'C'; 4096]);
+    let r = read_at(&m0, 0, 4096);
+    assert!(!r.stderr.contains("split brain"), "{}", r.stderr);
+}

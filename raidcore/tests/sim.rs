@@ -1047,6 +1047,16 @@ fn a_slow_job_batch_never_holds_a_request_for_long() {
     pass_full(10004158);
 }
 
+/// Simulator seed 17001450 (RAID1 of three, faults on writes): m1 failed, then m0, then m1 was
+/// re-added and rebuilt, then m2 failed; at the next open m0 and m1 each recorded the other as
+/// failed and the array was refused as a split brain through every member. m2, which m0 last
+/// saw in service, records m0 failed and m1 in service: m0 is stale
+/// (`a_three_way_mirror_split_is_refused_and_a_stale_member_is_not_taken_for_one`).
+#[test]
+fn a_member_stale_behind_a_re_added_one_is_no_split_brain() {
+    pass_full(17001450);
+}
+
 /// Soak seeds that failed once and pass now (see `soak_seeds_that_still_fail`).
 #[test]
 fn soak_seeds_that_pass_now() {

@@ -567,12 +567,36 @@ impl Array {
                 let self_active = theirs.slots.get(theirs.slot as usize).is_some_and(|e| {
                     e.member_uuid == theirs.member_uuid && e.state == SlotState::Active
                 });
+                let in_service = |sb: &format::Superblock, uuid: &[u8; 16]| {
+                    sb.slots
+                        .iter()
+                        .any(|e| &e.member_uuid == uuid && e.state != SlotState::Faulty)
+                };
+                // Not a split but one stale half: a third member the stale one last saw in
+                // service records it out and the other in service. It was with the stale one
+                // when the other was failed, and with the other once it was back (re-added)
+                // and the stale one was gone. A half that went on alone would have recorded
+                // the third member out too. (Simulator seed 17001450: RAID1 of three, m1
+                // failed, then m0, m1 re-added and rebuilt, m2 failed: m0 and m1 each
+                // recorded the other as failed, and the array was refused as split.)
+                let stale = |gone: &format::Superblock, back: &[u8; 16]| {
+                    found.iter().flatten().any(|z| {
+                        let zs = &z.loaded.sb;
+                        zs.member_uuid != gone.member_uuid
+                            && &zs.member_uuid != back
+                            && in_service(gone, &zs.member_uuid)
+                            && out(zs, &gone.member_uuid)
+                            && in_service(zs, back)
+                    })
+                };
                 (i != slot0
                     && i < sb0.layout.members
                     && out(theirs, &sb0.member_uuid)
                     && out(&sb0, &theirs.member_uuid)
-                    && self_active)
-                    .then(|| f.path.display().to_string())
+                    && self_active
+                    && !stale(theirs, &sb0.member_uuid)
+                    && !stale(&sb0, &theirs.member_uuid))
+                .then(|| f.path.display().to_string())
             })
             .collect();
         let mut split_note = None;
