@@ -1024,25 +1024,30 @@ fn a_three_way_mirror_split_is_refused_and_a_stale_member_is_not_taken_for_one()
     let (m0, m1, m2) = (d.join("m0"), d.join("m1"), d.join("m2"));
     let hide = d.join("away");
     std::fs::create_dir(&hide).unwrap();
-    raidctl(
-        ["create", "--level", "1", "--size", "32M"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([&m0, &m1, &m2].map(|m| m.display().to_string())),
-    )
-    .ok();
+    let create = || {
+        raidctl(
+            ["create", "--level", "1", "--size", "32M"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([&m0, &m1, &m2].map(|m| m.display().to_string())),
+        )
+        .ok();
+    };
+    // Moves members `names` from directory `from` to `to`.
+    let move_all = |names: &[&str], from: &std::path::Path, to: &std::path::Path| {
+        for m in names {
+            std::fs::rename(from.join(m), to.join(m)).unwrap();
+        }
+    };
+    create();
     write_at(&m0, 0, &[b'X'; 4096], d);
     // m1 away: m0 and m2 take A; then m0 and m2 away: m1 alone takes B.
-    std::fs::rename(&m1, hide.join("m1")).unwrap();
+    move_all(&["m1"], d, &hide);
     write_at(&m0, 0, &[b'A'; 4096], d);
-    std::fs::rename(hide.join("m1"), &m1).unwrap();
-    for m in ["m0", "m2"] {
-        std::fs::rename(d.join(m), hide.join(m)).unwrap();
-    }
+    move_all(&["m1"], &hide, d);
+    move_all(&["m0", "m2"], d, &hide);
     write_at(&m1, 0, &[b'B'; 4096], d);
-    for m in ["m0", "m2"] {
-        std::fs::rename(hide.join(m), d.join(m)).unwrap();
-    }
+    move_all(&["m0", "m2"], &hide, d);
     for m in [&m0, &m1] {
         let r = read_at(m, 0, 4096);
         assert_eq!(r.code, 3, "{}: {}", m.display(), r.stderr);
@@ -1052,13 +1057,7 @@ fn a_three_way_mirror_split_is_refused_and_a_stale_member_is_not_taken_for_one()
     for m in [&m0, &m1, &m2] {
         std::fs::remove_file(m).unwrap();
     }
-    raidctl(
-        ["create", "--level", "1", "--size", "32M"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([&m0, &m1, &m2].map(|m| m.display().to_string())),
-    )
-    .ok();
+    create();
     write_at(&m0, 0, &[b'C'; 4096], d);
     raidctl(["fail".as_ref(), m2.as_os_str(), m1.as_os_str()]).ok();
     raidctl(["fail".as_ref(), m2.as_os_str(), m0.as_os_str()]).ok();

@@ -363,6 +363,14 @@ impl State {
         }
     }
 
+    /// Caches table page `page` as read (`buf`), making room for it first.
+    fn cache_insert(&mut self, page: u64, buf: &[u8]) {
+        self.make_room();
+        let mut b = Box::new([0u8; PAGE]);
+        b.copy_from_slice(buf);
+        self.cache.insert(page, b);
+    }
+
     /// Brings the overlay up to date with every record.
     fn catch_up(&mut self) {
         let State {
@@ -596,10 +604,7 @@ impl CsumStore {
                 st.bad.insert(page);
                 return None;
             }
-            st.make_room();
-            let mut b = Box::new([0u8; PAGE]);
-            b.copy_from_slice(&buf);
-            st.cache.insert(page, b);
+            st.cache_insert(page, &buf);
         }
         st.cache.get_mut(&page).map(|b| &mut **b)
     }
@@ -633,10 +638,7 @@ impl CsumStore {
             // (An unreadable or failing page is read again, and judged, under the lock.)
             return st;
         }
-        st.make_room();
-        let mut b = Box::new([0u8; PAGE]);
-        b.copy_from_slice(&buf);
-        st.cache.insert(page, b);
+        st.cache_insert(page, &buf);
         st
     }
 

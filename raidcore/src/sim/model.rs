@@ -261,12 +261,16 @@ impl Model {
         self.any(off, len, |p, b| p.was_lost[b])
     }
 
-    /// The 4 KiB block at `off` lies in a cell the run's faults left in doubt in a row they made
-    /// unrecoverable (a write into the row may list it: nothing verifies it): it may fail to
-    /// read, as a block lost at a crash may, until written whole.
-    pub fn mark_was_lost(&mut self, off: u64) {
-        let p = self.page_mut(off / P as u64);
-        p.was_lost = [true; P];
+    /// The 4 KiB blocks of `range` lie in a cell the run's faults left in doubt in a row they
+    /// made unrecoverable (a write into the row may list them: nothing verifies them): each may
+    /// fail to read, as a block lost at a crash may, until written whole. Blocks `written`
+    /// covers whole (the write that found the row so) are left as they are.
+    pub fn mark_was_lost(&mut self, range: std::ops::Range<u64>, written: std::ops::Range<u64>) {
+        for b in range.step_by(P) {
+            if !(written.start <= b && b + P as u64 <= written.end) {
+                self.page_mut(b / P as u64).was_lost = [true; P];
+            }
+        }
     }
 
     /// Whether some byte of the range is on the bad-block list since a crash and not written

@@ -1141,11 +1141,7 @@ fn client(
                     let mut m = w.model.lock().expect("model lock");
                     m.end_write(off, &data, ok);
                     for r in &unrec_chunks {
-                        for b in r.clone().step_by(4096) {
-                            if !(off <= b && b + 4096 <= off + len) {
-                                m.mark_was_lost(b);
-                            }
-                        }
+                        m.mark_was_lost(r.clone(), off..off + len);
                     }
                     if let (true, Some(s)) = (ok, flush_seq) {
                         // A FUA write is durable, with everything completed before its flush.
@@ -1451,10 +1447,7 @@ fn note_unrecoverable_rows(w: &World, a: &Array, rows: impl IntoIterator<Item = 
     }
     for row in rows {
         for r in doubtful_chunks(w, a, row) {
-            let mut m = w.model.lock().expect("model lock");
-            for b in r.step_by(4096) {
-                m.mark_was_lost(b);
-            }
+            w.model.lock().expect("model lock").mark_was_lost(r, 0..0);
         }
     }
 }
