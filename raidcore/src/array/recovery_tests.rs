@@ -998,3 +998,49 @@ fn a_write_into_a_row_whose_parity_disagrees_keeps_the_cells_that_verify() {
         row_right_or_error(&a, &model, row, 0..d, None, ", degraded");
     }
 }
+
+/// Simulator seed 16001076 (F1 of three, a FUA write of part of a row cut by a power cut): the
+/// device kept the write's checksum log page and its parity block but lost its data block (all
+/// unsynced), so the data block is old next to its new entry and the parity new next to its
+/// old entry. Both one-cell rebuilds match an entry: the data block from the new parity (its
+/// new entry), and the parity from the old data block (the parity's old entry), and the resync
+/// listed the block as undecided. Only the first leaves every data block matching its own
+/// entry; the second keeps a data block failing its checksum. The block now reads as the
+/// write's bytes, which its entry vouches for.
+#[test]
+fn a_data_block_a_power_cut_left_behind_its_entry_is_rebuilt_from_parity_not_listed() {
+    for (level, n) in [(Level::F1, 3), (Level::Raid5, 4)] {
+        let chunk = 8192u64;
+        let (a, _faults, model) = filled(level, n, chunk, 47);
+        let row = 3u64;
+        let within = 4096u64;
+        let d0 = a.layout().data_slot(row, 0);
+        let p = a.layout().p_slot(row);
+        let off = a.cell_offset(row, within);
+        let dev = |s: usize| a.slots[s].usable().unwrap();
+        let read = |s: usize| {
+            let mut b = crate::buf::AlignedBuf::zeroed(4096);
+            dev(s).member.read_at(&mut b, off).unwrap();
+            b.to_vec()
+        };
+        let old = read(d0);
+        let new: Vec<u8> = old.iter().map(|x| x ^ 0x3c).collect();
+        // The parity as the write left it, and the data block's entry as its log page did.
+        let parity: Vec<u8> = read(p).iter().map(|x| x ^ 0x3c).collect();
+        let mut buf = crate::buf::AlignedBuf::zeroed(4096);
+        buf.copy_from_slice(&parity);
+        dev(p).member.write_at(&buf, off).unwrap();
+        let data_dev = dev(d0);
+        let s = a.csum_of(&data_dev).unwrap();
+        s.record_digests(s.block_of(off), &[a.csum_digest(&new)]);
+        let rep = resync(&a, row..row + 1);
+        let logical = (row * a.layout().data_per_row() as u64) * chunk + within;
+        let mut got = vec![0u8; 4096];
+        a.read(&mut got, logical)
+            .unwrap_or_else(|e| panic!("{level:?}: the block was listed: {e}; {rep:?}"));
+        assert_eq!(got, new, "{level:?}: the block its entry vouches for");
+        let mut rest = vec![0u8; 4096];
+        a.read(&mut rest, logical + 4096).unwrap();
+        assert_eq!(rest, model[logical as usize + 4096..][..4096], "{level:?}");
+    }
+}

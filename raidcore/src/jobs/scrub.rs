@@ -1391,7 +1391,17 @@ fn resync_parity_block(
 /// (the others failing theirs as entries lagging a completed write). A trial is verified
 /// when the block rebuilt from the rest matches its own entry (`matches`): a checksum the
 /// cells used could not have produced by chance. Returns the one verified cell and the row
-/// with it rebuilt; None when none or several verify.
+/// with it rebuilt; None when none verifies, or several do and not exactly one of them leaves
+/// every data block matching its own entry.
+///
+/// Several verify where a write the crash cut left a data block old next to its new entry
+/// and its parity new next to the parity's old entry (the device kept the log page and the
+/// parity write but lost the data write, all unsynced): the data block rebuilt from the new
+/// parity matches its entry, and so does the parity recomputed from the old data block. Only
+/// the first leaves the data verified (every data block matching its entry, the parity, never
+/// read as data, the only cell taken against its entry); the second would keep a data block
+/// that fails its own checksum. Simulator seed 16001076 (F1, a FUA write of part of a row cut
+/// by a power cut): the block was listed as lost though its new version was whole.
 fn one_rebuild_matching_its_entry(
     array: &Array,
     parity: usize,
@@ -1399,7 +1409,8 @@ fn one_rebuild_matching_its_entry(
     blocks: &[&[u8]],
     matches: impl Fn(usize, &[u8]) -> bool,
 ) -> Option<(usize, Vec<Vec<u8>>)> {
-    let mut found = None;
+    let d = blocks.len() - parity;
+    let mut found = Vec::new();
     for x in (0..blocks.len()).filter(|&i| states[i] == Cell::Bad) {
         let mut row: Vec<Vec<u8>> = blocks.iter().map(|b| b.to_vec()).collect();
         {
@@ -1409,13 +1420,16 @@ fn one_rebuild_matching_its_entry(
             }
         }
         if matches(x, &row[x]) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some((x, row));
+            found.push((x, row));
         }
     }
-    found
+    if found.len() > 1 {
+        found.retain(|(x, _)| *x < d && (0..d).all(|i| i == *x || states[i] == Cell::Good));
+    }
+    match found.len() {
+        1 => found.pop(),
+        _ => None,
+    }
 }
 
 /// Resync of block `b` of a RAID6 row with one member (`m`, row index) missing: one
