@@ -1095,3 +1095,23 @@ fn soak_seeds_that_pass_now() {
 fn a_cut_write_whose_data_block_lags_its_entry_is_rebuilt_from_its_parity() {
     pass_full(16001076);
 }
+
+/// Simulator seeds 18000319 and 18003145 (RAID6, damaged table pages, a power cut): a write
+/// cut between P and Q, one parity new next to an unknown or lagging entry; the resync tried
+/// only rebuilds from P and listed the block, though the one rebuilt from the old parity (the
+/// new one recomputed) verifies
+/// (`a_raid6_write_cut_between_p_and_q_is_rolled_back_where_the_old_parity_verifies`).
+#[test]
+fn a_raid6_write_cut_between_p_and_q_is_decided_by_the_parity_that_verifies() {
+    pass_full(18000319);
+    pass_full(18003145);
+}
+
+/// Simulator seed 18002486 (F1, damaged table pages, a power cut): the model. A torn block whose
+/// own entry a damaged page made unknown, next to a parity the write reached: which version
+/// the parity holds nothing can say with one parity, and the resync lists it; the model took
+/// the lone torn cell as decidable.
+#[test]
+fn a_torn_block_with_no_entry_of_its_own_may_be_listed_where_one_parity_is_all() {
+    pass_full(18002486);
+}

@@ -1322,7 +1322,7 @@ fn resync_parity_block(
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. }
-            if let Some((x, fixed)) = one_rebuild_matching_its_entry(
+            if let Some((erased, fixed)) = one_rebuild_matching_its_entry(
                 array,
                 parity,
                 &states,
@@ -1331,22 +1331,32 @@ fn resync_parity_block(
             ) =>
         {
             // Taking the other blocks that fail their entries as a completed write whose
-            // entries lag, exactly one failing block rebuilt from the rest matches its own
+            // entries lag, one way of rebuilding a failing block from the rest matches its own
             // entry: that checksum vouches for the rebuild and for every cell it used. The
-            // block is restored, the others' entries recorded, parity made to agree.
-            let rebuilt = Verified::rebuilt(&fixed[x]);
-            array.repair_write(slots[x], rebuilt, row, within, WriteKind::of_cell(x, d))?;
-            rep.bytes_written += BLOCK;
-            push(
-                rep,
-                problem(
-                    x,
-                    cell_kind(x, d, true),
-                    true,
-                    "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum".into(),
-                ),
-            );
-            for i in (0..d).filter(|&i| i != x && states[i] != Cell::Good) {
+            // blocks rebuilt are restored, the others' entries recorded, parity made to agree.
+            for &i in &erased {
+                if fixed[i] == block(i) {
+                    record(i, Verified::rebuilt);
+                    continue;
+                }
+                let rebuilt = Verified::rebuilt(&fixed[i]);
+                array.repair_write(slots[i], rebuilt, row, within, WriteKind::of_cell(i, d))?;
+                rep.bytes_written += BLOCK;
+                push(
+                    rep,
+                    problem(
+                        i,
+                        cell_kind(i, d, states[i] == Cell::Bad),
+                        true,
+                        if states[i] == Cell::Bad {
+                            "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum".into()
+                        } else {
+                            "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them, with a block that matches its checksum".into()
+                        },
+                    ),
+                );
+            }
+            for i in (0..d).filter(|&i| !erased.contains(&i) && states[i] != Cell::Good) {
                 record(i, Verified::rebuilt);
             }
             let data: Vec<&[u8]> = fixed[..d].iter().map(|x| &x[..]).collect();
@@ -1354,7 +1364,7 @@ fn resync_parity_block(
             settle(
                 rep,
                 &pq,
-                &|i| pq[i - d] == fixed[i],
+                &|i| erased.contains(&i) || pq[i - d] == block(i),
                 Verified::parity,
                 "parity recomputed after an unclean stop from data restored from the other members",
             )?;
@@ -1386,13 +1396,15 @@ fn resync_parity_block(
     Ok(())
 }
 
-/// For a row block that more cells fail than parity can locate: the cells failing their
-/// entries (`Cell::Bad`) are tried one at a time as the only wrong one, the rest taken as read
-/// (the others failing theirs as entries lagging a completed write). A trial is verified
-/// when the block rebuilt from the rest matches its own entry (`matches`): a checksum the
-/// cells used could not have produced by chance. Returns the one verified cell and the row
-/// with it rebuilt; None when none verifies, or several do and not exactly one of them leaves
-/// every data block matching its own entry.
+/// For a row block that more cells fail than parity can locate: each cell failing its entry
+/// (`Cell::Bad`) is tried as the wrong one, rebuilt from the rest (RAID6: also together with
+/// a parity or another cell not matching its entry, rebuilt from what is left), the cells
+/// not rebuilt taken as read (those failing their entries as entries lagging a completed
+/// write). A trial is verified when every block it rebuilt that has an entry matches it
+/// (`matches`): a checksum the cells used could not have produced by chance. Returns the cells
+/// of the one verified trial and the row it gives; None when none verifies, or several give
+/// different rows and not exactly one of them leaves every data block not rebuilt matching
+/// its own entry.
 ///
 /// Several verify where a write the crash cut left a data block old next to its new entry
 /// and its parity new next to the parity's old entry (the device kept the log page and the
@@ -1402,29 +1414,49 @@ fn resync_parity_block(
 /// read as data, the only cell taken against its entry); the second would keep a data block
 /// that fails its own checksum. Simulator seed 16001076 (F1, a FUA write of part of a row cut
 /// by a power cut): the block was listed as lost though its new version was whole.
+///
+/// RAID6 pairs: a write cut between P and Q leaves one parity new next to the other old; when
+/// the new one's entry is unknown (a damaged table page) or lags, the block rebuilt from the
+/// old one, with the new one recomputed, is what matches the entries (simulator seeds
+/// 18000319 and 18003145: listed as lost though the old version verified).
 fn one_rebuild_matching_its_entry(
     array: &Array,
     parity: usize,
     states: &[Cell],
     blocks: &[&[u8]],
     matches: impl Fn(usize, &[u8]) -> bool,
-) -> Option<(usize, Vec<Vec<u8>>)> {
-    let d = blocks.len() - parity;
-    let mut found = Vec::new();
-    for x in (0..blocks.len()).filter(|&i| states[i] == Cell::Bad) {
+) -> Option<(Vec<usize>, Vec<Vec<u8>>)> {
+    let total = blocks.len();
+    let d = total - parity;
+    let mut trials: Vec<Vec<usize>> = Vec::new();
+    for x in (0..total).filter(|&i| states[i] == Cell::Bad) {
+        trials.push(vec![x]);
+        if parity == 2 {
+            for y in (0..total).filter(|&y| y != x && (y >= d || states[y] != Cell::Good)) {
+                trials.push(vec![x.min(y), x.max(y)]);
+            }
+        }
+    }
+    trials.sort_unstable();
+    trials.dedup();
+    let mut found: Vec<(Vec<usize>, Vec<Vec<u8>>)> = Vec::new();
+    for erased in trials {
         let mut row: Vec<Vec<u8>> = blocks.iter().map(|b| b.to_vec()).collect();
         {
             let mut refs: Vec<&mut [u8]> = row.iter_mut().map(|b| &mut b[..]).collect();
-            if array.kernel().recover(&mut refs, parity, &[x]).is_err() {
+            if array.kernel().recover(&mut refs, parity, &erased).is_err() {
                 continue;
             }
         }
-        if matches(x, &row[x]) {
-            found.push((x, row));
+        let verified = erased
+            .iter()
+            .all(|&i| states[i] == Cell::Unchecked || matches(i, &row[i]));
+        if verified && !found.iter().any(|(_, r)| *r == row) {
+            found.push((erased, row));
         }
     }
     if found.len() > 1 {
-        found.retain(|(x, _)| *x < d && (0..d).all(|i| i == *x || states[i] == Cell::Good));
+        found.retain(|(erased, _)| (0..d).all(|i| erased.contains(&i) || states[i] == Cell::Good));
     }
     match found.len() {
         1 => found.pop(),

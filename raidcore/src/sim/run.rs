@@ -1568,12 +1568,15 @@ fn torn_past_parity(w: &World, a: &Array, off: u64, len: u64) -> bool {
                 // The parity a torn write changed is in doubt as well (its bytes and its entry
                 // each old or new): with one torn data cell the others still decide it (a
                 // rebuild from some parity matches one of its entries), with two or more, or
-                // none left over in a degraded row, they may not.
+                // none left over in a degraded row, they may not. Nor when the one torn cell
+                // has no entry to match (a damaged table page), or rot: which version a parity
+                // holds is then decided only by another parity (simulator seed 18002486, F1: a
+                // torn block with an unknown entry next to a parity the write reached).
                 let degraded = (0..l.members()).any(|s| faulty & (1 << s) != 0);
                 let parity_doubt = if torn.count_ones() >= 2 {
                     l.tolerance()
                 } else {
-                    usize::from(degraded)
+                    usize::from(degraded || torn & doubtful != 0)
                 };
                 let at_risk = (torn | doubtful).count_ones() as usize + parity_doubt;
                 (me_torn || doubtful & own != 0)
