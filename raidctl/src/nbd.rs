@@ -419,7 +419,9 @@ fn run_job(export: &Export, job: &Job, pool: &BufPool) -> Result<Option<AlignedB
     let fua = |r: Result<(), u32>| -> Result<Option<AlignedBuf>, u32> {
         r?;
         if job.flags & CMD_FLAG_FUA != 0 {
-            a.flush().map_err(|e| errno(&e))?;
+            // This request's own cells, on the members holding them (not a whole flush).
+            a.flush_range(job.offset, job.len as u64)
+                .map_err(|e| errno(&e))?;
         }
         Ok(None)
     };

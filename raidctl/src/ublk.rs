@@ -125,7 +125,7 @@ fn handle(export: &Export, iod: &sys::ublksrv_io_desc, buf: &mut [u8]) -> i32 {
     };
     let r = r.and_then(|_| {
         if writes && flags & sys::UBLK_IO_F_FUA != 0 {
-            a.flush()
+            a.flush_range(off, len as u64)
         } else {
             Ok(())
         }

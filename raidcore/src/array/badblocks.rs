@@ -319,7 +319,7 @@ impl BadBlocks {
         any
     }
 
-    fn has_suspect(&self) -> bool {
+    pub fn has_suspect(&self) -> bool {
         self.suspect.iter().any(|l| !l.is_empty())
     }
 

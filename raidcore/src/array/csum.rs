@@ -1152,33 +1152,6 @@ impl Array {
             }
     }
 
-    /// Writes every device's waiting checksum records to its log (`fold`: folds the log into
-    /// the table, as at clean close). A device that fails is failed.
-    pub(crate) fn csum_sync_all(&self, fold: bool) -> Result<()> {
-        if self.csum_geo.is_none() {
-            return Ok(());
-        }
-        for d in self.live_devs() {
-            let Some(s) = d.csum.get() else {
-                continue; // never used since open: nothing recorded
-            };
-            let r = if fold {
-                s.sync(d.member.as_ref(), true)
-                    .and_then(|a| Ok(a + s.fold(d.member.as_ref())?))
-            } else {
-                s.sync(d.member.as_ref(), true)
-            };
-            match r {
-                Ok(n) => d.count(WriteKind::Metadata, n),
-                Err(e) => {
-                    d.write_error(&e);
-                    self.fail_dev(&d, &format!("checksum log write failed: {e}"))?;
-                }
-            }
-        }
-        self.check_alive()
-    }
-
     /// Writes one device's waiting checksum records (a rebuild target before its checkpoint
     /// is recorded).
     pub(crate) fn csum_sync_dev(&self, d: &Dev) -> Result<()> {

@@ -399,8 +399,7 @@ impl Array {
         }
         if rep.restored > 0 {
             // Logged before the store forgets them (a second crash must not lose them).
-            self.csum_sync_all(false)?;
-            self.flush_members()?;
+            self.sync_devices(false)?;
         }
         self.entries_current
             .store(store.earlier, std::sync::atomic::Ordering::Release);

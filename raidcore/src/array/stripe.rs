@@ -423,6 +423,16 @@ impl Array {
 
     /// Writes out held blocks: all of them, or those held longer than `older_than`.
     pub fn write_back(&self, older_than: Option<Duration>) -> Result<()> {
+        self.write_back_where(|_, since| older_than.is_none_or(|age| since.elapsed() >= age))
+    }
+
+    /// Writes out the rows of `rows` held dirty (a FUA write's: [`Array::flush_range`]).
+    pub(crate) fn write_back_rows(&self, rows: Range<u64>) -> Result<()> {
+        self.write_back_where(|row, _| rows.contains(&row))
+    }
+
+    /// Writes out the dirty rows `pick` chooses (by row and the time it became dirty).
+    fn write_back_where(&self, pick: impl Fn(u64, Instant) -> bool) -> Result<()> {
         let Redundancy::Parity { parity } = self.layout.redundancy() else {
             return Ok(());
         };
@@ -433,10 +443,7 @@ impl Array {
             let m = self.stripes.lock();
             m.entries
                 .iter()
-                .filter(|(_, e)| {
-                    e.dirty_since
-                        .is_some_and(|t| older_than.is_none_or(|age| t.elapsed() >= age))
-                })
+                .filter(|(&r, e)| e.dirty_since.is_some_and(|t| pick(r, t)))
                 .map(|(&r, _)| r)
                 .collect()
         };

@@ -2795,3 +2795,25 @@ fn a_mirror_replace_of_a_block_no_copy_can_read_leaves_an_error_not_data() {
         }
     }
 }
+
+/// Issue 30: a FUA write ran a whole flush, writing out every row the stripe cache held first.
+/// Now it writes out its own rows and flushes the members: another row held in the cache stays
+/// held (it is written out at the next flush), and the FUA write's row is on the members.
+#[test]
+fn a_fua_write_writes_out_only_its_own_rows_of_the_stripe_cache() {
+    let (a, _faults) = make(&params(Level::Raid5, 4, 4096), 3 << 20);
+    let block = |i: u8| vec![i | 1; 4096];
+    // Row 0 (3 data blocks of 4 KiB): one block, held; row 2: one block, then its FUA flush.
+    a.write(&block(1), 0).unwrap();
+    a.write(&block(2), 2 * 12288).unwrap();
+    a.flush_range(2 * 12288, 4096).unwrap();
+    assert_eq!(on_members(&a, 2 * 12288, 4096), block(2), "its own row");
+    assert_eq!(
+        on_members(&a, 0, 4096),
+        vec![0u8; 4096],
+        "another row stays held"
+    );
+    a.flush().unwrap();
+    assert_eq!(on_members(&a, 0, 4096), block(1), "written out by a flush");
+    assert_consistent(&a);
+}

@@ -2597,9 +2597,6 @@ fn resync_mirror_block<'a>(
         .filter(|&i| states[i] == Cell::Bad)
         .filter_map(|i| wanted(avail[i]))
         .collect();
-    let vouched_by_another = (0..avail.len()).find(|&i| {
-        states[i] == Cell::Unchecked && wanted_digests.contains(&array.csum_digest(block(avail[i])))
-    });
     // After a stop that was not a power cut every completed write's entries are known
     // (pending.rs): bytes a copy holds while failing its entry are rot, however many copies
     // agree on them (two copies rotten alike after kill -9 were recorded as agreed: an outside
@@ -2608,11 +2605,25 @@ fn resync_mirror_block<'a>(
         && array
             .entries_current
             .load(std::sync::atomic::Ordering::Acquire);
+    // A copy whose bytes another copy's entry names: a whole version a write put there. After
+    // a power cut that holds for a copy failing its own entry too: each copy's data write and
+    // log page land or not on their own, so a cut write can leave one copy old next to its
+    // new entry and the other new next to its old one (simulator seed 12001369, RAID10); an
+    // entry on a member is never older than the last flush, so neither version is either.
+    let vouched_by_another = (0..avail.len()).find(|&i| {
+        let digest = array.csum_digest(block(avail[i]));
+        match states[i] {
+            Cell::Unchecked => wanted_digests.contains(&digest),
+            Cell::Bad if !current => (0..avail.len())
+                .any(|j| j != i && states[j] == Cell::Bad && wanted(avail[j]) == Some(digest)),
+            _ => false,
+        }
+    });
     let rotten =
         |i: usize| current && (0..avail.len()).any(|j| states[j] == Cell::Bad && agree(i, j));
     let source: Option<(usize, Vouch, &str)> = match plan::choose_copy(&states, true, agree) {
         CopyChoice::Use { copy, .. } => Some((copy, matched, "differs from a copy that matches its checksum after an unclean stop; rewritten from it")),
-        _ if vouched_by_another.is_some() => vouched_by_another.map(|i| (i, Verified::rebuilt as Vouch, "differs from a copy that matches the checksum entry of another copy (its own entry is unknown: a damaged table page) after an unclean stop; rewritten from it")),
+        _ if vouched_by_another.is_some() => vouched_by_another.map(|i| (i, Verified::rebuilt as Vouch, "differs from a copy that matches the checksum entry of another copy (its own entry is unknown, a damaged table page, or lags the write a power cut tore) after an unclean stop; rewritten from it")),
         _ if avail.len() >= 2 && all_agree && !rotten(0) => Some((0, Verified::agreed, "")),
         _ if !checksums && avail.len() == 1 => Some((0, Verified::unchecked, "")),
         // RAID0: a lone copy failing its entry after a power cut is rot or an entry the cut

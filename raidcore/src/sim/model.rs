@@ -190,10 +190,9 @@ impl Model {
         }
     }
 
-    /// A FUA write at `off` completed, its flush having begun at `seq0`: the write itself and
-    /// the writes completed before that flush began are durable.
-    pub fn flush_end_with(&mut self, seq0: u32, off: u64, len: usize) {
-        self.flush_end(seq0);
+    /// A FUA write at `off` completed: the write itself is durable (its own cells only: other
+    /// writes completed before it are durable only where a flush made them so).
+    pub fn fua_end(&mut self, off: u64, len: usize) {
         for (pg, w, _, n) in pieces(off, len) {
             let p = self.page_mut(pg);
             for b in w..w + n {

@@ -1118,9 +1118,6 @@ fn client(
                     .lock()
                     .expect("model lock")
                     .begin_write(off, data.len());
-                // Writes completed before the FUA write's flush began (taken when it begins:
-                // other clients' writes that complete while it runs are not covered).
-                let mut flush_seq = None;
                 // Parity rows the run's faults made unrecoverable: a write into one may list
                 // the row's blocks nothing verifies (which is wrong cannot be told), now or when
                 // the stripe cache destages it, and those then may fail until written whole,
@@ -1129,8 +1126,7 @@ fn client(
                 let unrec_chunks = doubtful_chunks_under(w, a, off, len);
                 let res = a.write(&data, off).and_then(|()| {
                     if fua {
-                        flush_seq = Some(w.model.lock().expect("model lock").flush_begin());
-                        a.flush()
+                        a.flush_range(off, len)
                     } else {
                         Ok(())
                     }
@@ -1143,9 +1139,10 @@ fn client(
                     for r in &unrec_chunks {
                         m.mark_was_lost(r.clone(), off..off + len);
                     }
-                    if let (true, Some(s)) = (ok, flush_seq) {
-                        // A FUA write is durable, with everything completed before its flush.
-                        m.flush_end_with(s, off, data.len());
+                    if ok && fua {
+                        // A FUA write is durable (its own cells: other writes completed before
+                        // it only by a flush).
+                        m.fua_end(off, data.len());
                     }
                 }
                 {
