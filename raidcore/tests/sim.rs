@@ -1128,3 +1128,13 @@ fn a_torn_block_with_no_entry_of_its_own_may_be_listed_where_one_parity_is_all()
 fn a_rotten_block_with_no_entry_of_its_own_may_be_listed_where_one_parity_is_all() {
     pass_full(18005629);
 }
+
+/// Simulator seeds 19000863 and 19006384 (RAID5, a member gone, damaged table pages): a write
+/// held in the stripe cache could not be destaged into a row with the member missing and
+/// another cell failing its entry, and every flush and the clean stop failed from then on
+/// (`a_write_into_a_degraded_row_with_an_unverifiable_cell_goes_in`).
+#[test]
+fn a_write_into_a_degraded_row_nothing_verifies_goes_in_and_the_array_stops_clean() {
+    pass_full(19000863);
+    pass_full(19006384);
+}

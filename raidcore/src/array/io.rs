@@ -630,6 +630,25 @@ impl Array {
                     // with its parity as read is that write (rot in a cell would break the
                     // agreement); anything else fails rather than guess.
                 }
+                // The same for a write into a row with more cells lost than its parity covers,
+                // some of them only unverifiable (a member gone and another's entries unknown or
+                // failing): none of them could be read before the write either. Refusing it
+                // left the acknowledged write of a stripe-cache row unwritable, and every flush
+                // and the clean stop failing for good (simulator seeds 19000863, 19006384).
+                Recovered::Lost { damaged: true, .. }
+                    if unverified.is_some() && self.check_alive().is_ok() =>
+                {
+                    let u = unverified.as_deref_mut().expect("checked");
+                    for (i, &cell) in cells.iter().enumerate() {
+                        if cell == Cell::Good || u.moot.contains(&i) {
+                            continue;
+                        }
+                        u.found.push((i, run.clone()));
+                        if matches!(cell, Cell::Bad | Cell::Unreadable) {
+                            u.placeholders.push((i, run.clone()));
+                        }
+                    }
+                }
                 Recovered::Lost { lost, damaged } => {
                     self.check_alive()?;
                     if damaged {
