@@ -816,7 +816,13 @@ fn unreadable(array: &Array, slot: usize, rows: &Range<u64>, e: &crate::Error) -
         logical_offset: None,
         kind: "unreadable",
         repaired: false,
-        note: format!("{e}; the member is failed: replace or re-add it and rebuild"),
+        note: if array.slot_usable(slot) {
+            // A block neither readable nor rebuilt with certainty (nothing left to verify the
+            // rebuild): the member is still in service (simulator seed 19004808 said failed).
+            format!("{e}; these rows of the member could not be read or rebuilt with certainty")
+        } else {
+            format!("{e}; the member is failed: replace or re-add it and rebuild")
+        },
     }
 }
 
@@ -1245,7 +1251,18 @@ fn resync_parity_block(
             // than data cells rebuilt: RAID6 with one) checks the result independently. A
             // rebuilt block with no entry (a damaged table page) is vouched for only by such a
             // parity: cells that each match their entries may hold different writes' bytes.
-            let independent = kept.len() > rebuilt.iter().filter(|&&i| i < d).count();
+            // A parity whose own entry is unknown checks it as well when it agrees as it was
+            // read: rot in it cannot agree, and cells of different writes give a row no parity
+            // agrees with
+            // (simulator seed 19009195, RAID6: a rotten data block with an unknown entry, Q's
+            // entry unknown too, was listed though P, Q and the other data agreed on its
+            // rebuild).
+            // (As read: the recovery may have rebuilt it too.)
+            let agreeing_unchecked = (d..total)
+                .filter(|&i| states[i] == Cell::Unchecked && pq[i - d] == block(i))
+                .count();
+            let independent =
+                kept.len() + agreeing_unchecked > rebuilt.iter().filter(|&&i| i < d).count();
             let entries_agree = rewrite.iter().all(|&i| match cell(i).wanted(rel, c, b) {
                 Some(w) => array.csum_digest(&blocks[i]) == w,
                 None => independent,
