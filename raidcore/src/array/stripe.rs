@@ -477,9 +477,17 @@ impl Array {
             };
             let Some(row) = victim else { return Ok(()) };
             let _g = self.locks.write(row..row + 1);
-            if let Some(s) = self.stripes.remove(row) {
-                self.stripe_destage(row, parity, &mut lock(&s))?;
-                self.stripes.recycle(s);
+            // Written out while still in the cache, and removed after: a flush running meanwhile
+            // finds the row and waits on its lock for the member writes. Removed first, a FLUSH
+            // or FUA write could find nothing to wait for and return before they were done (an
+            // outside attack: `a_flush_waits_for_a_row_the_cache_is_writing_out`).
+            if let Some(s) = self.stripes.get(row) {
+                let r = self.stripe_destage(row, parity, &mut lock(&s));
+                drop(s);
+                if let Some(s) = self.stripes.remove(row) {
+                    self.stripes.recycle(s);
+                }
+                r?;
             }
         }
     }

@@ -1468,7 +1468,10 @@ fn one_rebuild_matching_its_entry(
         let verified = erased
             .iter()
             .all(|&i| states[i] == Cell::Unchecked || matches(i, &row[i]));
-        if verified && !found.iter().any(|(_, r)| *r == row) {
+        // Trials that differ only in parity give the same data (the parity is recomputed
+        // from it): one result (an outside attack: RAID6, a data block rebuilt from P alone
+        // and with Q recomputed both verified, and counted as two).
+        if verified && !found.iter().any(|(_, r)| r[..d] == row[..d]) {
             found.push((erased, row));
         }
     }
