@@ -42,6 +42,24 @@ struct Unverified {
     placeholders: Vec<(usize, Range<usize>)>,
 }
 
+impl Unverified {
+    /// A write takes a column run of cells nothing verifies (a row whose parity disagrees with
+    /// them, or more of them lost than parity covers): each not verified and not replaced whole
+    /// by the write is listed, present ones failing their entries or unreadable rewritten as
+    /// the placeholders the write's new parity assumes.
+    fn take_unverifiable(&mut self, cells: &[Cell], run: &Range<usize>) {
+        for (i, &cell) in cells.iter().enumerate() {
+            if cell == Cell::Good || self.moot.contains(&i) {
+                continue;
+            }
+            self.found.push((i, run.clone()));
+            if matches!(cell, Cell::Bad | Cell::Unreadable) {
+                self.placeholders.push((i, run.clone()));
+            }
+        }
+    }
+}
+
 /// Counts a request in flight for as long as it lives.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -639,15 +657,7 @@ impl Array {
                     if unverified.is_some() && self.check_alive().is_ok() =>
                 {
                     let u = unverified.as_deref_mut().expect("checked");
-                    for (i, &cell) in cells.iter().enumerate() {
-                        if cell == Cell::Good || u.moot.contains(&i) {
-                            continue;
-                        }
-                        u.found.push((i, run.clone()));
-                        if matches!(cell, Cell::Bad | Cell::Unreadable) {
-                            u.placeholders.push((i, run.clone()));
-                        }
-                    }
+                    u.take_unverifiable(&cells, &run);
                 }
                 Recovered::Lost { lost, damaged } => {
                     self.check_alive()?;
@@ -680,15 +690,7 @@ impl Array {
                 // assumes. Cells that verify keep their data and stay recoverable.
                 Recovered::Inconsistent { .. } if unverified.is_some() => {
                     let u = unverified.as_deref_mut().expect("checked");
-                    for (i, &cell) in cells.iter().enumerate() {
-                        if cell == Cell::Good || u.moot.contains(&i) {
-                            continue;
-                        }
-                        u.found.push((i, run.clone()));
-                        if matches!(cell, Cell::Bad | Cell::Unreadable) {
-                            u.placeholders.push((i, run.clone()));
-                        }
-                    }
+                    u.take_unverifiable(&cells, &run);
                 }
                 Recovered::Inconsistent { unchecked } => bail!(
                     Checksum,

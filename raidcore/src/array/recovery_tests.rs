@@ -999,6 +999,62 @@ fn a_write_into_a_row_whose_parity_disagrees_keeps_the_cells_that_verify() {
     }
 }
 
+/// The 4 KiB blocks at (`row`, `within`) of a parity row, data first then P (and Q), as the
+/// members hold them: (their slots, the blocks, their member offset).
+fn column(a: &Array, row: u64, within: u64) -> (Vec<usize>, Vec<Vec<u8>>, u64) {
+    let l = a.layout();
+    let d = l.data_per_row();
+    let slots: Vec<usize> = (0..d)
+        .map(|i| l.data_slot(row, i))
+        .chain(std::iter::once(l.p_slot(row)))
+        .chain((l.parity_count() == 2).then(|| l.q_slot(row)))
+        .collect();
+    let off = a.cell_offset(row, within);
+    let blocks = slots
+        .iter()
+        .map(|&s| {
+            let mut b = crate::buf::AlignedBuf::zeroed(4096);
+            a.slots[s]
+                .usable()
+                .unwrap()
+                .member
+                .read_at(&mut b, off)
+                .unwrap();
+            b.to_vec()
+        })
+        .collect();
+    (slots, blocks, off)
+}
+
+/// P and Q of data blocks `data`.
+fn parities(a: &Array, data: &[Vec<u8>]) -> [Vec<u8>; 2] {
+    let mut pq = [vec![0u8; 4096], vec![0u8; 4096]];
+    let refs: Vec<&[u8]> = data.iter().map(|x| &x[..]).collect();
+    let [p, q] = &mut pq;
+    (a.kernel.gen_pq)(&refs, p, Some(q));
+    pq
+}
+
+/// A member write that reached `slot`'s member: `bytes` at `off`.
+fn put_block(a: &Array, slot: usize, off: u64, bytes: &[u8]) {
+    let mut b = crate::buf::AlignedBuf::zeroed(bytes.len());
+    b.copy_from_slice(bytes);
+    a.slots[slot]
+        .usable()
+        .unwrap()
+        .member
+        .write_at(&b, off)
+        .unwrap();
+}
+
+/// A checksum log page that reached `slot`'s member: the entry of its block at `off` is
+/// `bytes`' digest.
+fn put_entry(a: &Array, slot: usize, off: u64, bytes: &[u8]) {
+    let dev = a.slots[slot].usable().unwrap();
+    let s = a.csum_of(&dev).unwrap();
+    s.record_digests(s.block_of(off), &[a.csum_digest(bytes)]);
+}
+
 /// Simulator seed 16001076 (F1 of three, a FUA write of part of a row cut by a power cut): the
 /// device kept the write's checksum log page and its parity block but lost its data block (all
 /// unsynced), so the data block is old next to its new entry and the parity new next to its
@@ -1014,25 +1070,13 @@ fn a_data_block_a_power_cut_left_behind_its_entry_is_rebuilt_from_parity_not_lis
         let (a, _faults, model) = filled(level, n, chunk, 47);
         let row = 3u64;
         let within = 4096u64;
-        let d0 = a.layout().data_slot(row, 0);
-        let p = a.layout().p_slot(row);
-        let off = a.cell_offset(row, within);
-        let dev = |s: usize| a.slots[s].usable().unwrap();
-        let read = |s: usize| {
-            let mut b = crate::buf::AlignedBuf::zeroed(4096);
-            dev(s).member.read_at(&mut b, off).unwrap();
-            b.to_vec()
-        };
-        let old = read(d0);
-        let new: Vec<u8> = old.iter().map(|x| x ^ 0x3c).collect();
+        let (slots, blocks, off) = column(&a, row, within);
+        let d = a.layout().data_per_row();
+        let new: Vec<u8> = blocks[0].iter().map(|x| x ^ 0x3c).collect();
         // The parity as the write left it, and the data block's entry as its log page did.
-        let parity: Vec<u8> = read(p).iter().map(|x| x ^ 0x3c).collect();
-        let mut buf = crate::buf::AlignedBuf::zeroed(4096);
-        buf.copy_from_slice(&parity);
-        dev(p).member.write_at(&buf, off).unwrap();
-        let data_dev = dev(d0);
-        let s = a.csum_of(&data_dev).unwrap();
-        s.record_digests(s.block_of(off), &[a.csum_digest(&new)]);
+        let parity: Vec<u8> = blocks[d].iter().map(|x| x ^ 0x3c).collect();
+        put_block(&a, slots[d], off, &parity);
+        put_entry(&a, slots[0], off, &new);
         let rep = resync(&a, row..row + 1);
         let logical = (row * a.layout().data_per_row() as u64) * chunk + within;
         let mut got = vec![0u8; 4096];
@@ -1059,41 +1103,17 @@ fn a_raid6_write_cut_between_p_and_q_is_rolled_back_where_the_old_parity_verifie
         let (a, _faults, model) = filled(Level::Raid6, 6, chunk, 53);
         let row = 4u64;
         let within = 4096u64;
-        let l = a.layout();
-        let d = l.data_per_row();
-        let slots: Vec<usize> = (0..d)
-            .map(|i| l.data_slot(row, i))
-            .chain([l.p_slot(row), l.q_slot(row)])
-            .collect();
-        let off = a.cell_offset(row, within);
-        let dev = |s: usize| a.slots[s].usable().unwrap();
-        let mut cells: Vec<Vec<u8>> = slots
-            .iter()
-            .map(|&s| {
-                let mut b = crate::buf::AlignedBuf::zeroed(4096);
-                dev(s).member.read_at(&mut b, off).unwrap();
-                b.to_vec()
-            })
-            .collect();
+        let d = a.layout().data_per_row();
+        let (slots, mut cells, off) = column(&a, row, within);
         // Data block 2 rewritten; the parity the write reached computed from the new data.
         cells[2].iter_mut().for_each(|x| *x ^= 0x5a);
-        let mut p = vec![0u8; 4096];
-        let mut q = vec![0u8; 4096];
-        {
-            let refs: Vec<&[u8]> = cells[..d].iter().map(|x| &x[..]).collect();
-            (a.kernel.gen_pq)(&refs, &mut p, Some(&mut q));
-        }
-        let put = |s: usize, bytes: &[u8]| {
-            let mut b = crate::buf::AlignedBuf::zeroed(4096);
-            b.copy_from_slice(bytes);
-            dev(s).member.write_at(&b, off).unwrap();
-        };
-        put(slots[2], &cells[2]);
+        let [p, q] = parities(&a, &cells[..d]);
+        put_block(&a, slots[2], off, &cells[2]);
         if new_parity_is_p {
-            put(slots[d], &p);
+            put_block(&a, slots[d], off, &p);
             unknown_entry(&a, slots[d], off);
         } else {
-            put(slots[d + 1], &q);
+            put_block(&a, slots[d + 1], off, &q);
             unknown_entry(&a, slots[2], off);
         }
         let rep = resync(&a, row..row + 1);
@@ -1128,16 +1148,8 @@ fn mirror_copies_a_power_cut_left_crossed_with_their_entries_are_not_listed() {
         let (s1, r1) = a.layout().mirror_cell(c, 1);
         let old = model[(c * chunk + within) as usize..][..4096].to_vec();
         let new: Vec<u8> = old.iter().map(|x| x ^ 0x77).collect();
-        let d1 = a.slots[s1].usable().unwrap();
-        let mut buf = crate::buf::AlignedBuf::zeroed(4096);
-        buf.copy_from_slice(&new);
-        d1.member.write_at(&buf, a.cell_offset(r1, within)).unwrap();
-        let d0 = a.slots[s0].usable().unwrap();
-        let s = a.csum_of(&d0).unwrap();
-        s.record_digests(
-            s.block_of(a.cell_offset(r0, within)),
-            &[a.csum_digest(&new)],
-        );
+        put_block(&a, s1, a.cell_offset(r1, within), &new);
+        put_entry(&a, s0, a.cell_offset(r0, within), &new);
         let rep = resync(&a, r0.min(r1)..r0.max(r1) + 1);
         let mut got = vec![0u8; 4096];
         a.read(&mut got, c * chunk + within)
@@ -1240,38 +1252,14 @@ fn raid6_trials_that_differ_only_in_parity_are_one_result() {
         let chunk = 8192u64;
         let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 77);
         let (row, within, w) = (3u64, 4096u64, 0usize);
-        let l = a.layout();
-        let d = l.data_per_row();
-        let slots: Vec<usize> = (0..d)
-            .map(|i| l.data_slot(row, i))
-            .chain([l.p_slot(row), l.q_slot(row)])
-            .collect();
-        let off = a.cell_offset(row, within);
-        let dev = |s: usize| a.slots[s].usable().unwrap();
-        let mut cells: Vec<Vec<u8>> = slots
-            .iter()
-            .map(|&s| {
-                let mut b = crate::buf::AlignedBuf::zeroed(4096);
-                dev(s).member.read_at(&mut b, off).unwrap();
-                b.to_vec()
-            })
-            .collect();
+        let d = a.layout().data_per_row();
+        let (slots, mut cells, off) = column(&a, row, within);
         cells[w].iter_mut().for_each(|x| *x ^= 0x5a);
-        let mut pq = [vec![0u8; 4096], vec![0u8; 4096]];
-        {
-            let refs: Vec<&[u8]> = cells[..d].iter().map(|x| &x[..]).collect();
-            let [p, q] = &mut pq;
-            (a.kernel.gen_pq)(&refs, p, Some(q));
-        }
-        let mut b = crate::buf::AlignedBuf::zeroed(4096);
-        b.copy_from_slice(&pq[landed]);
-        dev(slots[d + landed]).member.write_at(&b, off).unwrap();
+        let pq = parities(&a, &cells[..d]);
+        put_block(&a, slots[d + landed], off, &pq[landed]);
         let other = 1 - landed;
-        for (c, bytes) in [(w, &cells[w]), (d + other, &pq[other])] {
-            let dd = dev(slots[c]);
-            let st = a.csum_of(&dd).unwrap();
-            st.record_digests(st.block_of(off), &[a.csum_digest(bytes)]);
-        }
+        put_entry(&a, slots[w], off, &cells[w]);
+        put_entry(&a, slots[d + other], off, &pq[other]);
         let rep = resync(&a, row..row + 1);
         let logical = (row * d as u64 + w as u64) * chunk + within;
         let mut got = vec![0u8; 4096];

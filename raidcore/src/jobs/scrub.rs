@@ -1101,6 +1101,34 @@ fn resync_parity_block(
         }
         Ok(())
     };
+    // Block `i` rebuilt as `bytes`: written back where the member differs (a problem, its
+    // note the first of `notes` for a block failing its entry, the second for one whose entry
+    // is unknown), its entry recorded where it already holds them.
+    let restore = |rep: &mut ScrubReport, i: usize, bytes: &[u8], notes: [&str; 2]| -> Result<()> {
+        if bytes == block(i) {
+            record(i, Verified::rebuilt);
+            return Ok(());
+        }
+        array.repair_write(
+            slots[i],
+            Verified::rebuilt(bytes),
+            row,
+            within,
+            WriteKind::of_cell(i, d),
+        )?;
+        rep.bytes_written += BLOCK;
+        let bad = states[i] == Cell::Bad;
+        push(
+            rep,
+            problem(
+                i,
+                cell_kind(i, d, bad),
+                true,
+                notes[usize::from(!bad)].into(),
+            ),
+        );
+        Ok(())
+    };
     if !checksums {
         if parity == 2 && differs.len() == 2 {
             let pd: Vec<u8> = pq[0].iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
@@ -1286,26 +1314,15 @@ fn resync_parity_block(
     match outcome {
         Recovered::Rebuilt { rewrite, .. } => {
             for &i in &rewrite {
-                if blocks[i] == block(i) {
-                    record(i, Verified::rebuilt);
-                    continue;
-                }
-                let fixed = Verified::rebuilt(&blocks[i]);
-                array.repair_write(slots[i], fixed, row, within, WriteKind::of_cell(i, d))?;
-                rep.bytes_written += BLOCK;
-                push(
+                restore(
                     rep,
-                    problem(
-                        i,
-                        cell_kind(i, d, states[i] == Cell::Bad),
-                        true,
-                        if states[i] == Cell::Bad {
-                            "fails its checksum after an unclean stop; restored from the other members".into()
-                        } else {
-                            "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them".into()
-                        },
-                    ),
-                );
+                    i,
+                    &blocks[i],
+                    [
+                        "fails its checksum after an unclean stop; restored from the other members",
+                        "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them",
+                    ],
+                )?;
             }
             // Parity left that the rebuild did not use (RAID6 rebuilding one block from P).
             let data: Vec<&[u8]> = blocks[..d].iter().map(|x| &x[..]).collect();
@@ -1352,26 +1369,15 @@ fn resync_parity_block(
             // entry: that checksum vouches for the rebuild and for every cell it used. The
             // blocks rebuilt are restored, the others' entries recorded, parity made to agree.
             for &i in &erased {
-                if fixed[i] == block(i) {
-                    record(i, Verified::rebuilt);
-                    continue;
-                }
-                let rebuilt = Verified::rebuilt(&fixed[i]);
-                array.repair_write(slots[i], rebuilt, row, within, WriteKind::of_cell(i, d))?;
-                rep.bytes_written += BLOCK;
-                push(
+                restore(
                     rep,
-                    problem(
-                        i,
-                        cell_kind(i, d, states[i] == Cell::Bad),
-                        true,
-                        if states[i] == Cell::Bad {
-                            "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum".into()
-                        } else {
-                            "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them, with a block that matches its checksum".into()
-                        },
-                    ),
-                );
+                    i,
+                    &fixed[i],
+                    [
+                        "fails its checksum after an unclean stop, next to blocks whose entries lag a write; restored from the other members, matching its checksum",
+                        "its checksum page is damaged and it disagrees with the other members after an unclean stop; restored from them, with a block that matches its checksum",
+                    ],
+                )?;
             }
             for i in (0..d).filter(|&i| !erased.contains(&i) && states[i] != Cell::Good) {
                 record(i, Verified::rebuilt);
