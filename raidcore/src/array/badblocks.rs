@@ -235,6 +235,11 @@ impl BadBlocks {
         }
     }
 
+    /// Whether some rewritten block waits for a flush to leave the list.
+    pub fn rewrites_waiting(&self) -> bool {
+        self.rewritten.iter().any(|l| !l.is_empty())
+    }
+
     /// What has been rewritten so far: the part a flush that starts now makes durable.
     pub fn rewritten_now(&self) -> Vec<Vec<Range<u64>>> {
         self.rewritten.clone()
@@ -319,7 +324,7 @@ impl BadBlocks {
         any
     }
 
-    pub fn has_suspect(&self) -> bool {
+    fn has_suspect(&self) -> bool {
         self.suspect.iter().any(|l| !l.is_empty())
     }
 

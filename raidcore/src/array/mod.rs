@@ -1207,13 +1207,7 @@ impl Array {
     /// a full flush: leaving the list needs every rewrite before it on the members (the cache
     /// included), or the acknowledged write would read as lost after a power cut.
     pub fn flush_range(&self, offset: u64, len: u64) -> Result<()> {
-        let rewrites = self
-            .bad
-            .lock()
-            .expect("bad-block lock")
-            .rewritten_now()
-            .iter()
-            .any(|l| !l.is_empty());
+        let rewrites = self.bad.lock().expect("bad-block lock").rewrites_waiting();
         if rewrites || len == 0 {
             return self.flush();
         }
