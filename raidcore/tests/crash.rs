@@ -314,7 +314,7 @@ fn stale_log_tail(level: Level, n: usize) {
         crash.iter().all(|c| {
             let mut p = vec![0u8; 4096];
             c.read_at(&mut p, page_at(i)).unwrap();
-            &p[..8] == b"RCSUMLOG"
+            &p[..8] == b"RCSUMLG2"
         })
     };
     // Run 1: whole-array writes (full rows: nothing held in the stripe cache) until every

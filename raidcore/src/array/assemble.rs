@@ -914,7 +914,8 @@ impl Array {
     /// After an unclean stop, for members that were in service then and are gone now: their
     /// data in the rows the write-intent bitmap names can only be computed from rows a write
     /// may have cut (new data on some members, old on others), so it goes on the bad-block
-    /// list rather than be guessed (see `badblocks`). Likewise for a member failed earlier
+    /// list rather than be guessed (see `badblocks`), except where the checksum entries show
+    /// no write was cutting a column (csum.rs, epochs). Likewise for a member failed earlier
     /// while writes were in flight, in the columns those writes were cutting (its suspect
     /// blocks, within the marked regions). The suspect record is spent either way.
     fn mark_lost_in_crash(&self, lost: &[usize], was_clean: bool, persist: bool) -> Result<()> {
@@ -999,22 +1000,33 @@ impl Array {
         let mark = |b: std::ops::Range<u64>| {
             self.bad.lock().expect("bad-block lock").mark(slot, b);
         };
-        if self.layout.parity_count() != 2 {
+        let checksums = self.has_checksums();
+        if self.layout.parity_count() != 2 && !checksums {
             mark(blocks);
         } else {
+            let settled = checksums.then(|| self.settled_epoch());
             for row in blocks.start / per_row..blocks.end.div_ceil(per_row) {
                 let base = row * per_row;
                 let part = blocks.start.max(base)..blocks.end.min(base + per_row);
-                match self.torn_columns(slot, row) {
-                    Some(cols) => {
-                        for c in cols {
-                            let b = (base + c.start).max(part.start)..(base + c.end).min(part.end);
-                            if !b.is_empty() {
-                                mark(b);
-                            }
+                let cols = if self.layout.parity_count() == 2 {
+                    self.torn_columns(slot, row)
+                } else {
+                    None
+                }
+                .unwrap_or_else(|| std::iter::once(0..per_row).collect());
+                // Columns whose surviving blocks all match entries a returned flush made
+                // durable: no write was cutting them (csum.rs, epochs).
+                let kept = settled.map(|e| self.settled_columns(slot, row, e));
+                for c in cols {
+                    for k in c {
+                        if kept.as_ref().is_some_and(|v| v[k as usize]) {
+                            continue;
+                        }
+                        let b = (base + k).max(part.start)..(base + k + 1).min(part.end);
+                        if !b.is_empty() {
+                            mark(b);
                         }
                     }
-                    None => mark(part),
                 }
             }
         }

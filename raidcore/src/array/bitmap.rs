@@ -610,14 +610,24 @@ impl Array {
         rows: Range<u64>,
         blocks: Vec<Range<u64>>,
     ) -> Result<super::WriteHold<'_>> {
-        self.begin_write_as(rows, blocks, true)
+        self.begin_write_as(rows, blocks, true, true)
+    }
+
+    /// [`Array::begin_write`] of a stripe-cache destage: it passes a flush's gate (an eviction
+    /// destages inside a write's own hold, which the flush's drain waits for; unflushed.rs).
+    pub(crate) fn begin_destage(
+        &self,
+        rows: Range<u64>,
+        blocks: Vec<Range<u64>>,
+    ) -> Result<super::WriteHold<'_>> {
+        self.begin_write_as(rows, blocks, true, false)
     }
 
     /// [`Array::begin_write`] of a trim: it leaves zeros where the data map says zeros, so it
     /// does not set the map's bits.
     pub(crate) fn begin_trim(&self, rows: Range<u64>) -> Result<super::WriteHold<'_>> {
         let blocks = self.row_blocks(rows.clone());
-        self.begin_write_as(rows, std::iter::once(blocks), false)
+        self.begin_write_as(rows, std::iter::once(blocks), false, true)
     }
 
     fn begin_write_as(
@@ -625,8 +635,9 @@ impl Array {
         rows: Range<u64>,
         blocks: impl IntoIterator<Item = Range<u64>>,
         data: bool,
+        gated: bool,
     ) -> Result<super::WriteHold<'_>> {
-        let ticket = self.unflushed.begin(blocks);
+        let ticket = self.unflushed.begin(blocks, gated);
         let bitmap = self.bitmap_mark_as(rows, data)?;
         Ok(super::WriteHold {
             _bitmap: bitmap,

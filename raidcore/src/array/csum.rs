@@ -19,9 +19,23 @@
 //! newest and flushes again; replaying the old generation over a folded table is idempotent.
 //! Records lost in a crash belong to regions the write-intent bitmap marks dirty, whose
 //! checksums are recomputed by the resync.
+//!
+//! Epochs (log pages "RCSUMLG2"; issue 31, a member lost with a power cut): every flush has an
+//! epoch. It drains the writes in flight (unflushed.rs, the gate) and has every store note
+//! where its records so far end (a cut); a log page never spans a cut and carries the epoch of
+//! the flush whose cut covers its records, and the page that ends a flush's records says so,
+//! with the mask of the slots whose stores that flush cut. So every record of a write is in
+//! pages of one epoch on every member, and after a crash a flush is known to have returned
+//! when every surviving slot of its mask kept its end page ([`Array::settled_epoch`]). A fold
+//! writes into the table only records of flushes that returned, and says up to which epoch
+//! in the header (bytes 32..56, a second hash; readers before epochs ignore it): the rest
+//! stays in the next generation's log. Records of a flush that returned are durable on every
+//! member with the data they describe, so a column whose surviving blocks all match such
+//! entries was not cut by a write, and a lost member's block there is computed from them.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
+use std::ops::Range;
 use std::sync::{MutexGuard, OnceLock};
 
 use crate::sync::{Condvar, Mutex};
@@ -52,6 +66,17 @@ const RECORD: usize = 24;
 pub const LOG_RECORDS: usize = (PAGE - LOG_HEADER) / RECORD;
 const HDR_MAGIC: &[u8; 8] = b"RCSUMHDR";
 const LOG_MAGIC: &[u8; 8] = b"RCSUMLOG";
+/// Log pages with epochs: the header is 64 bytes (flags at 28, epoch at 48, slot mask at 56).
+const LOG_MAGIC_EPOCHS: &[u8; 8] = b"RCSUMLG2";
+const LOG_HEADER_EPOCHS: usize = 64;
+/// Page flag: the last page of a flush's records on this member.
+const LOG_END: u32 = 1;
+/// Page flag: restoring records ([`CsumStore::record_digests_as`]).
+const LOG_RESTORING: u32 = 2;
+/// The epoch a crash analysis gives a restoring record: settled whatever flushes returned.
+pub(crate) const RESTORED: u64 = 0;
+/// The epoch of records read from pages written before epochs.
+pub(crate) const NO_EPOCH: u64 = u64::MAX;
 /// Table pages kept in memory per member.
 const CACHE_PAGES: usize = 1024;
 /// Pending records that trigger writing whole log pages before a flush asks for them.
@@ -59,6 +84,32 @@ const PENDING_HIGH: usize = LOG_RECORDS * 16;
 
 /// A checksum entry.
 pub type Digest = [u8; ENTRY];
+
+/// What a checksum log write needs to know of the flushes ([`Array::sync_devices`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Epochs {
+    /// The epoch of records after the last cut: the flush that will cut them.
+    pub cur: u64,
+    /// This is the flush of epoch `.0`; `.1` is the mask of the slots whose stores it cut.
+    pub flush: Option<(u64, u64)>,
+    /// The newest flush that returned: a fold takes records up to its cut.
+    pub done: Option<u64>,
+}
+
+/// What a member's log said at open about the flushes its records came with (the crash
+/// analysis of a member lost with a power cut, [`Array::settled_column`]).
+#[derive(Default)]
+pub(crate) struct Recovered {
+    /// Each block's newest log record's epoch ([`NO_EPOCH`]: from a page before epochs).
+    stamps: IndexMap<u64>,
+    /// (epoch, slot mask) of every page in the replayed log that ended a flush's records.
+    ends: Vec<(u64, u64)>,
+    /// The table holds entries of flushes that returned, up to this epoch (None: not known,
+    /// a fold before epochs or one that had to take records of a flush still running).
+    base: Option<u64>,
+    /// The newest epoch anywhere in the header or the log.
+    newest: u64,
+}
 
 /// The hash behind the table entries, chosen at create.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -320,6 +371,24 @@ struct State {
     /// the next sync. A write only appends here.
     records: Vec<(u64, Digest)>,
     logged: usize,
+    /// Records folds have taken off the front of `records` (a record's "total" index is this
+    /// plus its index there).
+    drained: u64,
+    /// (total index, epoch): the records before the index belong to the flushes up to the
+    /// epoch (ascending; a log page never spans one).
+    cuts: Vec<(u64, u64)>,
+    /// Total index of the newest cut (or of the end of the records replayed at open).
+    cut_from: u64,
+    /// Total index of the end of the records replayed at open.
+    replayed: u64,
+    /// (start, end) total indices of runs of restoring records (ascending; a log page never
+    /// holds both kinds).
+    restores: Vec<(u64, u64)>,
+    /// Blocks whose entries were restored after open from the pending store: a write in
+    /// progress at the stop, whose other cells may not have landed.
+    risky: IndexSet,
+    /// What the header says the table's entries are settled up to (see [`Recovered::base`]).
+    base: Option<u64>,
     /// Each block's newest entry in `records[..indexed]`, caught up when a lookup needs it
     /// (an insert per block written was 3 % of a served write's cycles).
     overlay: IndexMap<Digest>,
@@ -394,6 +463,8 @@ pub struct CsumStore {
     st: Mutex<State>,
     /// Signalled when a fold ends.
     folded: Condvar,
+    /// The epochs of the log as it was at open.
+    recovered: Recovered,
 }
 
 fn page_valid(page: &[u8], index: u64) -> bool {
@@ -409,45 +480,77 @@ fn seal_page(page: &mut [u8], index: u64) {
     page[PAGE - 16..].copy_from_slice(&h);
 }
 
-fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<Vec<(u64, Digest)>> {
-    if &page[..8] != LOG_MAGIC {
-        return None;
-    }
-    let g = u64::from_le_bytes(page[8..16].try_into().expect("8"));
-    let i = u64::from_le_bytes(page[16..24].try_into().expect("8"));
+/// A log page's records, and its (epoch, slot mask if it ends its flush's records) when it is a
+/// page with epochs.
+type LogPage = (Vec<(u64, Digest)>, Option<(u64, Option<(u64, u64)>)>);
+
+fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<LogPage> {
+    let epochs = match &page[..8] {
+        m if m == LOG_MAGIC => false,
+        m if m == LOG_MAGIC_EPOCHS => true,
+        _ => return None,
+    };
+    let u = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().expect("8"));
+    let (g, i) = (u(8), u(16));
     let n = u32::from_le_bytes(page[24..28].try_into().expect("4")) as usize;
-    if g != gen || i != index || n > LOG_RECORDS {
+    let head = if epochs {
+        LOG_HEADER_EPOCHS
+    } else {
+        LOG_HEADER
+    };
+    if g != gen || i != index || n > (PAGE - head) / RECORD {
         return None;
     }
-    let end = LOG_HEADER + n * RECORD;
+    let end = head + n * RECORD;
     if short_hash(&[&page[..32], &page[LOG_HEADER..end]]) != page[32..48] {
         return None;
     }
-    Some(
-        page[LOG_HEADER..end]
-            .chunks(RECORD)
-            .map(|r| {
-                (
-                    u64::from_le_bytes(r[..8].try_into().expect("8")),
-                    r[8..].try_into().expect("16"),
-                )
-            })
-            .collect(),
-    )
+    let stamp = epochs.then(|| {
+        let flags = u32::from_le_bytes(page[28..32].try_into().expect("4"));
+        let epoch = if flags & LOG_RESTORING != 0 {
+            RESTORED
+        } else {
+            u(48)
+        };
+        (epoch, (flags & LOG_END != 0).then(|| (u(48), u(56))))
+    });
+    let recs = page[head..end]
+        .chunks(RECORD)
+        .map(|r| {
+            (
+                u64::from_le_bytes(r[..8].try_into().expect("8")),
+                r[8..].try_into().expect("16"),
+            )
+        })
+        .collect();
+    Some((recs, stamp))
 }
 
-fn encode_log(gen: u64, index: u64, recs: &[(u64, Digest)]) -> AlignedBuf {
+/// A log page with epochs: `recs` of the flush of `epoch`, the last of that flush's records
+/// on this member when `end` (the flush's slot mask) is given.
+fn encode_log(
+    gen: u64,
+    index: u64,
+    recs: &[(u64, Digest)],
+    epoch: u64,
+    end: Option<u64>,
+    restoring: bool,
+) -> AlignedBuf {
     let mut p = AlignedBuf::zeroed(PAGE);
-    p[..8].copy_from_slice(LOG_MAGIC);
+    p[..8].copy_from_slice(LOG_MAGIC_EPOCHS);
     p[8..16].copy_from_slice(&gen.to_le_bytes());
     p[16..24].copy_from_slice(&index.to_le_bytes());
     p[24..28].copy_from_slice(&(recs.len() as u32).to_le_bytes());
+    let flags = if end.is_some() { LOG_END } else { 0 } | if restoring { LOG_RESTORING } else { 0 };
+    p[28..32].copy_from_slice(&flags.to_le_bytes());
+    p[48..56].copy_from_slice(&epoch.to_le_bytes());
+    p[56..64].copy_from_slice(&end.unwrap_or(0).to_le_bytes());
     for (k, (b, d)) in recs.iter().enumerate() {
-        let o = LOG_HEADER + k * RECORD;
+        let o = LOG_HEADER_EPOCHS + k * RECORD;
         p[o..o + 8].copy_from_slice(&b.to_le_bytes());
         p[o + 8..o + RECORD].copy_from_slice(d);
     }
-    let end = LOG_HEADER + recs.len() * RECORD;
+    let end = LOG_HEADER_EPOCHS + recs.len() * RECORD;
     let h = short_hash(&[&p[..32], &p[LOG_HEADER..end]]);
     p[32..48].copy_from_slice(&h);
     p
@@ -456,18 +559,30 @@ fn encode_log(gen: u64, index: u64, recs: &[(u64, Digest)]) -> AlignedBuf {
 /// Log pages read at once at open.
 const REPLAY_BATCH: u64 = 64;
 
+/// What replaying a log found.
+struct Replay {
+    /// Records of blocks below the member's count, in order, each with its page's epoch.
+    records: Vec<(u64, Digest)>,
+    epochs: Vec<u64>,
+    /// (epoch, slot mask) of the pages that ended a flush's records.
+    ends: Vec<(u64, u64)>,
+    /// The first page not replayed.
+    next: u64,
+    /// The rest of the log may hold a valid page of this generation.
+    stale_tail: bool,
+}
+
 /// Replays the log pages of generation `gen` in order up to the first invalid one, then reads
 /// on to the end of the log for a valid page of `gen` left past it (a power cut can keep a
-/// page and lose an earlier one). Returns the records (of blocks below `blocks`), the first
-/// page not replayed, and whether the rest of the log may hold such a page (one was found, or
-/// a page could not be read). A batch that fails to read is read again page by page.
-fn replay_log(
-    m: &dyn Member,
-    geo: &CsumGeometry,
-    gen: u64,
-    blocks: u64,
-) -> (Vec<(u64, Digest)>, u64, bool) {
-    let mut records = Vec::new();
+/// page and lose an earlier one). A batch that fails to read is read again page by page.
+fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Replay {
+    let mut out = Replay {
+        records: Vec::new(),
+        epochs: Vec::new(),
+        ends: Vec::new(),
+        next: geo.log_pages,
+        stale_tail: false,
+    };
     let mut end: Option<u64> = None;
     let mut buf = AlignedBuf::zeroed(REPLAY_BATCH as usize * PAGE);
     let mut first = 0;
@@ -485,25 +600,99 @@ fn replay_log(
                     .is_err()
             {
                 // Neither replayable nor ruled out.
-                return (records, end.unwrap_or(index), true);
+                out.next = end.unwrap_or(index);
+                out.stale_tail = true;
+                return out;
             }
             match (end, decode_log(page, gen, index)) {
-                (None, Some(recs)) => {
-                    records.extend(recs.into_iter().filter(|&(b, _)| b < blocks));
+                (None, Some((recs, stamp))) => {
+                    let epoch = stamp.map_or(NO_EPOCH, |s| s.0);
+                    for r in recs.into_iter().filter(|&(b, _)| b < blocks) {
+                        out.records.push(r);
+                        out.epochs.push(epoch);
+                    }
+                    if let Some((_, Some(end))) = stamp {
+                        out.ends.push(end);
+                    }
                 }
                 (None, None) => end = Some(index),
-                (Some(e), Some(_)) => return (records, e, true),
+                (Some(e), Some(_)) => {
+                    out.next = e;
+                    out.stale_tail = true;
+                    return out;
+                }
                 (Some(_), None) => {}
             }
         }
         first += n;
     }
-    (records, end.unwrap_or(geo.log_pages), false)
+    out.next = end.unwrap_or(geo.log_pages);
+    out
 }
 
-fn decode_header(page: &[u8]) -> Option<u64> {
-    (&page[..8] == HDR_MAGIC && short_hash(&[&page[..16]]) == page[16..32])
-        .then(|| u64::from_le_bytes(page[8..16].try_into().expect("8")))
+/// A page a fold writes again: its records, epoch, flush mask if it ends one, restoring.
+type Relog = (Vec<(u64, Digest)>, u64, Option<u64>, bool);
+
+/// A log page to write: records (indices in `records`), the epoch of the flush whose cut
+/// covers them, and the flush's slot mask when it is the page that ends its records.
+type PagePlan = (Range<usize>, u64, Option<u64>, bool);
+
+/// The pages for `st.records[from..to]`: none spans a cut; whole pages only unless `all`; the
+/// page that ends the records of the flush `ep.flush` carries its mask (an empty page first
+/// when those records are all before `from`, written already).
+fn plan_pages(st: &State, from: usize, to: usize, all: bool, ep: Epochs) -> Vec<PagePlan> {
+    let mut out = Vec::new();
+    let total = |i: usize| st.drained + i as u64;
+    let end_cut = ep
+        .flush
+        .and_then(|(f, mask)| st.cuts.iter().find(|c| c.1 == f).map(|c| (c.0, f, mask)));
+    if let Some((t, f, mask)) = end_cut {
+        if t <= total(from) {
+            out.push((from..from, f, Some(mask), false));
+        }
+    }
+    let mut pos = from;
+    while pos < to {
+        let k = st.cuts.partition_point(|c| c.0 <= total(pos));
+        let (mut bound, epoch) = match st.cuts.get(k) {
+            Some(&(t, e)) => (((t - st.drained) as usize).min(to), e),
+            None => (to, ep.cur),
+        };
+        // The run of restoring records this page starts in, or the next one's start.
+        let r = st.restores.partition_point(|r| r.1 <= total(pos));
+        let restoring = st.restores.get(r).is_some_and(|r| r.0 <= total(pos));
+        if let Some(&(a, b)) = st.restores.get(r) {
+            let edge = if restoring { b } else { a };
+            bound = bound.min(edge.saturating_sub(st.drained) as usize);
+        }
+        let take = LOG_RECORDS.min(bound - pos);
+        if !all && take < LOG_RECORDS {
+            break;
+        }
+        let end = end_cut
+            .filter(|&(t, _, _)| t == total(pos + take))
+            .map(|c| c.2);
+        out.push((pos..pos + take, epoch, end, restoring));
+        pos += take;
+    }
+    out
+}
+
+/// (Epoch, relogged pages) of a header: see [`decode_header`].
+type HeaderBase = (u64, u64);
+
+/// A header page: its generation, and (the epoch its table holds settled entries up to, the
+/// count of log pages the fold wrote after it) (None when the header is from before epochs or
+/// its fold could not tell).
+fn decode_header(page: &[u8]) -> Option<(u64, Option<HeaderBase>)> {
+    if &page[..8] != HDR_MAGIC || short_hash(&[&page[..16]]) != page[16..32] {
+        return None;
+    }
+    let u = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().expect("8"));
+    let base = (short_hash(&[&page[..48]]) == page[48..64])
+        .then(|| (u(32), u(40)))
+        .filter(|&(b, _)| b != NO_EPOCH);
+    Some((u(8), base))
 }
 
 impl CsumStore {
@@ -519,20 +708,37 @@ impl CsumStore {
     ) -> CsumStore {
         let blocks = blocks.min(geo.table_pages * PER_PAGE);
         let mut page = AlignedBuf::zeroed(PAGE);
-        let mut best: Option<(u64, u32)> = None;
+        let mut best: Option<(u64, u32, Option<HeaderBase>)> = None;
         for copy in 0..2u32 {
             if m.read_at(&mut page, geo.offset + copy as u64 * PAGE as u64)
                 .is_ok()
             {
-                if let Some(g) = decode_header(&page) {
-                    if best.is_none_or(|(bg, _)| g > bg) {
-                        best = Some((g, copy));
+                if let Some((g, base)) = decode_header(&page) {
+                    if best.is_none_or(|(bg, _, _)| g > bg) {
+                        best = Some((g, copy, base));
                     }
                 }
             }
         }
-        let (gen, header_copy) = best.unwrap_or((0, 1));
-        let (records, log_next, stale_tail) = replay_log(m, &geo, gen, blocks);
+        // No header: the area as create left it, a zeroed table (every block zero), which no
+        // flush wrote: as settled as can be.
+        let (gen, header_copy, base) = best.unwrap_or((0, 1, Some((0, 0))));
+        let replay = replay_log(m, &geo, gen, blocks);
+        // The table's base holds only if the pages its fold wrote after it are all there.
+        let base = base.filter(|&(_, relog)| replay.next >= relog).map(|b| b.0);
+        let mut stamps = IndexMap::default();
+        for (r, &e) in replay.records.iter().zip(&replay.epochs) {
+            stamps.insert(r.0, e);
+        }
+        let newest = replay
+            .epochs
+            .iter()
+            .copied()
+            .filter(|&e| e != NO_EPOCH)
+            .chain(base)
+            .max()
+            .unwrap_or(0);
+        let replayed = replay.records.len();
         CsumStore {
             geo,
             blocks,
@@ -540,19 +746,77 @@ impl CsumStore {
             st: Mutex::new(State {
                 gen,
                 header_copy,
-                logged: records.len(),
-                records,
+                logged: replayed,
+                records: replay.records,
+                drained: 0,
+                cuts: Vec::new(),
+                cut_from: replayed as u64,
+                replayed: replayed as u64,
+                restores: Vec::new(),
+                risky: IndexSet::default(),
+                base,
                 overlay: IndexMap::default(),
                 indexed: 0,
-                log_next,
-                stale_tail,
+                log_next: replay.next,
+                stale_tail: replay.stale_tail,
                 folding: false,
                 page_writes: 0,
                 cache: IndexMap::default(),
                 bad: IndexSet::default(),
             }),
             folded: Condvar::new(),
+            recovered: Recovered {
+                stamps,
+                ends: replay.ends,
+                base,
+                newest,
+            },
         }
+    }
+
+    /// The newest epoch this member's header or log names.
+    pub(crate) fn newest_epoch(&self) -> u64 {
+        self.recovered.newest
+    }
+
+    /// Notes the end of a flush's records (`epoch`): called with no write in flight
+    /// (unflushed.rs, the drain). True when records came since the last cut (the flush then
+    /// writes the page that ends them, and counts this store in its mask).
+    pub(crate) fn cut(&self, epoch: u64) -> bool {
+        let mut st = self.st.lock().expect("csum lock");
+        let total = st.drained + st.records.len() as u64;
+        if total == st.cut_from {
+            return false;
+        }
+        st.cuts.push((total, epoch));
+        st.cut_from = total;
+        true
+    }
+
+    /// Records restored after open from the pending store ([`super::pending`]): the entries of a
+    /// write in progress at the stop, which may have landed on this member only.
+    pub(crate) fn record_restored(&self, block: u64, d: Digest) {
+        self.record_digests(block, &[d]);
+        self.st.lock().expect("csum lock").risky.insert(block);
+    }
+
+    /// Whether `block`'s entry is one a flush that returned made durable (`settled`: the newest
+    /// such epoch, [`Array::settled_epoch`]): from the table under a known base, or from a log
+    /// record of that epoch or before, and not restored after open.
+    pub(crate) fn entry_settled(&self, block: u64, settled: Option<u64>) -> bool {
+        if self.st.lock().expect("csum lock").risky.contains(&block) {
+            return false;
+        }
+        match self.recovered.stamps.get(&block) {
+            None => self.recovered.base.is_some(),
+            Some(&e) => e == RESTORED || (e != NO_EPOCH && settled.is_some_and(|s| e <= s)),
+        }
+    }
+
+    /// (epoch, slot mask) of the flush ends in the log as replayed at open, and the epoch the
+    /// table holds flushes up to.
+    pub(crate) fn recovered_ends(&self) -> (&[(u64, u64)], Option<u64>) {
+        (&self.recovered.ends, self.recovered.base)
     }
 
     /// Member block index of member byte offset `off` in the data area.
@@ -562,15 +826,32 @@ impl CsumStore {
 
     /// Records the entries of `buf`, just written at member offset `off` (4 KiB aligned).
     /// Returns true when enough records wait that whole log pages should be written.
-    pub(crate) fn record(&self, off: u64, buf: &[u8]) -> bool {
+    pub(crate) fn record(&self, off: u64, buf: &[u8], restoring: bool) -> bool {
         let first = self.block_of(off);
         let ds = self.geo.algo.digests(buf);
-        self.record_digests(first, &ds)
+        self.record_digests_as(first, &ds, restoring)
     }
 
+    /// Records entries of a request's write (see [`CsumStore::record_digests_as`]).
     pub(crate) fn record_digests(&self, first: u64, ds: &[Digest]) -> bool {
+        self.record_digests_as(first, ds, false)
+    }
+
+    /// Records entries of blocks from `first`. `restoring`: a write, or an entry, that makes
+    /// the block agree with the rest of its row as it stands (a rebuild, a repair, a resync's
+    /// entry for what a row holds): it cannot leave a row half changed, so a crash analysis
+    /// takes it as settled once on the member (its pages say so, module doc). Returns true
+    /// when enough records wait that whole log pages should be written.
+    pub(crate) fn record_digests_as(&self, first: u64, ds: &[Digest], restoring: bool) -> bool {
         let mut st = self.st.lock().expect("csum lock");
         let n = ds.len().min(self.blocks.saturating_sub(first) as usize);
+        if restoring && n > 0 {
+            let from = st.drained + st.records.len() as u64;
+            match st.restores.last_mut() {
+                Some(r) if r.1 == from => r.1 += n as u64,
+                _ => st.restores.push((from, from + n as u64)),
+            }
+        }
         st.records.extend(
             ds[..n]
                 .iter()
@@ -581,9 +862,9 @@ impl CsumStore {
     }
 
     /// Records `len` bytes at member offset `off` as zero blocks (trimmed).
-    pub(crate) fn record_zero(&self, off: u64, len: u64) -> bool {
+    pub(crate) fn record_zero(&self, off: u64, len: u64, restoring: bool) -> bool {
         let n = (len / BLOCK) as usize;
-        self.record_digests(self.block_of(off), &vec![[0u8; ENTRY]; n])
+        self.record_digests_as(self.block_of(off), &vec![[0u8; ENTRY]; n], restoring)
     }
 
     fn load_page<'a>(
@@ -705,8 +986,17 @@ impl CsumStore {
     }
 
     /// Writes pending records to the log: whole pages only unless `all`. When the log has no
-    /// room, folds instead. Returns the bytes written.
+    /// room, folds first. Returns the bytes written. (Without epochs: tests of the log alone.)
+    #[cfg(test)]
     pub(crate) fn sync(&self, m: &dyn Member, all: bool) -> Result<u64> {
+        self.sync_at(m, all, Epochs::default())
+    }
+
+    /// Writes pending records to the log: whole pages only unless `all`; a page never spans a
+    /// cut (module doc, epochs), and the flush `ep.flush` also writes the page that ends its
+    /// records (an empty one when they are all written already). When the log has no room,
+    /// folds first. Returns the bytes written.
+    pub(crate) fn sync_at(&self, m: &dyn Member, all: bool, ep: Epochs) -> Result<u64> {
         let mut st = self.st.lock().expect("csum lock");
         if st.folding {
             if !all {
@@ -714,19 +1004,27 @@ impl CsumStore {
             }
             st = self.wait_fold(st);
         }
-        let waiting = st.records.len() - st.logged;
-        let n = if all {
-            waiting
-        } else {
-            waiting / LOG_RECORDS * LOG_RECORDS
-        };
-        if n == 0 {
-            return Ok(0);
+        let mut written = 0;
+        for _ in 0..2 {
+            let pages = plan_pages(&st, st.logged, st.records.len(), all, ep);
+            if pages.is_empty() {
+                return Ok(written);
+            }
+            if st.stale_tail || st.log_next + pages.len() as u64 > self.geo.log_pages {
+                written += self.fold_from(st, m, ep)?;
+                st = self.wait_fold(self.st.lock().expect("csum lock"));
+                continue;
+            }
+            written += self.write_pages(&mut st, m, &pages)?;
+            return Ok(written);
         }
-        let pages = n.div_ceil(LOG_RECORDS) as u64;
-        if st.stale_tail || st.log_next + pages > self.geo.log_pages {
-            return self.fold_from(st, m);
-        }
+        // The fold wrote every record up to the end of what it took: what came meanwhile
+        // waits for the next sync.
+        Ok(written)
+    }
+
+    /// Writes `pages` (planned by [`plan_pages`] from `logged`) at the log's next pages.
+    fn write_pages(&self, st: &mut State, m: &dyn Member, pages: &[PagePlan]) -> Result<u64> {
         let mut written = 0;
         let State {
             records,
@@ -734,24 +1032,54 @@ impl CsumStore {
             log_next,
             gen,
             ..
-        } = &mut *st;
-        for chunk in records[*logged..*logged + n].chunks(LOG_RECORDS) {
-            let p = encode_log(*gen, *log_next, chunk);
+        } = st;
+        for (range, epoch, end, restoring) in pages {
+            let p = encode_log(
+                *gen,
+                *log_next,
+                &records[range.clone()],
+                *epoch,
+                *end,
+                *restoring,
+            );
             m.write_at(&p, self.geo.log_offset() + *log_next * PAGE as u64)?;
             *log_next += 1;
-            *logged += chunk.len();
+            *logged = range.end;
             written += PAGE as u64;
         }
         Ok(written)
     }
 
     /// Folds the log into the table (if anything was recorded since the last fold).
+    /// (Tests of the log alone: every record so far counts as of a flush that returned.)
+    #[cfg(test)]
     pub(crate) fn fold(&self, m: &dyn Member) -> Result<u64> {
+        let f = self
+            .st
+            .lock()
+            .expect("csum lock")
+            .cuts
+            .last()
+            .map_or(1, |c| c.1 + 1);
+        self.cut(f);
+        self.fold_at(
+            m,
+            Epochs {
+                cur: f + 1,
+                flush: None,
+                done: Some(f),
+            },
+        )
+    }
+
+    /// Folds the log into the table (if anything was recorded since the last fold); the
+    /// records of flushes that have not returned are logged again in the new generation.
+    pub(crate) fn fold_at(&self, m: &dyn Member, ep: Epochs) -> Result<u64> {
         let st = self.wait_fold(self.st.lock().expect("csum lock"));
         if st.records.is_empty() && st.log_next == 0 && !st.stale_tail {
             return Ok(0);
         }
-        self.fold_from(st, m)
+        self.fold_from(st, m, ep)
     }
 
     fn wait_fold<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
@@ -765,7 +1093,13 @@ impl CsumStore {
     /// the bookkeeping holds the lock: the sort, the page merges and all I/O (pages, flush,
     /// header, flush) run without it, so writers go on recording meanwhile (their records
     /// stay for the next generation's log; a flush waits for the fold, then logs them).
-    fn fold_from(&self, mut st: MutexGuard<'_, State>, m: &dyn Member) -> Result<u64> {
+    ///
+    /// Epochs: the records after the cut of the newest flush that returned (`ep.done`) are
+    /// written again as the new generation's first pages, with their epochs, and the header
+    /// says how many: the table then holds settled entries except where those pages say
+    /// otherwise. When they do not fit, or no flush has returned and the table was not known
+    /// settled, the header says the table is not known settled.
+    fn fold_from(&self, mut st: MutexGuard<'_, State>, m: &dyn Member, ep: Epochs) -> Result<u64> {
         debug_assert!(!st.folding);
         st.folding = true;
         st.page_writes += 1;
@@ -773,8 +1107,37 @@ impl CsumStore {
         // A copy: on an I/O error the records stay as they were.
         let mut entries = st.records.clone();
         let (gen, copy) = (st.gen + 1, 1 - st.header_copy);
+        // The records to log again: those after the cut of the newest flush that returned.
+        // (Without a cut of its own up to `done`, the records replayed at open: a flush that
+        // returned since settled them.)
+        let keep_from = match ep.done {
+            Some(d) => st
+                .cuts
+                .iter()
+                .rev()
+                .find(|c| c.1 <= d)
+                .map_or(st.replayed, |c| c.0)
+                .saturating_sub(st.drained)
+                .min(snap as u64) as usize,
+            None => 0,
+        };
+        let relog = plan_pages(&st, keep_from, snap, true, ep);
+        let fits = (relog.len() as u64) <= self.geo.log_pages;
+        let base = match (fits, ep.done) {
+            (false, _) => None,
+            (true, Some(d)) => Some(d),
+            (true, None) => st.base,
+        };
+        let relog: Vec<Relog> = if fits {
+            relog
+                .iter()
+                .map(|(r, e, end, x)| (st.records[r.clone()].to_vec(), *e, *end, *x))
+                .collect()
+        } else {
+            Vec::new()
+        };
         drop(st);
-        let r = self.fold_io(m, &mut entries, gen, copy);
+        let r = self.fold_io(m, &mut entries, gen, copy, base, &relog);
         let mut st = self.st.lock().expect("csum lock");
         st.folding = false;
         st.page_writes += 1;
@@ -784,11 +1147,21 @@ impl CsumStore {
         let written = r?;
         st.gen = gen;
         st.header_copy = copy;
-        st.records.drain(..snap);
-        st.logged = 0;
+        st.base = base;
+        let (drop_to, logged) = if fits {
+            (keep_from, snap - keep_from)
+        } else {
+            (snap, 0)
+        };
+        st.records.drain(..drop_to);
+        st.drained += drop_to as u64;
+        let drained = st.drained;
+        st.cuts.retain(|c| c.0 > drained);
+        st.restores.retain(|r| r.1 > drained);
+        st.logged = logged;
         st.overlay.clear();
         st.indexed = 0;
-        st.log_next = 0;
+        st.log_next = relog.len() as u64;
         st.stale_tail = false;
         Ok(written)
     }
@@ -802,6 +1175,8 @@ impl CsumStore {
         entries: &mut [(u64, Digest)],
         gen: u64,
         copy: u32,
+        base: Option<u64>,
+        relog: &[Relog],
     ) -> Result<u64> {
         // In block order, so each table page's come together; the sort is stable, so a block's
         // newest entry comes last and is the one left in the page.
@@ -867,9 +1242,20 @@ impl CsumStore {
         h[8..16].copy_from_slice(&gen.to_le_bytes());
         let hh = short_hash(&[&h[..16]]);
         h[16..32].copy_from_slice(&hh);
+        h[32..40].copy_from_slice(&base.unwrap_or(NO_EPOCH).to_le_bytes());
+        h[40..48].copy_from_slice(&(relog.len() as u64).to_le_bytes());
+        let hb = short_hash(&[&h[..48]]);
+        h[48..64].copy_from_slice(&hb);
         m.write_at(&h, self.geo.offset + copy as u64 * PAGE as u64)?;
         m.flush()?;
         written += PAGE as u64;
+        // The records of flushes that have not returned, again, as the first pages of the new
+        // generation (the header counts them: missing ones make the table's base unknown).
+        for (i, (recs, epoch, end, restoring)) in relog.iter().enumerate() {
+            let p = encode_log(gen, i as u64, recs, *epoch, *end, *restoring);
+            m.write_at(&p, self.geo.log_offset() + i as u64 * PAGE as u64)?;
+            written += PAGE as u64;
+        }
         Ok(written)
     }
 
@@ -959,8 +1345,8 @@ impl CsumStore {
 
 /// Writes the whole log pages waiting on `d` (enough records piled up between flushes); an
 /// error surfaces at the next flush, which writes the rest.
-fn write_full_log_pages(d: &Dev, s: &CsumStore) {
-    if let Ok(n) = s.sync(d.member.as_ref(), false) {
+fn write_full_log_pages(a: &Array, d: &Dev, s: &CsumStore) {
+    if let Ok(n) = s.sync_at(d.member.as_ref(), false, a.log_epochs()) {
         d.count(WriteKind::Metadata, n);
     }
 }
@@ -1005,7 +1391,7 @@ impl Array {
     /// widened to whole blocks first) gets unknown entries for the blocks it touches: the rest
     /// of those blocks was not verified, and an entry computed over it would vouch for it.
     pub(crate) fn csum_record(&self, d: &Dev, off: u64, cell: Verified<'_>) {
-        self.csum_record_noted(d, off, cell, None)
+        self.csum_record_noted(d, off, cell, None, true)
     }
 
     /// The entries `cell` will have once written to `d` at member offset `off`, noted in the
@@ -1058,23 +1444,24 @@ impl Array {
         off: u64,
         cell: Verified<'_>,
         noted: Option<Vec<Digest>>,
+        restoring: bool,
     ) {
         let buf = cell.bytes();
         let Some(s) = self.csum_of(d) else {
             return;
         };
         let full = if let Some(ds) = noted {
-            s.record_digests(s.block_of(off), &ds)
+            s.record_digests_as(s.block_of(off), &ds, restoring)
         } else if off.is_multiple_of(BLOCK) && (buf.len() as u64).is_multiple_of(BLOCK) {
-            s.record(off, buf)
+            s.record(off, buf, restoring)
         } else {
             let lo = off / BLOCK;
             let hi = (off + buf.len() as u64).div_ceil(BLOCK);
             let unknown = vec![UNKNOWN_ENTRY; (hi - lo) as usize];
-            s.record_digests(s.block_of(lo * BLOCK), &unknown)
+            s.record_digests_as(s.block_of(lo * BLOCK), &unknown, restoring)
         };
         if full {
-            write_full_log_pages(d, s);
+            write_full_log_pages(self, d, s);
         }
     }
 
@@ -1091,10 +1478,10 @@ impl Array {
     }
 
     /// Records that `len` bytes at member offset `off` of `d` now read as zeros.
-    pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64) {
+    pub(crate) fn csum_record_zero(&self, d: &Dev, off: u64, len: u64, restoring: bool) {
         if let Some(s) = self.csum_of(d) {
-            if s.record_zero(off, len) {
-                write_full_log_pages(d, s);
+            if s.record_zero(off, len, restoring) {
+                write_full_log_pages(self, d, s);
             }
         }
     }
@@ -1156,10 +1543,77 @@ impl Array {
     /// is recorded).
     pub(crate) fn csum_sync_dev(&self, d: &Dev) -> Result<()> {
         if let Some(s) = d.csum.get() {
-            let n = s.sync(d.member.as_ref(), true)?;
+            let n = s.sync_at(d.member.as_ref(), true, self.log_epochs())?;
             d.count(WriteKind::Metadata, n);
         }
         Ok(())
+    }
+
+    /// The newest flush known, from the usable members' logs as they were at open, to have
+    /// returned before the stop: the newest epoch whose end page every usable slot of its mask
+    /// kept, or a table's base (a fold records the newest flush that returned then). Every
+    /// flush before one that returned returned too, or was settled by the open and first flush
+    /// of the session after it (flushes take turns; epochs grow across opens).
+    pub(crate) fn settled_epoch(&self) -> Option<u64> {
+        let mut best: Option<u64> = None;
+        let mut ends: Vec<Option<HashSet<u64>>> = vec![None; self.slots.len()];
+        let mut all = Vec::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(d) = s.usable() else { continue };
+            let Some(c) = self.csum_of(&d) else { continue };
+            let (e, base) = c.recovered_ends();
+            best = best.max(base);
+            ends[i] = Some(e.iter().map(|x| x.0).collect());
+            all.extend_from_slice(e);
+        }
+        for (f, mask) in all {
+            let kept = (0..self.slots.len().min(64))
+                .filter(|&j| mask & (1 << j) != 0)
+                .all(|j| ends[j].as_ref().is_none_or(|set| set.contains(&f)));
+            if kept {
+                best = best.max(Some(f));
+            }
+        }
+        best
+    }
+
+    /// Which 4 KiB columns of `row` a write could not have cut, as far as the present members
+    /// other than `slot` tell: every one of their blocks there matches a known entry that a
+    /// flush that returned made durable (`settled`, [`Array::settled_epoch`]). A write's
+    /// records are all in one flush's pages (csum.rs, epochs), so if one of its blocks there
+    /// kept its new entry, every other block it changed kept its own, and a block whose new
+    /// contents did not land fails it. All false when a member's read fails or more members
+    /// are missing than the level has parity for.
+    pub(crate) fn settled_columns(&self, slot: usize, row: u64, settled: Option<u64>) -> Vec<bool> {
+        let per = (self.layout.chunk() / BLOCK) as usize;
+        let mut ok = vec![true; per];
+        let missing = (0..self.slots.len())
+            .filter(|&k| self.source(k, row).is_none())
+            .count();
+        if missing > self.layout.parity_count() {
+            return vec![false; per];
+        }
+        let off = self.cell_offset(row, 0);
+        let mut buf = AlignedBuf::zeroed(self.layout.chunk() as usize);
+        for k in (0..self.slots.len()).filter(|&k| k != slot) {
+            let Some(d) = self.source(k, row) else {
+                continue;
+            };
+            let Some(s) = self.csum_of(&d) else {
+                return vec![false; per];
+            };
+            if self.member_read(k, &mut buf, row, 0).is_err() {
+                return vec![false; per];
+            }
+            let first = s.block_of(off);
+            let got = s.geo.algo.digests(&buf);
+            let want = s.expected(d.member.as_ref(), first, per);
+            for (b, ok) in ok.iter_mut().enumerate() {
+                *ok &= matches!(want[b], Expect::Known(e) if e == got[b])
+                    && s.entry_settled(first + b as u64, settled);
+            }
+        }
+        ok
     }
 }
 
@@ -1219,7 +1673,7 @@ mod tests {
         let data_offset = 4 << 20;
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         let block = vec![0xabu8; 8192];
-        s.record(data_offset + 3 * BLOCK, &block);
+        s.record(data_offset + 3 * BLOCK, &block, false);
         s.sync(&m, true).unwrap();
         let want = Expect::Known(digest(&block[..4096]));
         // Replayed from the log.
@@ -1244,7 +1698,7 @@ mod tests {
         let (old, new) = ([1u8; 4096], [2u8; 4096]);
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         for _ in 0..3 * LOG_RECORDS {
-            s.record(data_offset, &old);
+            s.record(data_offset, &old, false);
         }
         s.sync(&m, true).unwrap();
         // Page 1 lost, pages 0 and 2 kept.
@@ -1252,7 +1706,7 @@ mod tests {
             .unwrap();
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert!(s.st.lock().unwrap().stale_tail);
-        s.record(data_offset, &new);
+        s.record(data_offset, &new, false);
         s.sync(&m, true).unwrap();
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
         assert_eq!(
@@ -1343,7 +1797,7 @@ mod tests {
         let (a, b, c) = ([1u8; 4096], [2u8; 4096], [3u8; 4096]);
         let d = |x: &[u8]| Expect::Known(geo.algo.digest(x));
         for blk in 0..8 {
-            s.record(data_offset + blk * BLOCK, &a);
+            s.record(data_offset + blk * BLOCK, &a, false);
         }
         s.sync(&*m, true).unwrap();
         let folder = {
@@ -1363,8 +1817,8 @@ mod tests {
         {
             let s = s.clone();
             std::thread::spawn(move || {
-                s.record(data_offset + 3 * BLOCK, &b);
-                s.record(data_offset + 500 * BLOCK, &c);
+                s.record(data_offset + 3 * BLOCK, &b, false);
+                s.record(data_offset + 500 * BLOCK, &c, false);
                 let got = (s.expected(&Dummy, 1, 3), s.expected(&Dummy, 500, 1));
                 tx.send(got).unwrap();
             });
@@ -1408,7 +1862,7 @@ mod tests {
         assert!(s.st.lock().unwrap().cache.len() > CACHE_PAGES);
         s.st.lock().unwrap().folding = false;
         // A real fold of one record ends it.
-        s.record(data_offset, &[1u8; 4096]);
+        s.record(data_offset, &[1u8; 4096], false);
         s.fold(&m).unwrap();
         assert!(s.st.lock().unwrap().cache.len() <= CACHE_PAGES);
         for page in 0..geo.table_pages.min(2 * CACHE_PAGES as u64) {
@@ -1476,11 +1930,15 @@ mod tests {
         m.write_at(&block, data_offset + 300 * BLOCK).unwrap();
         for round in 0..(geo.log_pages + 2) {
             for i in 0..LOG_RECORDS as u64 {
-                s.record(data_offset + ((round * 7 + i) % 64) * BLOCK, &[0u8; 4096]);
+                s.record(
+                    data_offset + ((round * 7 + i) % 64) * BLOCK,
+                    &[0u8; 4096],
+                    false,
+                );
             }
             s.sync(&m, true).unwrap();
         }
-        s.record(data_offset + 300 * BLOCK, &block);
+        s.record(data_offset + 300 * BLOCK, &block, false);
         s.fold(&m).unwrap();
         // Corrupt the page holding block 300 (page 1).
         let mut b = AlignedBuf::zeroed(4096);

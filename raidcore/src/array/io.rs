@@ -1183,7 +1183,7 @@ impl Array {
                     self.csum_note_zero(d, off, chunk);
                     let ok = d.member.unmap_zeroes(off, chunk).is_ok();
                     if ok {
-                        self.csum_record_zero(d, off, chunk);
+                        self.csum_record_zero(d, off, chunk, false);
                     }
                     ok
                 })

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::sync::{Mutex, RwLock};
+use csum::Epochs;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use assemble::{
@@ -357,6 +358,13 @@ pub struct Array {
     /// a block failing its entry is rot, never a write whose entry lags (scrub.rs, the
     /// resync).
     pub(crate) entries_current: AtomicBool,
+    /// Flushes take turns: one drain of the writes in flight and one set of checksum log cuts
+    /// at a time (csum.rs, epochs; lock order: after config, docs/locking.md).
+    flush_turn: Mutex<()>,
+    /// The epoch of the next flush, set at first use past every epoch the members' logs name.
+    log_epoch: std::sync::OnceLock<AtomicU64>,
+    /// The newest flush epoch that returned since open ([`csum::NO_EPOCH`]: none yet).
+    log_done: AtomicU64,
 }
 
 /// A request's write in progress: its write-intent bits held (the regions stay marked) and its
@@ -503,12 +511,18 @@ impl Array {
             unchecked: AtomicU64::new(0),
             pending: std::sync::OnceLock::new(),
             entries_current: AtomicBool::new(false),
+            flush_turn: Mutex::new(()),
+            log_epoch: std::sync::OnceLock::new(),
+            log_done: AtomicU64::new(csum::NO_EPOCH),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
         // Replay every member's checksum log now, so the first write does no metadata reads.
         for d in array.live_devs() {
             array.csum_of(&d);
+        }
+        if array.csum_geo.is_some() {
+            array.epoch_now();
         }
         Ok(array)
     }
@@ -1173,17 +1187,51 @@ impl Array {
     /// slowest member's time, not the sum of them (issue 30: one after another, a FLUSH's p99
     /// was 9.4x nbdkit's).
     pub(crate) fn sync_devices(&self, fold: bool) -> Result<()> {
+        let _turn = self.flush_turn.lock().expect("flush turn lock");
         let mut devs = Vec::new();
         for s in &self.slots {
             devs.extend(s.usable());
             devs.extend(s.target().map(|t| t.dev.clone()));
         }
         let checksums = self.csum_geo.is_some();
+        // With checksums: no write in flight, every store notes where this flush's records
+        // end, and the stores it cut make its mask (csum.rs, epochs).
+        let ep = checksums.then(|| {
+            let f = self.epoch_now();
+            let mut mask = 0u64;
+            {
+                let _drained = self.unflushed.drain();
+                for (i, s) in self.slots.iter().enumerate() {
+                    if let Some(c) = s.usable().as_ref().and_then(|d| d.csum.get()) {
+                        if c.cut(f) {
+                            mask |= 1 << i;
+                        }
+                    }
+                    if let Some(c) = s.target().as_ref().and_then(|t| t.dev.csum.get()) {
+                        c.cut(f);
+                    }
+                }
+                self.log_epoch
+                    .get()
+                    .expect("set by epoch_now")
+                    .store(f + 1, Ordering::Release);
+            }
+            Epochs {
+                cur: f + 1,
+                flush: Some((f, mask)),
+                done: self.log_done(),
+            }
+        });
         let results = self.on_each_dev(&devs, |d| {
-            if let Some(s) = d.csum.get().filter(|_| checksums) {
-                let logged = s
-                    .sync(d.member.as_ref(), true)
-                    .and_then(|n| Ok(n + if fold { s.fold(d.member.as_ref())? } else { 0 }));
+            if let Some((s, ep)) = d.csum.get().zip(ep) {
+                let m = d.member.as_ref();
+                let logged = s.sync_at(m, true, ep).and_then(|n| {
+                    Ok(n + if fold {
+                        s.fold_at(m, ep)? + s.sync_at(m, true, ep)?
+                    } else {
+                        0
+                    })
+                });
                 match logged {
                     Ok(n) => d.count(WriteKind::Metadata, n),
                     Err(e) => return Err(e.context("checksum log write failed")),
@@ -1197,7 +1245,42 @@ impl Array {
                 self.fail_dev(d, &e.to_string())?;
             }
         }
-        self.check_alive()
+        self.check_alive()?;
+        if let Some((f, _)) = ep.and_then(|e| e.flush) {
+            self.log_done.store(f, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// The epoch of the next flush: at first use, past every epoch the members' checksum logs
+    /// name, by a margin no flush count reaches (a member's log can name epochs the others'
+    /// do not, and one that left may come back).
+    pub(crate) fn epoch_now(&self) -> u64 {
+        self.log_epoch
+            .get_or_init(|| {
+                let newest = self
+                    .live_devs()
+                    .iter()
+                    .filter_map(|d| self.csum_of(d).map(|s| s.newest_epoch()))
+                    .max()
+                    .unwrap_or(0);
+                AtomicU64::new(newest.saturating_add(1 << 32))
+            })
+            .load(Ordering::Acquire)
+    }
+
+    /// The newest flush epoch that returned since open.
+    pub(crate) fn log_done(&self) -> Option<u64> {
+        Some(self.log_done.load(Ordering::Acquire)).filter(|&e| e != csum::NO_EPOCH)
+    }
+
+    /// What a checksum log write outside a flush needs of the epochs.
+    pub(crate) fn log_epochs(&self) -> Epochs {
+        Epochs {
+            cur: self.epoch_now(),
+            flush: None,
+            done: self.log_done(),
+        }
     }
 
     /// Makes durable a completed write of logical `offset..offset + len` (a FUA write): as

@@ -393,7 +393,7 @@ impl Array {
                 None => cands,
             };
             if newer.iter().any(|c| c.entry == got) {
-                s.record_digests(block, &[got]);
+                s.record_restored(block, got);
                 rep.restored += 1;
             }
         }

@@ -449,9 +449,9 @@ impl Array {
         let _writing = (unnoticed && !harmless()).then(|| {
             let first = row * per_row + within / BLOCK;
             let end = row * per_row + (within + len).div_ceil(BLOCK);
-            self.unflushed.begin(std::iter::once(first..end))
+            self.unflushed.begin(std::iter::once(first..end), false)
         });
-        self.member_write(slot, cell, row, within, kind)
+        self.member_write_as(slot, cell, row, within, kind, true)
     }
 
     /// Writes one cell range to the slot's member and, for rows it already holds, to the slot's
@@ -464,6 +464,20 @@ impl Array {
         within: u64,
         kind: WriteKind,
     ) -> Result<()> {
+        self.member_write_as(slot, cell, row, within, kind, false)
+    }
+
+    /// [`Array::member_write`]; `restoring`: a repair's (its checksum records say so,
+    /// [`super::csum::CsumStore::record_digests_as`]).
+    fn member_write_as(
+        &self,
+        slot: usize,
+        cell: Verified<'_>,
+        row: u64,
+        within: u64,
+        kind: WriteKind,
+        restoring: bool,
+    ) -> Result<()> {
         let buf = cell.bytes();
         self.note_written(cell);
         let s = &self.slots[slot];
@@ -473,7 +487,7 @@ impl Array {
             match d.member.write_at(buf, off) {
                 Ok(()) => {
                     d.count(kind, buf.len() as u64);
-                    self.csum_record_noted(&d, off, cell, noted);
+                    self.csum_record_noted(&d, off, cell, noted, restoring);
                 }
                 Err(e) => {
                     d.write_error(&e);
@@ -489,7 +503,7 @@ impl Array {
             match t.dev.member.write_at(buf, off) {
                 Ok(()) => {
                     t.dev.count(kind, buf.len() as u64);
-                    self.csum_record_noted(&t.dev, off, cell, noted);
+                    self.csum_record_noted(&t.dev, off, cell, noted, restoring);
                 }
                 Err(e) => {
                     t.dev.write_error(&e);
@@ -523,7 +537,7 @@ impl Array {
         match dev.member.write_at(buf, off) {
             Ok(()) => {
                 dev.count(WriteKind::Rebuild, buf.len() as u64);
-                self.csum_record_noted(dev, off, cell, noted);
+                self.csum_record_noted(dev, off, cell, noted, true);
                 Ok(true)
             }
             Err(e) => {
@@ -554,7 +568,7 @@ impl Array {
         match dev.member.write_zeroes(off, len) {
             Ok(()) => {
                 if t.readd {
-                    self.csum_record_zero(dev, off, len);
+                    self.csum_record_zero(dev, off, len, true);
                 }
                 Ok(true)
             }

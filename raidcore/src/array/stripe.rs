@@ -306,7 +306,7 @@ impl Array {
             .into_iter()
             .map(|c| base + c.start..base + c.end)
             .collect();
-        let hold = self.begin_write(row..row + 1, blocks)?;
+        let hold = self.begin_destage(row..row + 1, blocks)?;
         let span = self.parity_span_known(st);
         match span {
             Some(span) if !self.row_needs_journal(row, parity) => {

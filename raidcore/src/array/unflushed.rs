@@ -17,11 +17,20 @@
 //! member failure listed its whole data area as lost though every byte had been flushed
 //! (issue 31, bug 3).
 //!
-//! Lock: one mutex, a leaf, held only to update the lists (never across I/O).
+//! The gate (issue 31: a member lost with a power cut): a flush closes it, waits until no
+//! write is in flight, has the checksum stores note where the flush's records end (their
+//! "cut"), and opens it again. Request writes and trims wait at the gate before they begin
+//! (before any row lock), so every record of a write lands on the same side of every store's
+//! cut: a flush's log pages hold all of the records of the writes it covers, and none of the
+//! others (csum.rs, epochs). Writes that begin inside another's hold (a stripe-cache destage
+//! from a write's eviction) and repair writes pass the gate; the drain waits for them too.
+//!
+//! Lock: one mutex, a leaf, held only to update the lists (never across I/O); the condition
+//! variable wakes the gate's waiters and the drain.
 
 use std::ops::Range;
 
-use crate::sync::Mutex;
+use crate::sync::{Condvar, Mutex};
 
 /// At most this many block ranges are kept per completed epoch; past it the list halves,
 /// merging across its smallest gaps (a superset of the blocks at risk: it can list more,
@@ -51,11 +60,25 @@ struct State {
     /// (epoch completed, blocks, merged and sorted) of writes done but maybe not durable.
     completed: Vec<(u64, Vec<Range<u64>>)>,
     suspects: Vec<Suspect>,
+    /// A flush is draining the writes in flight: gated writes wait.
+    gate: bool,
 }
 
 #[derive(Default)]
 pub(crate) struct Unflushed {
     st: Mutex<State>,
+    /// Signalled when a write ends and when the gate opens.
+    moved: Condvar,
+}
+
+/// The closed gate of a flush's drain ([`Unflushed::drain`]); it opens when dropped.
+pub(crate) struct Drained<'a>(&'a Unflushed);
+
+impl Drop for Drained<'_> {
+    fn drop(&mut self) {
+        self.0.st.lock().unwrap_or_else(|e| e.into_inner()).gate = false;
+        self.0.moved.notify_all();
+    }
 }
 
 /// A write in flight; its rows move to the completed list when it is dropped.
@@ -82,9 +105,17 @@ impl Drop for WriteTicket<'_> {
 pub(crate) struct FlushMark(u64);
 
 impl Unflushed {
-    /// Registers a write of `blocks`, in flight until the ticket is dropped.
-    pub(crate) fn begin(&self, blocks: impl IntoIterator<Item = Range<u64>>) -> WriteTicket<'_> {
+    /// Registers a write of `blocks`, in flight until the ticket is dropped; with `gated`,
+    /// once no flush is draining (a request's own write: see the module's gate).
+    pub(crate) fn begin(
+        &self,
+        blocks: impl IntoIterator<Item = Range<u64>>,
+        gated: bool,
+    ) -> WriteTicket<'_> {
         let mut st = self.st.lock().expect("unflushed lock");
+        while gated && st.gate {
+            st = self.moved.wait(st, &self.st).expect("unflushed lock");
+        }
         let id = st.next_id;
         st.next_id += 1;
         let mut list = Vec::new();
@@ -128,6 +159,9 @@ impl Unflushed {
             return;
         };
         let (_, left) = st.inflight.swap_remove(p);
+        if st.gate && st.inflight.is_empty() {
+            self.moved.notify_all();
+        }
         let e = st.epoch;
         if !left.is_empty() {
             if !matches!(st.completed.last(), Some((le, _)) if *le == e) {
@@ -192,6 +226,18 @@ impl Unflushed {
             }
         }
         out
+    }
+
+    /// Closes the gate and waits until no write is in flight (those that began before, and
+    /// those that pass the gate meanwhile); the gate opens when the guard is dropped. The
+    /// caller must hold no write of its own, and flushes take turns (one drain at a time).
+    pub(crate) fn drain(&self) -> Drained<'_> {
+        let mut st = self.st.lock().expect("unflushed lock");
+        st.gate = true;
+        while !st.inflight.is_empty() {
+            st = self.moved.wait(st, &self.st).expect("unflushed lock");
+        }
+        Drained(self)
     }
 
     /// Called before a flush issues its member flushes.
@@ -281,11 +327,11 @@ mod tests {
     #[test]
     fn a_failure_suspects_the_writes_in_flight_and_those_completed_since_the_last_flush() {
         let u = Unflushed::default();
-        drop(u.begin(once(0..2)));
+        drop(u.begin(once(0..2), false));
         let m = u.flush_begin();
-        let b = u.begin(once(10..11));
+        let b = u.begin(once(10..11), false);
         u.flush_done(&m);
-        drop(u.begin(once(4..5)));
+        drop(u.begin(once(4..5), false));
         // 0..2 completed before the flush began: durable, never suspect.
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(3), vec![vec![], vec![4..5, 10..11], vec![]]);
@@ -298,8 +344,8 @@ mod tests {
     #[test]
     fn each_write_leaves_the_record_at_the_first_flush_after_it_completed() {
         let u = Unflushed::default();
-        let early = u.begin(once(0..1));
-        let slow = u.begin(once(7..8));
+        let early = u.begin(once(0..1), false);
+        let slow = u.begin(once(7..8), false);
         u.fail(2, Vec::new());
         drop(early);
         // A write caught by the failure still in flight keeps only its own rows suspect.
@@ -312,7 +358,7 @@ mod tests {
         assert!(!u.flush_done(&m));
         assert_eq!(u.suspects(3)[2], vec![7..8]);
         // Writes begun after the failure are not its suspects.
-        let later = u.begin(once(20..21));
+        let later = u.begin(once(20..21), false);
         let m = u.flush_begin();
         assert!(u.flush_done(&m));
         assert!(u.suspects(3)[2].is_empty());
@@ -326,9 +372,9 @@ mod tests {
     #[test]
     fn a_write_completed_after_a_flush_began_stays_suspect_after_that_flush() {
         let u = Unflushed::default();
-        drop(u.begin(once(0..1)));
+        drop(u.begin(once(0..1), false));
         let m = u.flush_begin();
-        drop(u.begin(once(10..11)));
+        drop(u.begin(once(10..11), false));
         assert!(!u.flush_done(&m));
         u.fail(0, Vec::new());
         assert_eq!(u.suspects(1), vec![vec![10..11]]);
@@ -355,13 +401,13 @@ mod tests {
     #[test]
     fn a_journaled_row_is_never_suspect() {
         let u = Unflushed::default();
-        let w = u.begin(once(0..3));
+        let w = u.begin(once(0..3), false);
         u.fail(0, Vec::new());
         assert!(w.settle(1..2), "the failure's suspect blocks shrink");
         u.fail(1, Vec::new());
         assert_eq!(u.suspects(2), vec![vec![0..1, 2..3], vec![0..1, 2..3]]);
         drop(w);
-        let done = u.begin(once(5..6));
+        let done = u.begin(once(5..6), false);
         assert!(!done.settle(5..6), "no suspect blocks");
         drop(done);
         u.fail(1, Vec::new());
