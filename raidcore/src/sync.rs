@@ -117,6 +117,7 @@ impl Condvar {
     }
 
     pub fn notify_all(&self) {
+        sched::progress();
         self.0.notify_all()
     }
 }

@@ -381,6 +381,8 @@ struct State {
     cut_from: u64,
     /// Total index of the end of the records replayed at open.
     replayed: u64,
+    /// The epoch of the newest flush whose end page this generation's log holds.
+    ended: u64,
     /// (start, end) total indices of runs of restoring records (ascending; a log page never
     /// holds both kinds).
     restores: Vec<(u64, u64)>,
@@ -482,7 +484,18 @@ fn seal_page(page: &mut [u8], index: u64) {
 
 /// A log page's records, and its (epoch, slot mask if it ends its flush's records) when it is a
 /// page with epochs.
-type LogPage = (Vec<(u64, Digest)>, Option<(u64, Option<(u64, u64)>)>);
+type LogPage = (Vec<(u64, Digest)>, Option<PageStamp>);
+
+/// What a page with epochs says of its flush.
+#[derive(Clone, Copy)]
+struct PageStamp {
+    /// The epoch its records count as of ([`RESTORED`] on a restoring page).
+    records: u64,
+    /// The epoch of the flush whose cut covers its records.
+    page: u64,
+    /// The flush's slot mask, when the page ends that flush's records on this member.
+    end: Option<u64>,
+}
 
 fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<LogPage> {
     let epochs = match &page[..8] {
@@ -512,7 +525,11 @@ fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<LogPage> {
         } else {
             u(48)
         };
-        (epoch, (flags & LOG_END != 0).then(|| (u(48), u(56))))
+        PageStamp {
+            records: epoch,
+            page: u(48),
+            end: (flags & LOG_END != 0).then(|| u(56)),
+        }
     });
     let recs = page[head..end]
         .chunks(RECORD)
@@ -568,6 +585,8 @@ struct Replay {
     ends: Vec<(u64, u64)>,
     /// The first page not replayed.
     next: u64,
+    /// The newest epoch a page names.
+    newest: u64,
     /// The rest of the log may hold a valid page of this generation.
     stale_tail: bool,
 }
@@ -581,6 +600,7 @@ fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Repl
         epochs: Vec::new(),
         ends: Vec::new(),
         next: geo.log_pages,
+        newest: 0,
         stale_tail: false,
     };
     let mut end: Option<u64> = None;
@@ -606,13 +626,16 @@ fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Repl
             }
             match (end, decode_log(page, gen, index)) {
                 (None, Some((recs, stamp))) => {
-                    let epoch = stamp.map_or(NO_EPOCH, |s| s.0);
+                    let epoch = stamp.map_or(NO_EPOCH, |s| s.records);
                     for r in recs.into_iter().filter(|&(b, _)| b < blocks) {
                         out.records.push(r);
                         out.epochs.push(epoch);
                     }
-                    if let Some((_, Some(end))) = stamp {
-                        out.ends.push(end);
+                    if let Some(st) = stamp {
+                        out.newest = out.newest.max(st.page);
+                        if let Some(mask) = st.end {
+                            out.ends.push((st.page, mask));
+                        }
                     }
                 }
                 (None, None) => end = Some(index),
@@ -639,15 +662,23 @@ type PagePlan = (Range<usize>, u64, Option<u64>, bool);
 
 /// The pages for `st.records[from..to]`: none spans a cut; whole pages only unless `all`; the
 /// page that ends the records of the flush `ep.flush` carries its mask (an empty page first
-/// when those records are all before `from`, written already).
-fn plan_pages(st: &State, from: usize, to: usize, all: bool, ep: Epochs) -> Vec<PagePlan> {
+/// when those records are all before `from`, written already, unless its end page is too;
+/// `fresh`: for a new generation, which holds none).
+fn plan_pages(
+    st: &State,
+    from: usize,
+    to: usize,
+    all: bool,
+    ep: Epochs,
+    fresh: bool,
+) -> Vec<PagePlan> {
     let mut out = Vec::new();
     let total = |i: usize| st.drained + i as u64;
     let end_cut = ep
         .flush
         .and_then(|(f, mask)| st.cuts.iter().find(|c| c.1 == f).map(|c| (c.0, f, mask)));
     if let Some((t, f, mask)) = end_cut {
-        if t <= total(from) {
+        if t <= total(from) && (fresh || st.ended != f) {
             out.push((from..from, f, Some(mask), false));
         }
     }
@@ -730,14 +761,7 @@ impl CsumStore {
         for (r, &e) in replay.records.iter().zip(&replay.epochs) {
             stamps.insert(r.0, e);
         }
-        let newest = replay
-            .epochs
-            .iter()
-            .copied()
-            .filter(|&e| e != NO_EPOCH)
-            .chain(base)
-            .max()
-            .unwrap_or(0);
+        let newest = replay.newest.max(base.unwrap_or(0));
         let replayed = replay.records.len();
         CsumStore {
             geo,
@@ -752,6 +776,7 @@ impl CsumStore {
                 cuts: Vec::new(),
                 cut_from: replayed as u64,
                 replayed: replayed as u64,
+                ended: 0,
                 restores: Vec::new(),
                 risky: IndexSet::default(),
                 base,
@@ -1006,7 +1031,7 @@ impl CsumStore {
         }
         let mut written = 0;
         for _ in 0..2 {
-            let pages = plan_pages(&st, st.logged, st.records.len(), all, ep);
+            let pages = plan_pages(&st, st.logged, st.records.len(), all, ep, false);
             if pages.is_empty() {
                 return Ok(written);
             }
@@ -1031,9 +1056,13 @@ impl CsumStore {
             logged,
             log_next,
             gen,
+            ended,
             ..
         } = st;
         for (range, epoch, end, restoring) in pages {
+            if end.is_some() {
+                *ended = *epoch;
+            }
             let p = encode_log(
                 *gen,
                 *log_next,
@@ -1121,7 +1150,7 @@ impl CsumStore {
                 .min(snap as u64) as usize,
             None => 0,
         };
-        let relog = plan_pages(&st, keep_from, snap, true, ep);
+        let relog = plan_pages(&st, keep_from, snap, true, ep, true);
         let fits = (relog.len() as u64) <= self.geo.log_pages;
         let base = match (fits, ep.done) {
             (false, _) => None,
@@ -1162,6 +1191,12 @@ impl CsumStore {
         st.overlay.clear();
         st.indexed = 0;
         st.log_next = relog.len() as u64;
+        st.ended = relog
+            .iter()
+            .filter(|p| p.2.is_some())
+            .map(|p| p.1)
+            .next_back()
+            .unwrap_or(0);
         st.stale_tail = false;
         Ok(written)
     }
@@ -1951,5 +1986,54 @@ mod tests {
         repair_from_member(&s, &m, 1);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
         assert!(s.verify_table(&m).unwrap().is_empty());
+    }
+
+    /// Log pages written before epochs ("RCSUMLOG", records from byte 48) still replay; their
+    /// records count as of no known flush, so a crash analysis never takes them as settled.
+    #[test]
+    fn log_pages_from_before_epochs_replay_and_are_never_settled() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let d = [0x42u8; ENTRY];
+        let mut p = AlignedBuf::zeroed(PAGE);
+        p[..8].copy_from_slice(LOG_MAGIC);
+        p[16..24].copy_from_slice(&0u64.to_le_bytes());
+        p[24..28].copy_from_slice(&1u32.to_le_bytes());
+        p[LOG_HEADER..LOG_HEADER + 8].copy_from_slice(&7u64.to_le_bytes());
+        p[LOG_HEADER + 8..LOG_HEADER + RECORD].copy_from_slice(&d);
+        let h = short_hash(&[&p[..32], &p[LOG_HEADER..LOG_HEADER + RECORD]]);
+        p[32..48].copy_from_slice(&h);
+        m.write_at(&p, geo.log_offset()).unwrap();
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert_eq!(s.expected(&m, 7, 1), vec![Expect::Known(d)]);
+        assert!(!s.entry_settled(7, Some(u64::MAX - 1)));
+        // A block only the (zeroed, never folded) table speaks for is settled.
+        assert!(s.entry_settled(8, None));
+    }
+
+    /// A page with epochs: its records carry the flush's epoch, settled once a flush at least
+    /// that new is known to have returned; the end page names the flush and its slot mask; a
+    /// restoring page's records are settled whatever returned.
+    #[test]
+    fn log_pages_carry_their_flush_and_restoring_records_are_settled() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        s.record(data_offset + 3 * BLOCK, &[1u8; 4096], false);
+        assert!(s.cut(10));
+        assert!(!s.cut(11), "nothing new since the last cut");
+        s.record(data_offset + 4 * BLOCK, &[2u8; 4096], true);
+        let ep = Epochs {
+            cur: 11,
+            flush: Some((10, 0b101)),
+            done: None,
+        };
+        s.sync_at(&m, true, ep).unwrap();
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert_eq!(s2.recovered_ends().0, &[(10, 0b101)]);
+        assert!(!s2.entry_settled(3, Some(9)));
+        assert!(s2.entry_settled(3, Some(10)));
+        assert!(s2.entry_settled(4, None), "restoring");
+        assert_eq!(s2.newest_epoch(), 11);
     }
 }

@@ -1272,3 +1272,45 @@ fn raid6_trials_that_differ_only_in_parity_are_one_result() {
         );
     }
 }
+
+/// Simulator seed 18003145 (RAID6, a damaged table page, a power cut; found again when the
+/// checksum log's pages split at flush and restoring boundaries): a write cut between P and Q
+/// left data block 2 new with its new entry, P new next to its old entry, Q old, and data block
+/// 0's entry unknown. No trial verified (each rebuild either kept P failing its entry or used
+/// the old Q) and block 0 was listed, though P agrees with the data as read: P was computed
+/// from these very bytes, which vouches for block 0, and Q is recomputed.
+#[test]
+fn a_raid6_row_whose_data_one_parity_agrees_with_is_kept_and_the_other_parity_recomputed() {
+    for p_agrees in [true, false] {
+        let chunk = 8192u64;
+        let (a, _faults, mut model) = filled(Level::Raid6, 6, chunk, 61);
+        let row = 4u64;
+        let within = 4096u64;
+        let d = a.layout().data_per_row();
+        let (slots, mut cells, off) = column(&a, row, within);
+        cells[2].iter_mut().for_each(|x| *x ^= 0x3c);
+        let [p, q] = parities(&a, &cells[..d]);
+        put_block(&a, slots[2], off, &cells[2]);
+        put_entry(&a, slots[2], off, &cells[2]);
+        // The parity the write reached is new next to its old entry; the other is old.
+        if p_agrees {
+            put_block(&a, slots[d], off, &p);
+        } else {
+            put_block(&a, slots[d + 1], off, &q);
+        }
+        unknown_entry(&a, slots[0], off);
+        let logical = (row * d as u64 + 2) * chunk + within;
+        model[logical as usize..][..4096].copy_from_slice(&cells[2]);
+        let rep = resync(&a, row..row + 1);
+        assert!(
+            a.bad_blocks().is_empty(),
+            "P agrees: {p_agrees}: listed: {:?}; {rep:?}",
+            a.bad_blocks()
+        );
+        row_right_or_error(&a, &model, row, 0..d as u64, None, "after the resync");
+        // Both parities agree with the data now, and the block no entry checked is recorded.
+        let (_, after, _) = column(&a, row, within);
+        let [p2, q2] = parities(&a, &after[..d]);
+        assert!(after[d] == p2 && after[d + 1] == q2, "P agrees: {p_agrees}");
+    }
+}

@@ -1394,6 +1394,32 @@ fn resync_parity_block(
         }
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. }
+            if parity == 2
+                && differs.len() == 1
+                && (0..d).all(|i| states[i] != Cell::Bad)
+                && (0..d).filter(|&i| states[i] == Cell::Unchecked).count() <= 1 =>
+        {
+            // RAID6: the data as read agrees with one parity and not the other, no data block
+            // fails its entry, at most one has none. A write the crash cut between P and Q
+            // (the parity that agrees new next to its lagging entry, the other old): the
+            // parity that agrees was computed from these very data bytes, so it vouches for
+            // the one block no entry checks (rot there would have to be matched by rot in
+            // that parity), and the other parity is recomputed. Simulator seed 18003145:
+            // listed as lost though the data was whole.
+            for i in (0..d).filter(|&i| states[i] == Cell::Unchecked) {
+                record(i, Verified::agreed);
+            }
+            settle(
+                rep,
+                &pq,
+                &|i| pq[i - d] == block(i),
+                Verified::parity,
+                "parity recomputed after an unclean stop from data that the other parity agrees with",
+            )?;
+        }
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in

@@ -396,6 +396,17 @@ pub fn yield_now() {
     }
 }
 
+/// Called when an actor changed what a condition variable's waiters wait for (its notify): a
+/// waiter that last checked before is not yet stuck, so the count of failed retries that
+/// declares a deadlock starts over. Without it, a waiter that checked, then the actor that
+/// ended its wait (itself forced from a lock wait, which the scheduler does not see succeed),
+/// then every actor blocked again read as a deadlock (a flush's drain and a write ending).
+pub fn progress() {
+    if let Some((s, Some(_))) = current() {
+        s.lock().blocked_since = None;
+    }
+}
+
 /// Called by a lock that another actor holds: lets others run before the next try. Returns
 /// false outside a simulation (the caller then blocks as usual).
 pub fn lock_blocked() -> bool {
