@@ -277,6 +277,10 @@ pub mod feature {
     /// incompat: the re-add map, which regions changed since a member left (`array::readd`;
     /// only with DATA_MAP).
     pub const READD_MAP: u64 = 8;
+    /// incompat: checksum log pages may be of the format with epochs ("RCSUMLG2",
+    /// `array::csum`), which a reader before it takes for the end of the log; cleared by a
+    /// clean close, which folds every log (only with CSUM).
+    pub const CSUM_EPOCHS: u64 = 16;
 
     pub const TAG_BITMAP: u32 = 1;
     pub const TAG_JOURNAL: u32 = 2;
@@ -360,6 +364,12 @@ pub const FEATURES: &[FeatureDef] = &[
         incompat: true,
         bit: feature::READD_MAP,
         tag: Some(feature::TAG_READD_MAP),
+    },
+    FeatureDef {
+        name: "checksum log epochs in use",
+        incompat: true,
+        bit: feature::CSUM_EPOCHS,
+        tag: None,
     },
 ];
 

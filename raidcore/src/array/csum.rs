@@ -799,6 +799,12 @@ impl CsumStore {
         }
     }
 
+    /// Whether the log holds nothing (a fold emptied it and nothing was recorded since).
+    pub(crate) fn log_empty(&self) -> bool {
+        let st = self.st.lock().expect("csum lock");
+        st.records.is_empty() && st.log_next == 0
+    }
+
     /// The newest epoch this member's header or log names.
     pub(crate) fn newest_epoch(&self) -> u64 {
         self.recovered.newest
@@ -1381,6 +1387,9 @@ impl CsumStore {
 /// Writes the whole log pages waiting on `d` (enough records piled up between flushes); an
 /// error surfaces at the next flush, which writes the rest.
 fn write_full_log_pages(a: &Array, d: &Dev, s: &CsumStore) {
+    if a.epochs_in_use().is_err() {
+        return;
+    }
     if let Ok(n) = s.sync_at(d.member.as_ref(), false, a.log_epochs()) {
         d.count(WriteKind::Metadata, n);
     }
@@ -1578,6 +1587,7 @@ impl Array {
     /// is recorded).
     pub(crate) fn csum_sync_dev(&self, d: &Dev) -> Result<()> {
         if let Some(s) = d.csum.get() {
+            self.epochs_in_use()?;
             let n = s.sync_at(d.member.as_ref(), true, self.log_epochs())?;
             d.count(WriteKind::Metadata, n);
         }

@@ -365,6 +365,9 @@ pub struct Array {
     log_epoch: std::sync::OnceLock<AtomicU64>,
     /// The newest flush epoch that returned since open ([`csum::NO_EPOCH`]: none yet).
     log_done: AtomicU64,
+    /// The superblocks do not say that checksum log pages with epochs may be in the logs
+    /// (format feature CSUM_EPOCHS): set before the first such page, cleared by a clean close.
+    logs_plain: AtomicBool,
 }
 
 /// A request's write in progress: its write-intent bits held (the regions stay marked) and its
@@ -425,6 +428,7 @@ impl Array {
         let journal = journal::JournalGeometry::from_superblock(&sb);
         let csum_geo = csum::CsumGeometry::from_superblock(&sb);
         let unverified_dirty = !writable && !sb.clean;
+        let epochs_bit_clear = sb.incompat_features & format::feature::CSUM_EPOCHS == 0;
         let scrub_record = health::scrub_of(&sb);
         let bad = badblocks::BadBlocks::load(&sb)?;
         let counters_sb = sb.clone();
@@ -514,6 +518,7 @@ impl Array {
             flush_turn: Mutex::new(()),
             log_epoch: std::sync::OnceLock::new(),
             log_done: AtomicU64::new(csum::NO_EPOCH),
+            logs_plain: AtomicBool::new(epochs_bit_clear),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
@@ -1194,6 +1199,9 @@ impl Array {
             devs.extend(s.target().map(|t| t.dev.clone()));
         }
         let checksums = self.csum_geo.is_some();
+        if checksums {
+            self.epochs_in_use()?;
+        }
         // With checksums: no write in flight, every store notes where this flush's records
         // end, and the stores it cut make its mask (csum.rs, epochs).
         let ep = checksums.then(|| {
@@ -1225,13 +1233,7 @@ impl Array {
         let results = self.on_each_dev(&devs, |d| {
             if let Some((s, ep)) = d.csum.get().zip(ep) {
                 let m = d.member.as_ref();
-                let logged = s.sync_at(m, true, ep).and_then(|n| {
-                    Ok(n + if fold {
-                        s.fold_at(m, ep)? + s.sync_at(m, true, ep)?
-                    } else {
-                        0
-                    })
-                });
+                let logged = s.sync_at(m, true, ep);
                 match logged {
                     Ok(n) => d.count(WriteKind::Metadata, n),
                     Err(e) => return Err(e.context("checksum log write failed")),
@@ -1248,7 +1250,48 @@ impl Array {
         self.check_alive()?;
         if let Some((f, _)) = ep.and_then(|e| e.flush) {
             self.log_done.store(f, Ordering::Release);
+            if fold {
+                // Every record is of a flush that returned now: each log folds whole into
+                // its table (its flushes are the fold's own), leaving it empty.
+                let done = Epochs {
+                    cur: f + 1,
+                    flush: None,
+                    done: Some(f),
+                };
+                let results = self.on_each_dev(&devs, |d| match d.csum.get() {
+                    Some(s) => s
+                        .fold_at(d.member.as_ref(), done)
+                        .map(|n| d.count(WriteKind::Metadata, n))
+                        .map_err(|e| e.context("checksum fold failed")),
+                    None => Ok(()),
+                });
+                for (d, r) in devs.iter().zip(results) {
+                    if let Err(e) = r {
+                        d.write_error(&e);
+                        self.fail_dev(d, &e.to_string())?;
+                    }
+                }
+                self.check_alive()?;
+            }
         }
+        Ok(())
+    }
+
+    /// Before the first checksum log page with epochs since open or the last clean close: the
+    /// superblocks say such pages may be in the logs (format feature CSUM_EPOCHS), so a raidctl
+    /// from before them refuses the array instead of taking them for the end of its logs and
+    /// its flushed entries for lost.
+    pub(crate) fn epochs_in_use(&self) -> Result<()> {
+        if !self.logs_plain.load(Ordering::Acquire) || !self.writable {
+            return Ok(());
+        }
+        let _g = self.dirtying.lock().expect("dirtying lock");
+        if !self.logs_plain.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.meta.lock().expect("meta lock").incompat_features |= format::feature::CSUM_EPOCHS;
+        self.persist()?;
+        self.logs_plain.store(false, Ordering::Release);
         Ok(())
     }
 
@@ -1322,6 +1365,17 @@ impl Array {
         let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();
         let mark = self.unflushed.flush_begin();
         self.sync_devices(true)?;
+        // Every log folded empty (nothing recorded meanwhile): a raidctl from before epochs
+        // may open the array again (format feature CSUM_EPOCHS).
+        if self.csum_geo.is_some()
+            && self
+                .live_devs()
+                .iter()
+                .all(|d| d.csum.get().is_none_or(|s| s.log_empty()))
+        {
+            self.meta.lock().expect("meta lock").incompat_features &= !format::feature::CSUM_EPOCHS;
+            self.logs_plain.store(true, Ordering::Release);
+        }
         self.unflushed.flush_done(&mark);
         self.unflushed.clear_suspects();
         {

@@ -3011,3 +3011,42 @@ fn a_member_lost_with_a_power_cut_lists_only_what_unflushed_writes_could_have_cu
         }
     }
 }
+
+/// Format feature CSUM_EPOCHS: set on the members before the first checksum log page with
+/// epochs is written (a raidctl from before them would take such a page for the end of its
+/// log and its flushed entries for lost, so it must refuse the array), cleared by a clean
+/// close, which folds every log empty (an older raidctl may open the array again).
+#[test]
+fn the_epochs_feature_bit_is_set_while_logs_may_hold_pages_with_epochs() {
+    let bit = crate::format::feature::CSUM_EPOCHS;
+    let (a, faults) = make_with(&params(Level::Raid5, 4, 4096), 8 << 20, true);
+    let on_disk = |f: &FaultMember| {
+        let mut sb = crate::buf::AlignedBuf::zeroed(crate::format::SB_SIZE);
+        f.read_at(&mut sb, crate::format::SB_A_OFFSET).unwrap();
+        let a = Superblock::decode(&sb).map(|s| s.0.incompat_features & bit != 0);
+        f.read_at(&mut sb, crate::format::SB_B_OFFSET).unwrap();
+        let b = Superblock::decode(&sb).map(|s| s.0.incompat_features & bit != 0);
+        (a.ok(), b.ok())
+    };
+    assert_eq!(a.superblock().incompat_features & bit, 0, "a new array");
+    a.write(&[7u8; 4096], 0).unwrap();
+    a.flush().unwrap();
+    assert_ne!(
+        a.superblock().incompat_features & bit,
+        0,
+        "after a flush wrote log pages"
+    );
+    assert!(on_disk(&faults[0]).0 == Some(true) || on_disk(&faults[0]).1 == Some(true));
+    a.mark_clean().unwrap();
+    assert_eq!(
+        a.superblock().incompat_features & bit,
+        0,
+        "after a clean close"
+    );
+    for d in a.live_devs() {
+        assert!(d.csum.get().unwrap().log_empty());
+    }
+    a.write(&[8u8; 4096], 4096).unwrap();
+    a.flush().unwrap();
+    assert_ne!(a.superblock().incompat_features & bit, 0, "written again");
+}
