@@ -1597,8 +1597,9 @@ impl Array {
     /// The newest flush known, from the usable members' logs as they were at open, to have
     /// returned before the stop: the newest epoch whose end page every usable slot of its mask
     /// kept, or a table's base (a fold records the newest flush that returned then). Every
-    /// flush before one that returned returned too, or was settled by the open and first flush
-    /// of the session after it (flushes take turns; epochs grow across opens).
+    /// record of a flush before one that returned is durable too (that flush wrote every
+    /// record up to its own cut before flushing the devices; cuts take turns), or was settled
+    /// by the open and first flush of the session after it (epochs grow across opens).
     pub(crate) fn settled_epoch(&self) -> Option<u64> {
         let mut best: Option<u64> = None;
         let mut ends: Vec<Option<HashSet<u64>>> = vec![None; self.slots.len()];

@@ -358,12 +358,13 @@ pub struct Array {
     /// a block failing its entry is rot, never a write whose entry lags (scrub.rs, the
     /// resync).
     pub(crate) entries_current: AtomicBool,
-    /// Flushes take turns: one drain of the writes in flight and one set of checksum log cuts
-    /// at a time (csum.rs, epochs; lock order: after config, docs/locking.md).
+    /// Flushes take turns to drain the writes in flight and cut the checksum logs (csum.rs,
+    /// epochs; lock order: after config, docs/locking.md); their log writes and device flushes
+    /// run at once.
     flush_turn: Mutex<()>,
     /// The epoch of the next flush, set at first use past every epoch the members' logs name.
     log_epoch: std::sync::OnceLock<AtomicU64>,
-    /// The newest flush epoch that returned since open ([`csum::NO_EPOCH`]: none yet).
+    /// The newest flush epoch that returned since open (0: none yet).
     log_done: AtomicU64,
     /// The superblocks do not say that checksum log pages with epochs may be in the logs
     /// (format feature CSUM_EPOCHS): set before the first such page, cleared by a clean close.
@@ -517,7 +518,7 @@ impl Array {
             entries_current: AtomicBool::new(false),
             flush_turn: Mutex::new(()),
             log_epoch: std::sync::OnceLock::new(),
-            log_done: AtomicU64::new(csum::NO_EPOCH),
+            log_done: AtomicU64::new(0),
             logs_plain: AtomicBool::new(epochs_bit_clear),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
@@ -1192,7 +1193,6 @@ impl Array {
     /// slowest member's time, not the sum of them (issue 30: one after another, a FLUSH's p99
     /// was 9.4x nbdkit's).
     pub(crate) fn sync_devices(&self, fold: bool) -> Result<()> {
-        let _turn = self.flush_turn.lock().expect("flush turn lock");
         let mut devs = Vec::new();
         for s in &self.slots {
             devs.extend(s.usable());
@@ -1204,7 +1204,13 @@ impl Array {
         }
         // With checksums: no write in flight, every store notes where this flush's records
         // end, and the stores it cut make its mask (csum.rs, epochs).
+        //
+        // Only the drain and the cuts take turns. A flush that returns has written every
+        // record up to its own cut (an earlier flush's too, if that one has not yet) and then
+        // flushed every device, so every flush before it is durable by then, whether or not
+        // that one returned first.
         let ep = checksums.then(|| {
+            let _turn = self.flush_turn.lock().expect("flush turn lock");
             let f = self.epoch_now();
             let mut mask = 0u64;
             {
@@ -1249,7 +1255,7 @@ impl Array {
         }
         self.check_alive()?;
         if let Some((f, _)) = ep.and_then(|e| e.flush) {
-            self.log_done.store(f, Ordering::Release);
+            self.log_done.fetch_max(f, Ordering::AcqRel);
             if fold {
                 // Every record is of a flush that returned now: each log folds whole into
                 // its table (its flushes are the fold's own), leaving it empty.
@@ -1314,7 +1320,7 @@ impl Array {
 
     /// The newest flush epoch that returned since open.
     pub(crate) fn log_done(&self) -> Option<u64> {
-        Some(self.log_done.load(Ordering::Acquire)).filter(|&e| e != csum::NO_EPOCH)
+        Some(self.log_done.load(Ordering::Acquire)).filter(|&e| e != 0)
     }
 
     /// What a checksum log write outside a flush needs of the epochs.
