@@ -73,8 +73,15 @@ const LOG_HEADER_EPOCHS: usize = 64;
 const LOG_END: u32 = 1;
 /// Page flag: restoring records ([`CsumStore::record_digests_as`]).
 const LOG_RESTORING: u32 = 2;
+/// Page flag: entries the pending store restored after a process crash
+/// ([`CsumStore::record_restored`]): never settled until a resync or a write records the
+/// block again.
+const LOG_RESTORED: u32 = 4;
 /// The epoch a crash analysis gives a restoring record: settled whatever flushes returned.
-pub(crate) const RESTORED: u64 = 0;
+pub(crate) const RESTORED: u64 = u64::MAX - 1;
+/// Epochs from here up are not real (a flush count never reaches them; the array's start
+/// moves by 2^32 per open): a page naming one is damaged or forged, its records unsettled.
+const EPOCH_LIMIT: u64 = 1 << 62;
 /// The epoch of records read from pages written before epochs.
 pub(crate) const NO_EPOCH: u64 = u64::MAX;
 /// Table pages kept in memory per member.
@@ -383,9 +390,12 @@ struct State {
     replayed: u64,
     /// The epoch of the newest flush whose end page this generation's log holds.
     ended: u64,
-    /// (start, end) total indices of runs of restoring records (ascending; a log page never
-    /// holds both kinds).
-    restores: Vec<(u64, u64)>,
+    /// (start, end, page flag) total indices of runs of restoring ([`LOG_RESTORING`]) or
+    /// restored ([`LOG_RESTORED`]) records (ascending; a log page holds one kind only).
+    restores: Vec<(u64, u64, u32)>,
+    /// The epoch of records after the newest cut (set by the cut; a log write that read the
+    /// array's epoch before the cut, and got the lock after it, must not use the older one).
+    next_epoch: u64,
     /// Blocks whose entries were restored after open from the pending store: a write in
     /// progress at the stop, whose other cells may not have landed.
     risky: IndexSet,
@@ -495,6 +505,8 @@ struct PageStamp {
     page: u64,
     /// The flush's slot mask, when the page ends that flush's records on this member.
     end: Option<u64>,
+    /// Restored entries ([`LOG_RESTORED`]).
+    restored: bool,
 }
 
 fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<LogPage> {
@@ -520,15 +532,19 @@ fn decode_log(page: &[u8], gen: u64, index: u64) -> Option<LogPage> {
     }
     let stamp = epochs.then(|| {
         let flags = u32::from_le_bytes(page[28..32].try_into().expect("4"));
-        let epoch = if flags & LOG_RESTORING != 0 {
+        let page = u(48);
+        let records = if flags & LOG_RESTORED != 0 || page >= EPOCH_LIMIT {
+            NO_EPOCH
+        } else if flags & LOG_RESTORING != 0 {
             RESTORED
         } else {
-            u(48)
+            page
         };
         PageStamp {
-            records: epoch,
-            page: u(48),
-            end: (flags & LOG_END != 0).then(|| u(56)),
+            records,
+            page: page.min(EPOCH_LIMIT),
+            end: (flags & LOG_END != 0 && page < EPOCH_LIMIT).then(|| u(56)),
+            restored: flags & LOG_RESTORED != 0,
         }
     });
     let recs = page[head..end]
@@ -551,14 +567,14 @@ fn encode_log(
     recs: &[(u64, Digest)],
     epoch: u64,
     end: Option<u64>,
-    restoring: bool,
+    kind: u32,
 ) -> AlignedBuf {
     let mut p = AlignedBuf::zeroed(PAGE);
     p[..8].copy_from_slice(LOG_MAGIC_EPOCHS);
     p[8..16].copy_from_slice(&gen.to_le_bytes());
     p[16..24].copy_from_slice(&index.to_le_bytes());
     p[24..28].copy_from_slice(&(recs.len() as u32).to_le_bytes());
-    let flags = if end.is_some() { LOG_END } else { 0 } | if restoring { LOG_RESTORING } else { 0 };
+    let flags = if end.is_some() { LOG_END } else { 0 } | kind;
     p[28..32].copy_from_slice(&flags.to_le_bytes());
     p[48..56].copy_from_slice(&epoch.to_le_bytes());
     p[56..64].copy_from_slice(&end.unwrap_or(0).to_le_bytes());
@@ -583,6 +599,8 @@ struct Replay {
     epochs: Vec<u64>,
     /// (epoch, slot mask) of the pages that ended a flush's records.
     ends: Vec<(u64, u64)>,
+    /// Blocks whose newest record is a restored one ([`LOG_RESTORED`]).
+    restored: IndexSet,
     /// The first page not replayed.
     next: u64,
     /// The newest epoch a page names.
@@ -599,6 +617,7 @@ fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Repl
         records: Vec::new(),
         epochs: Vec::new(),
         ends: Vec::new(),
+        restored: IndexSet::default(),
         next: geo.log_pages,
         newest: 0,
         stale_tail: false,
@@ -627,7 +646,13 @@ fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Repl
             match (end, decode_log(page, gen, index)) {
                 (None, Some((recs, stamp))) => {
                     let epoch = stamp.map_or(NO_EPOCH, |s| s.records);
+                    let restored = stamp.is_some_and(|s| s.restored);
                     for r in recs.into_iter().filter(|&(b, _)| b < blocks) {
+                        if restored {
+                            out.restored.insert(r.0);
+                        } else {
+                            out.restored.remove(&r.0);
+                        }
                         out.records.push(r);
                         out.epochs.push(epoch);
                     }
@@ -654,11 +679,11 @@ fn replay_log(m: &dyn Member, geo: &CsumGeometry, gen: u64, blocks: u64) -> Repl
 }
 
 /// A page a fold writes again: its records, epoch, flush mask if it ends one, restoring.
-type Relog = (Vec<(u64, Digest)>, u64, Option<u64>, bool);
+type Relog = (Vec<(u64, Digest)>, u64, Option<u64>, u32);
 
 /// A log page to write: records (indices in `records`), the epoch of the flush whose cut
 /// covers them, and the flush's slot mask when it is the page that ends its records.
-type PagePlan = (Range<usize>, u64, Option<u64>, bool);
+type PagePlan = (Range<usize>, u64, Option<u64>, u32);
 
 /// The pages for `st.records[from..to]`: none spans a cut; whole pages only unless `all`; the
 /// page that ends the records of the flush `ep.flush` carries its mask (an empty page first
@@ -679,7 +704,7 @@ fn plan_pages(
         .and_then(|(f, mask)| st.cuts.iter().find(|c| c.1 == f).map(|c| (c.0, f, mask)));
     if let Some((t, f, mask)) = end_cut {
         if t <= total(from) && (fresh || st.ended != f) {
-            out.push((from..from, f, Some(mask), false));
+            out.push((from..from, f, Some(mask), 0));
         }
     }
     let mut pos = from;
@@ -687,13 +712,14 @@ fn plan_pages(
         let k = st.cuts.partition_point(|c| c.0 <= total(pos));
         let (mut bound, epoch) = match st.cuts.get(k) {
             Some(&(t, e)) => (((t - st.drained) as usize).min(to), e),
-            None => (to, ep.cur),
+            None => (to, ep.cur.max(st.next_epoch)),
         };
         // The run of restoring records this page starts in, or the next one's start.
         let r = st.restores.partition_point(|r| r.1 <= total(pos));
-        let restoring = st.restores.get(r).is_some_and(|r| r.0 <= total(pos));
-        if let Some(&(a, b)) = st.restores.get(r) {
-            let edge = if restoring { b } else { a };
+        let inside = st.restores.get(r).filter(|r| r.0 <= total(pos));
+        let flags = inside.map_or(0, |r| r.2);
+        if let Some(&(a, b, _)) = st.restores.get(r) {
+            let edge = if inside.is_some() { b } else { a };
             bound = bound.min(edge.saturating_sub(st.drained) as usize);
         }
         let take = LOG_RECORDS.min(bound - pos);
@@ -703,7 +729,7 @@ fn plan_pages(
         let end = end_cut
             .filter(|&(t, _, _)| t == total(pos + take))
             .map(|c| c.2);
-        out.push((pos..pos + take, epoch, end, restoring));
+        out.push((pos..pos + take, epoch, end, flags));
         pos += take;
     }
     out
@@ -761,7 +787,8 @@ impl CsumStore {
         for (r, &e) in replay.records.iter().zip(&replay.epochs) {
             stamps.insert(r.0, e);
         }
-        let newest = replay.newest.max(base.unwrap_or(0));
+        let base = base.filter(|&b| b < EPOCH_LIMIT);
+        let newest = replay.newest.max(base.unwrap_or(0)).min(EPOCH_LIMIT - 1);
         let replayed = replay.records.len();
         CsumStore {
             geo,
@@ -778,7 +805,8 @@ impl CsumStore {
                 replayed: replayed as u64,
                 ended: 0,
                 restores: Vec::new(),
-                risky: IndexSet::default(),
+                next_epoch: 0,
+                risky: replay.restored,
                 base,
                 overlay: IndexMap::default(),
                 indexed: 0,
@@ -821,14 +849,15 @@ impl CsumStore {
         }
         st.cuts.push((total, epoch));
         st.cut_from = total;
+        st.next_epoch = st.next_epoch.max(epoch + 1);
         true
     }
 
     /// Records restored after open from the pending store ([`super::pending`]): the entries of a
     /// write in progress at the stop, which may have landed on this member only.
     pub(crate) fn record_restored(&self, block: u64, d: Digest) {
-        self.record_digests(block, &[d]);
-        self.st.lock().expect("csum lock").risky.insert(block);
+        let mut st = self.st.lock().expect("csum lock");
+        self.append(&mut st, block, &[d], LOG_RESTORED);
     }
 
     /// Whether `block`'s entry is one a flush that returned made durable (`settled`: the newest
@@ -874,13 +903,27 @@ impl CsumStore {
     /// takes it as settled once on the member (its pages say so, module doc). Returns true
     /// when enough records wait that whole log pages should be written.
     pub(crate) fn record_digests_as(&self, first: u64, ds: &[Digest], restoring: bool) -> bool {
+        let kind = if restoring { LOG_RESTORING } else { 0 };
         let mut st = self.st.lock().expect("csum lock");
+        self.append(&mut st, first, ds, kind)
+    }
+
+    /// Appends records of `kind` (0, [`LOG_RESTORING`] or [`LOG_RESTORED`]); a record of
+    /// another kind than restored ends a block's restored state.
+    fn append(&self, st: &mut State, first: u64, ds: &[Digest], kind: u32) -> bool {
         let n = ds.len().min(self.blocks.saturating_sub(first) as usize);
-        if restoring && n > 0 {
+        if kind != 0 && n > 0 {
             let from = st.drained + st.records.len() as u64;
             match st.restores.last_mut() {
-                Some(r) if r.1 == from => r.1 += n as u64,
-                _ => st.restores.push((from, from + n as u64)),
+                Some(r) if r.1 == from && r.2 == kind => r.1 += n as u64,
+                _ => st.restores.push((from, from + n as u64, kind)),
+            }
+        }
+        if kind == LOG_RESTORED {
+            st.risky.extend(first..first + n as u64);
+        } else if !st.risky.is_empty() {
+            for b in first..first + n as u64 {
+                st.risky.remove(&b);
             }
         }
         st.records.extend(
@@ -890,6 +933,34 @@ impl CsumStore {
                 .map(|(i, d)| (first + i as u64, *d)),
         );
         st.records.len() - st.logged >= PENDING_HIGH
+    }
+
+    /// After a resync or repairing scrub went over member blocks `first..first + n` (their
+    /// rows now agree, or their blocks are listed): the restored entries there are recorded
+    /// again as restoring, settled from now on.
+    pub(crate) fn settle_restored(&self, first: u64, n: u64) {
+        let mut st = self.st.lock().expect("csum lock");
+        if st.risky.is_empty() {
+            return;
+        }
+        st.catch_up();
+        let mut blocks: Vec<u64> = st
+            .risky
+            .iter()
+            .copied()
+            .filter(|b| (first..first + n).contains(b))
+            .collect();
+        blocks.sort_unstable();
+        for b in blocks {
+            match st.overlay.get(&b).copied() {
+                Some(d) => {
+                    self.append(&mut st, b, &[d], LOG_RESTORING);
+                }
+                None => {
+                    st.risky.remove(&b);
+                }
+            }
+        }
     }
 
     /// Records `len` bytes at member offset `off` as zero blocks (trimmed).
@@ -1065,7 +1136,7 @@ impl CsumStore {
             ended,
             ..
         } = st;
-        for (range, epoch, end, restoring) in pages {
+        for (range, epoch, end, flags) in pages {
             if end.is_some() {
                 *ended = *epoch;
             }
@@ -1075,7 +1146,7 @@ impl CsumStore {
                 &records[range.clone()],
                 *epoch,
                 *end,
-                *restoring,
+                *flags,
             );
             m.write_at(&p, self.geo.log_offset() + *log_next * PAGE as u64)?;
             *log_next += 1;
@@ -1158,7 +1229,9 @@ impl CsumStore {
         };
         let relog = plan_pages(&st, keep_from, snap, true, ep, true);
         let fits = (relog.len() as u64) <= self.geo.log_pages;
-        let base = match (fits, ep.done) {
+        // (Restored entries not yet settled by a resync make the table's entries unsettled:
+        // the fold takes them in.)
+        let base = match (fits && st.risky.is_empty(), ep.done) {
             (false, _) => None,
             (true, Some(d)) => Some(d),
             (true, None) => st.base,
@@ -1292,8 +1365,8 @@ impl CsumStore {
         written += PAGE as u64;
         // The records of flushes that have not returned, again, as the first pages of the new
         // generation (the header counts them: missing ones make the table's base unknown).
-        for (i, (recs, epoch, end, restoring)) in relog.iter().enumerate() {
-            let p = encode_log(gen, i as u64, recs, *epoch, *end, *restoring);
+        for (i, (recs, epoch, end, flags)) in relog.iter().enumerate() {
+            let p = encode_log(gen, i as u64, recs, *epoch, *end, *flags);
             m.write_at(&p, self.geo.log_offset() + i as u64 * PAGE as u64)?;
             written += PAGE as u64;
         }
@@ -1594,6 +1667,27 @@ impl Array {
         Ok(())
     }
 
+    /// After a resync or a repairing scrub went over member rows `rows`: entries the pending
+    /// store restored there are settled ([`CsumStore::settle_restored`]).
+    pub(crate) fn settle_restored_rows(&self, rows: std::ops::Range<u64>) {
+        if self.csum_geo.is_none() || rows.is_empty() {
+            return;
+        }
+        let off = self.cell_offset(rows.start, 0);
+        let n = (rows.end - rows.start) * self.layout.chunk() / BLOCK;
+        for s in &self.slots {
+            for d in s
+                .usable()
+                .into_iter()
+                .chain(s.target().map(|t| t.dev.clone()))
+            {
+                if let Some(c) = d.csum.get() {
+                    c.settle_restored(c.block_of(off), n);
+                }
+            }
+        }
+    }
+
     /// The newest flush known, from the usable members' logs as they were at open, to have
     /// returned before the stop: the newest epoch whose end page every usable slot of its mask
     /// kept, or a table's base (a fold records the newest flush that returned then). Every
@@ -1612,8 +1706,15 @@ impl Array {
             ends[i] = Some(e.iter().map(|x| x.0).collect());
             all.extend_from_slice(e);
         }
+        let n = self.slots.len().min(64);
+        let slots_mask = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
         for (f, mask) in all {
-            let kept = (0..self.slots.len().min(64))
+            // A mask naming no slot, or slots the array does not have, is damage or forgery:
+            // it proves nothing (an empty one would prove anything).
+            if mask == 0 || mask & !slots_mask != 0 {
+                continue;
+            }
+            let kept = (0..n)
                 .filter(|&j| mask & (1 << j) != 0)
                 .all(|j| ends[j].as_ref().is_none_or(|set| set.contains(&f)));
             if kept {
@@ -2046,5 +2147,69 @@ mod tests {
         assert!(s2.entry_settled(3, Some(10)));
         assert!(s2.entry_settled(4, None), "restoring");
         assert_eq!(s2.newest_epoch(), 11);
+    }
+
+    /// A fold while a flush has not returned: its records go into the table, and again into
+    /// the new generation's first pages with their epoch, so after a crash they are as
+    /// unsettled as before the fold; the records of flushes that returned are settled from the
+    /// table (the header's base). Without the pages logged again, the table vouched for them.
+    #[test]
+    fn a_fold_logs_again_the_records_of_a_flush_that_has_not_returned() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        s.record(data_offset + 3 * BLOCK, &[1u8; 4096], false);
+        assert!(s.cut(100));
+        s.sync_at(
+            &m,
+            true,
+            Epochs {
+                cur: 101,
+                flush: Some((100, 1)),
+                done: None,
+            },
+        )
+        .unwrap();
+        // Flush 100 returned; flush 101 cut block 4's record and folds before returning.
+        s.record(data_offset + 4 * BLOCK, &[2u8; 4096], false);
+        assert!(s.cut(101));
+        let ep = Epochs {
+            cur: 102,
+            flush: Some((101, 1)),
+            done: Some(100),
+        };
+        s.fold_at(&m, ep).unwrap();
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert_eq!(
+            s2.expected(&m, 4, 1),
+            vec![Expect::Known(geo.algo.digest(&[2u8; 4096]))]
+        );
+        assert!(
+            s2.entry_settled(3, None),
+            "flush 100's record, in the table"
+        );
+        assert!(
+            !s2.entry_settled(4, Some(100)),
+            "flush 101 has not returned: its record is not settled"
+        );
+        assert!(s2.entry_settled(4, Some(101)));
+    }
+
+    /// Hostile or damaged pages prove nothing: an end page whose mask names no slot or slots
+    /// past the array, and pages with epochs no flush count reaches, whose records stay
+    /// unsettled and whose epoch does not move the array's start to the end of the range.
+    #[test]
+    fn forged_epochs_and_masks_prove_nothing() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let d = [9u8; ENTRY];
+        let far = u64::MAX - 5;
+        let p = encode_log(0, 0, &[(7, d)], far, Some(1), 0);
+        m.write_at(&p, geo.log_offset()).unwrap();
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert_eq!(s.expected(&m, 7, 1), vec![Expect::Known(d)]);
+        assert!(!s.entry_settled(7, Some(EPOCH_LIMIT - 1)));
+        assert!(s.newest_epoch() < EPOCH_LIMIT);
+        assert!(s.recovered_ends().0.is_empty(), "{:?}", s.recovered_ends());
     }
 }

@@ -23,7 +23,8 @@
 //! (before any row lock), so every record of a write lands on the same side of every store's
 //! cut: a flush's log pages hold all of the records of the writes it covers, and none of the
 //! others (csum.rs, epochs). Writes that begin inside another's hold (a stripe-cache destage
-//! from a write's eviction) and repair writes pass the gate; the drain waits for them too.
+//! from a write's eviction) and repair writes pass the gate; the drain waits for them too, and
+//! once it is done no write of any kind begins until the cuts are made.
 //!
 //! Lock: one mutex, a leaf, held only to update the lists (never across I/O); the condition
 //! variable wakes the gate's waiters and the drain.
@@ -62,6 +63,10 @@ struct State {
     suspects: Vec<Suspect>,
     /// A flush is draining the writes in flight: gated writes wait.
     gate: bool,
+    /// The drain is done and the flush is cutting the checksum logs: every write waits, those
+    /// that pass the gate too (a destage begun by another flush's write-back then would put
+    /// records on both sides of the cuts; an outside review).
+    cutting: bool,
 }
 
 #[derive(Default)]
@@ -76,7 +81,10 @@ pub(crate) struct Drained<'a>(&'a Unflushed);
 
 impl Drop for Drained<'_> {
     fn drop(&mut self) {
-        self.0.st.lock().unwrap_or_else(|e| e.into_inner()).gate = false;
+        let mut st = self.0.st.lock().unwrap_or_else(|e| e.into_inner());
+        st.gate = false;
+        st.cutting = false;
+        drop(st);
         self.0.moved.notify_all();
     }
 }
@@ -113,7 +121,7 @@ impl Unflushed {
         gated: bool,
     ) -> WriteTicket<'_> {
         let mut st = self.st.lock().expect("unflushed lock");
-        while gated && st.gate {
+        while (gated && st.gate) || st.cutting {
             st = self.moved.wait(st, &self.st).expect("unflushed lock");
         }
         let id = st.next_id;
@@ -229,7 +237,8 @@ impl Unflushed {
     }
 
     /// Closes the gate and waits until no write is in flight (those that began before, and
-    /// those that pass the gate meanwhile); the gate opens when the guard is dropped. The
+    /// those that pass the gate meanwhile); then no write begins at all, gated or not, until
+    /// the guard is dropped (the flush cuts the logs meanwhile) and the gate opens. The
     /// caller must hold no write of its own, and flushes take turns (one drain at a time).
     pub(crate) fn drain(&self) -> Drained<'_> {
         let mut st = self.st.lock().expect("unflushed lock");
@@ -237,6 +246,7 @@ impl Unflushed {
         while !st.inflight.is_empty() {
             st = self.moved.wait(st, &self.st).expect("unflushed lock");
         }
+        st.cutting = true;
         Drained(self)
     }
 

@@ -750,6 +750,11 @@ fn run_rows<'a>(
                     mirror_batch(array, &cur, copies, mode, rep, pool, raw)
                 }
             };
+            if heal && r.is_ok() {
+                // Still under the batch's rows: restored entries of a process crash there
+                // count as settled from now on (csum.rs, epochs).
+                array.settle_restored_rows(cur.rows.clone());
+            }
             drop(cur_guard);
             r?;
             progress(cur.rows.end);
