@@ -1353,7 +1353,23 @@ fn observe_slots(w: &World, a: &Array) {
         Redundancy::Parity { .. } => true,
         Redundancy::Mirror { copies } => copies >= 2,
     };
-    if !redundant || (faulty_slots(w, a).count_ones() as usize) < l.tolerance() {
+    if !redundant {
+        return;
+    }
+    // Rows where rot on members in service and the slots out of service together are more
+    // than the level tolerates: a rebuild or resync now can only list them (simulator seed
+    // 1127: RAID6 with two slots out and rot in a third, rebuilt; the rows were listed, then
+    // read as unexplained once the slots were back).
+    let faulty = faulty_slots(w, a);
+    if faulty != 0 {
+        let mut exposed = w.exposed_rows.lock().expect("exposed lock");
+        for (row, rotten) in rot_by_row(w, a) {
+            if ((faulty | rotten).count_ones() as usize) > l.tolerance() {
+                exposed.insert((row, row + 1));
+            }
+        }
+    }
+    if (faulty.count_ones() as usize) < l.tolerance() {
         return;
     }
     let damaged = w.damaged_pages.lock().expect("damage lock").clone();
@@ -2222,6 +2238,8 @@ fn final_checks(
     // Finish any rebuild, then every byte must read back as last written. On large members the
     // data map lets it skip the regions never written (zeroed on the target, not read): only
     // the windows' regions are rebuilt, and the reads back check the never-written pages too.
+    // (What the slots out of service expose now, before the rebuild brings them back.)
+    observe_slots(w, a);
     if !a.pending_targets().is_empty() && a.state() != ArrayState::Failed {
         rebuild::run(a, &RebuildOptions::default(), &mut |_, _, _| {})
             .map_err(|e| format!("final rebuild: {e}"))?;
