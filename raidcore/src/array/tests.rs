@@ -3202,3 +3202,38 @@ fn an_entry_restored_after_a_process_crash_is_not_settled_until_resynced() {
         }
     }
 }
+
+/// A flush counts the checksum log pages it writes as the members' metadata bytes, one 4 KiB
+/// page per member that had records (the wear report's metadata share rests on it); the
+/// members the write did not touch write nothing. (A planted mutant of the count in
+/// `sync_devices`, + for the page bytes, survived the suite before.)
+#[test]
+fn a_flush_counts_each_log_page_it_writes_as_metadata() {
+    let (a, _faults) = make_with(&params(Level::Raid5, 4, 4096), 8 << 20, true);
+    a.set_stripe_cache(0).unwrap();
+    // Settle the bitmap mark and the superblock's feature bit first.
+    a.write(&[1u8; 4096], 0).unwrap();
+    a.flush().unwrap();
+    let meta = |a: &Array| -> Vec<u64> {
+        (0..4)
+            .map(|s| {
+                a.slots[s].usable().unwrap().written[WriteKind::Metadata as usize]
+                    .load(Ordering::Relaxed)
+            })
+            .collect()
+    };
+    a.write(&[2u8; 4096], 0).unwrap();
+    let before = meta(&a);
+    a.flush().unwrap();
+    let after = meta(&a);
+    let row = 0;
+    let touched = [a.layout().data_slot(row, 0), a.layout().p_slot(row)];
+    for s in 0..4 {
+        let want = if touched.contains(&s) { 4096 } else { 0 };
+        assert_eq!(
+            after[s] - before[s],
+            want,
+            "slot {s}: {before:?} -> {after:?}"
+        );
+    }
+}
