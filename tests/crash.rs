@@ -134,10 +134,13 @@ fn kill_writes_until(
 }
 
 /// A member gone at the same crash that cut a write (kill -9 of the writer, then the member's
-/// file is lost): its data in the rows being written could only be computed from torn rows.
-/// Those blocks go on the bad-block list: status names them, reads of them fail with that
-/// reason (every other byte reads back as written), a rebuild onto a new member keeps them
-/// listed, and writing them again makes them good.
+/// file is lost): its data in the columns the write was cutting could only be computed from
+/// torn rows. Those blocks go on the bad-block list: status names them, reads of them fail
+/// with that reason, a rebuild onto a new member keeps them listed, and writing them again
+/// makes them good. Data flushed before the crash is never listed (issue 31; with checksums
+/// the log's epochs tell the columns no unflushed write touched): until 2026-12-06 every row
+/// of the marked regions was listed, and this test expected the flushed data before the
+/// write to be partly unreadable.
 #[test]
 fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let dir = tempdir();
@@ -145,12 +148,14 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let a = Path::new(&ms[0]);
     let keep = pattern("keep", 1 << 20);
     write_at(a, 0, &keep, dir.path());
+    let big_at = 4u64 << 20;
+    let big_data = pattern("big", 24 << 20);
     let big = dir.path().join("big");
-    std::fs::write(&big, pattern("big", 24 << 20)).unwrap();
+    std::fs::write(&big, &big_data).unwrap();
     // Dirty with a write-intent bit set: a write was cutting rows. (A kill after the dirty
     // mark but before any bit was set, or after the bits were cleared, leaves nothing to
     // resync and nothing lost: it does not exercise the bad-block list.)
-    let cut = kill_writes_until(&ms[0], "4194304", &big, 120, 5, || {
+    let cut = kill_writes_until(&ms[0], &big_at.to_string(), &big, 120, 5, || {
         let ex = raidctl(["examine", "--json", &ms[1]]).ok().json();
         let bm = &ex["areas"]["bitmap"];
         let (off, len) = (
@@ -177,17 +182,32 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let bad_before = st["members"][3]["bad_blocks"].as_u64().unwrap();
     assert!(bad_before > 0, "{st}");
     assert!(!st["bad_block_ranges"].as_array().unwrap().is_empty());
-    // Reads: 64 KiB pieces of the data written and flushed before come back as written, or
-    // fail naming the bad-block list; never anything else.
+    // The data flushed before the crash reads back whole.
     let check_keep = |what: &str| {
-        let mut failed = 0;
         for p in 0..16usize {
             let r = read_at(a, (p as u64) << 16, 1 << 16);
+            assert_eq!(r.code, 0, "{what}: flushed piece {p} unreadable: {}", r.stderr);
+            assert!(
+                r.stdout == keep[p << 16..(p + 1) << 16],
+                "{what}: piece {p} reads wrong data"
+            );
+        }
+    };
+    // The write the kill cut (its earlier tries wrote the same bytes): 1 MiB pieces come back
+    // as written, or as never written (zeros), block by block, or fail naming the bad-block
+    // list; never anything else. Returns the pieces that failed.
+    let check_big = |what: &str| {
+        let mut failed = 0;
+        for p in 0..24usize {
+            let r = read_at(a, big_at + ((p as u64) << 20), 1 << 20);
             if r.code == 0 {
-                assert!(
-                    r.stdout == keep[p << 16..(p + 1) << 16],
-                    "{what}: piece {p} reads wrong data"
-                );
+                for (k, b) in r.stdout.chunks(4096).enumerate() {
+                    let at = (p << 20) + k * 4096;
+                    assert!(
+                        b == &big_data[at..at + 4096] || b.iter().all(|&x| x == 0),
+                        "{what}: piece {p} block {k} reads neither the write nor zeros"
+                    );
+                }
             } else {
                 assert!(
                     r.stderr.contains("bad-block list"),
@@ -199,9 +219,10 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
         }
         failed
     };
+    check_keep("degraded");
     assert!(
-        check_keep("degraded") > 0,
-        "slot 3 holds data in every 48 KiB of rows"
+        check_big("degraded") > 0,
+        "the cut write's columns of slot 3 are listed"
     );
     // A rebuild onto a new member cannot bring the lost data back: the blocks stay listed.
     let new = dir.path().join("new");
@@ -210,10 +231,11 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let st = status_run(["status", "--json", &ms[0]]).json();
     assert_eq!(st["state"], "clean", "{st}");
     assert_eq!(st["members"][3]["bad_blocks"].as_u64().unwrap(), bad_before);
-    assert!(check_keep("rebuilt") > 0);
+    check_keep("rebuilt");
+    assert!(check_big("rebuilt") > 0);
     // Written again (whole blocks, flushed at exit): good again, and no longer listed.
-    write_at(a, 0, &keep, dir.path());
-    assert_eq!(check_keep("rewritten"), 0);
+    write_at(a, big_at, &big_data, dir.path());
+    assert_eq!(check_big("rewritten"), 0);
     let st = status_run(["status", "--json", &ms[0]]).json();
     let left = st["members"][3]["bad_blocks"].as_u64().unwrap();
     assert!(left < bad_before);
@@ -230,14 +252,16 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
         .sum();
     // The same data blocks status counts (listed parity cells are recomputed, not lost).
     assert_eq!(lost, left * 4096, "{rep}");
-    assert_eq!(r.code, 1, "unrepaired problems remain: {rep}");
+    if left > 0 {
+        assert_eq!(r.code, 1, "unrepaired problems remain: {rep}");
+        let human = status_run(["status", &ms[0]]);
+        assert!(
+            human.stdout_str().contains("LOST"),
+            "{}",
+            human.stdout_str()
+        );
+    }
     assert_eq!(st["lost_bytes"].as_u64().unwrap(), left * 4096);
-    let human = status_run(["status", &ms[0]]);
-    assert!(
-        human.stdout_str().contains("LOST"),
-        "{}",
-        human.stdout_str()
-    );
 }
 
 /// Issue 31 bug 3: a member failed under a busy load, then kill -9 of `raidctl serve` seconds
