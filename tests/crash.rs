@@ -186,7 +186,11 @@ fn member_lost_with_a_killed_write_is_marked_bad_never_guessed() {
     let check_keep = |what: &str| {
         for p in 0..16usize {
             let r = read_at(a, (p as u64) << 16, 1 << 16);
-            assert_eq!(r.code, 0, "{what}: flushed piece {p} unreadable: {}", r.stderr);
+            assert_eq!(
+                r.code, 0,
+                "{what}: flushed piece {p} unreadable: {}",
+                r.stderr
+            );
             assert!(
                 r.stdout == keep[p << 16..(p + 1) << 16],
                 "{what}: piece {p} reads wrong data"

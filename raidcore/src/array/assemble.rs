@@ -899,6 +899,9 @@ impl Array {
             // A degraded partial-row write cut short by a crash is completed from its journal.
             array.journal_replay()?;
             array.mark_lost_in_crash(&lost, was_clean, true)?;
+            if !was_clean {
+                *array.unsynced.lock().expect("unsynced lock") = array.dirty_rows();
+            }
         } else if !was_clean {
             // Read-only: the same marks, in memory only, so reads fail rather than guess.
             let lost: Vec<usize> = (0..n)

@@ -1228,22 +1228,36 @@ impl CsumStore {
             None => 0,
         };
         let relog = plan_pages(&st, keep_from, snap, true, ep, true);
+        let mut relog: Vec<Relog> = relog
+            .iter()
+            .map(|(r, e, end, x)| (st.records[r.clone()].to_vec(), *e, *end, *x))
+            .collect();
+        // Restored entries no resync has settled yet whose records the fold takes into the
+        // table: logged again as restored, after the rest, so they stay unsettled across the
+        // fold and a reopen (an outside attack: a later fold vouched for one).
+        {
+            let kept: IndexSet = st.records[keep_from..snap].iter().map(|r| r.0).collect();
+            st.catch_up();
+            let mut risky: Vec<(u64, Digest)> = st
+                .risky
+                .iter()
+                .filter(|b| !kept.contains(b))
+                .filter_map(|b| st.overlay.get(b).map(|d| (*b, *d)))
+                .collect();
+            risky.sort_unstable_by_key(|r| r.0);
+            for chunk in risky.chunks(LOG_RECORDS) {
+                relog.push((chunk.to_vec(), ep.cur, None, LOG_RESTORED));
+            }
+        }
         let fits = (relog.len() as u64) <= self.geo.log_pages;
-        // (Restored entries not yet settled by a resync make the table's entries unsettled:
-        // the fold takes them in.)
-        let base = match (fits && st.risky.is_empty(), ep.done) {
+        let base = match (fits, ep.done) {
             (false, _) => None,
             (true, Some(d)) => Some(d),
             (true, None) => st.base,
         };
-        let relog: Vec<Relog> = if fits {
-            relog
-                .iter()
-                .map(|(r, e, end, x)| (st.records[r.clone()].to_vec(), *e, *end, *x))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        if !fits {
+            relog.clear();
+        }
         drop(st);
         let r = self.fold_io(m, &mut entries, gen, copy, base, &relog);
         let mut st = self.st.lock().expect("csum lock");
@@ -1667,9 +1681,20 @@ impl Array {
         Ok(())
     }
 
-    /// After a resync or a repairing scrub went over member rows `rows`: entries the pending
-    /// store restored there are settled ([`CsumStore::settle_restored`]).
+    /// After a resync or a repairing scrub went over member rows `rows`: they are synced
+    /// (`Array::unsynced`), and entries the pending store restored there are settled
+    /// ([`CsumStore::settle_restored`]).
     pub(crate) fn settle_restored_rows(&self, rows: std::ops::Range<u64>) {
+        {
+            let mut u = self.unsynced.lock().expect("unsynced lock");
+            if !u.is_empty() {
+                *u = u
+                    .iter()
+                    .flat_map(|r| [r.start..r.end.min(rows.start), r.start.max(rows.end)..r.end])
+                    .filter(|r| !r.is_empty())
+                    .collect();
+            }
+        }
         if self.csum_geo.is_none() || rows.is_empty() {
             return;
         }
@@ -1686,6 +1711,13 @@ impl Array {
                 }
             }
         }
+    }
+
+    /// Whether member row `row` is one an unclean stop left marked and no resync went over yet
+    /// (`Array::unsynced`).
+    pub(crate) fn row_unsynced(&self, row: u64) -> bool {
+        let u = self.unsynced.lock().expect("unsynced lock");
+        !u.is_empty() && u.iter().any(|r| r.contains(&row))
     }
 
     /// The newest flush known, from the usable members' logs as they were at open, to have

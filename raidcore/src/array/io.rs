@@ -1306,8 +1306,11 @@ impl Array {
         }
 
         // Set when a read-modify-write or reconstruct-write read a block failing its checksum:
-        // the next attempt reconstructs (and repairs) the span first.
-        let mut verify_all = false;
+        // the next attempt reconstructs (and repairs) the span first. From the start in a row
+        // an unclean stop may have torn and no resync has gone over yet: its parity may not
+        // match data whose every block matches its entry, and adding a change into it would
+        // carry the tear on under new entries (`Array::unsynced`).
+        let mut verify_all = !full_row && self.row_unsynced(row);
         // Cells a read-modify-write or reconstruct-write read found failing (for the
         // reconstruction that follows: not read or counted again).
         let mut found: Vec<(usize, Known)> = Vec::new();

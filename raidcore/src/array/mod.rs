@@ -366,6 +366,12 @@ pub struct Array {
     log_epoch: std::sync::OnceLock<AtomicU64>,
     /// The newest flush epoch that returned since open (0: none yet).
     log_done: AtomicU64,
+    /// Rows an unclean stop left marked that no resync or repairing scrub has gone over since
+    /// open: a row there may be torn with every cell matching its entry (a write killed between
+    /// its cells), so a write into it recomputes parity from the whole span, never adds a
+    /// change into parity that may not match the data (an outside attack: a read-modify-write
+    /// carried the tear into parity with settled entries). A leaf lock.
+    unsynced: Mutex<Vec<std::ops::Range<u64>>>,
     /// The superblocks do not say that checksum log pages with epochs may be in the logs
     /// (format feature CSUM_EPOCHS): set before the first such page, cleared by a clean close.
     logs_plain: AtomicBool,
@@ -520,6 +526,7 @@ impl Array {
             log_epoch: std::sync::OnceLock::new(),
             log_done: AtomicU64::new(0),
             logs_plain: AtomicBool::new(epochs_bit_clear),
+            unsynced: Mutex::new(Vec::new()),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);

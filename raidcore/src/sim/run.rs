@@ -1360,8 +1360,10 @@ fn observe_slots(w: &World, a: &Array) {
     // than the level tolerates: a rebuild or resync now can only list them (simulator seed
     // 1127: RAID6 with two slots out and rot in a third, rebuilt; the rows were listed, then
     // read as unexplained once the slots were back).
+    // (Parity levels: a mirror's copies are sets of their own, whose slots the row's count
+    // would mix.)
     let faulty = faulty_slots(w, a);
-    if faulty != 0 {
+    if faulty != 0 && matches!(l.redundancy(), Redundancy::Parity { .. }) {
         let mut exposed = w.exposed_rows.lock().expect("exposed lock");
         for (row, rotten) in rot_by_row(w, a) {
             if ((faulty | rotten).count_ones() as usize) > l.tolerance() {
