@@ -2959,7 +2959,6 @@ fn a_fua_write_over_a_listed_block_is_readable_after_a_power_cut() {
 /// 23 more of the soak's).
 #[test]
 fn a_member_lost_with_a_power_cut_lists_only_what_unflushed_writes_could_have_cut() {
-    use crate::sim::member::SimMember;
     use std::path::Path;
     for keep in [0, 50, 100] {
         let (store, a, _backing) = killable_raid5();
@@ -2971,22 +2970,7 @@ fn a_member_lost_with_a_power_cut_lists_only_what_unflushed_writes_could_have_cu
         // Not flushed: row 5 rewritten whole, one block of row 9.
         a.write(&vec![0xa5u8; rb as usize], 5 * rb).unwrap();
         a.write(&[0x5au8; 4096], 9 * rb + 4096).unwrap();
-        let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        for i in 0..4 {
-            let name = format!("/d/m{i}");
-            let img = if i == 3 {
-                crate::sim::member::Image::zeroed(8 << 20) // the member dies with the power
-            } else {
-                store
-                    .get(Path::new(&name))
-                    .unwrap()
-                    .crash_image(&mut Rng(7 + i as u64), keep)
-            };
-            store.insert(
-                Path::new(&name),
-                Arc::new(SimMember::new(&name, img, power.clone())),
-            );
-        }
+        power_cut_losing(&store, 4, 3, 7, keep);
         drop(a);
         let opts = AssembleOptions {
             writable: true,
@@ -3141,7 +3125,6 @@ fn a_write_in_flight_across_a_flush_is_never_split_by_its_cut() {
 /// records the block again.
 #[test]
 fn an_entry_restored_after_a_process_crash_is_not_settled_until_resynced() {
-    use crate::sim::member::SimMember;
     use std::path::Path;
     for lose_d in [1usize, 2] {
         let (store, a, backing) = killable_raid5();
@@ -3172,22 +3155,7 @@ fn an_entry_restored_after_a_process_crash_is_not_settled_until_resynced() {
         // No resync yet; another write and a flush.
         b.write(&[0x77u8; 4096], 2 * rb).unwrap();
         b.flush().unwrap();
-        let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        for i in 0..4 {
-            let name = format!("/d/m{i}");
-            let img = if i == lost_slot {
-                crate::sim::member::Image::zeroed(8 << 20)
-            } else {
-                store
-                    .get(Path::new(&name))
-                    .unwrap()
-                    .crash_image(&mut Rng(11 + i as u64), 100)
-            };
-            store.insert(
-                Path::new(&name),
-                Arc::new(SimMember::new(&name, img, power.clone())),
-            );
-        }
+        power_cut_losing(&store, 4, lost_slot, 11, 100);
         drop(b);
         let open_at = if lost_slot == 0 { "/d/m1" } else { "/d/m0" };
         let c = Array::open_from(&store, Path::new(open_at), &opts).unwrap();
@@ -3248,7 +3216,6 @@ fn a_flush_counts_each_log_page_it_writes_as_metadata() {
 /// Both read back the old data (or fail), never a mix.
 #[test]
 fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_resynced() {
-    use crate::sim::member::SimMember;
     use std::path::Path;
     for (case, n) in [
         ("rmw over the restored block", 6usize),
@@ -3294,22 +3261,7 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
             c.flush().unwrap();
             c
         };
-        let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        for i in 0..n {
-            let name = format!("/d/m{i}");
-            let img = if i == lost {
-                crate::sim::member::Image::zeroed(8 << 20)
-            } else {
-                store
-                    .get(Path::new(&name))
-                    .unwrap()
-                    .crash_image(&mut Rng(31 + i as u64), 100)
-            };
-            store.insert(
-                Path::new(&name),
-                Arc::new(SimMember::new(&name, img, power.clone())),
-            );
-        }
+        power_cut_losing(&store, n, lost, 31, 100);
         drop(b);
         let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
         let c = Array::open_from(&store, Path::new(open_at), &opts).unwrap();
@@ -3322,5 +3274,35 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
                 c.bad_blocks()
             );
         }
+    }
+}
+
+/// The power goes and the member of slot `lost` dies with it: every other member of `store`
+/// (`/d/m0..`, `n` of them) keeps its durable image and `keep_pct` percent of its unflushed
+/// writes' 4 KiB pieces (drawn from `seed`); the lost one is zeroed.
+fn power_cut_losing(
+    store: &crate::sim::member::Store,
+    n: usize,
+    lost: usize,
+    seed: u64,
+    keep_pct: u64,
+) {
+    use crate::sim::member::SimMember;
+    use std::path::Path;
+    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    for i in 0..n {
+        let name = format!("/d/m{i}");
+        let img = if i == lost {
+            crate::sim::member::Image::zeroed(8 << 20)
+        } else {
+            store
+                .get(Path::new(&name))
+                .unwrap()
+                .crash_image(&mut Rng(seed + i as u64), keep_pct)
+        };
+        store.insert(
+            Path::new(&name),
+            Arc::new(SimMember::new(&name, img, power.clone())),
+        );
     }
 }
