@@ -863,14 +863,20 @@ fn a_degraded_raid6_never_blesses_unchecked_rot() {
 /// 9001475, 11001903, 11004483, 12000279, 14001571, 16000683, 18001190, 18001342, 19009384,
 /// 21003422, 21003811), where nothing records which rows of a marked region were written since
 /// the last flush: only a write-intent record per row range, made durable before each write,
-/// could (README, Limits).
+/// could (README, Limits). Soaks of the final build of that day (`sim --from 24000000 --seconds
+/// 900`, 3 of 4,151 failed; `--from 26000000 --seconds 300`, 3 of 2,944) added five more of that
+/// class without checksums (24000640, 24001068, 24002255, 26000013, 26001984) and 26001614
+/// (RAID10 with damaged table pages and rot: mirror copies differ and no entry or majority says
+/// which is right, which the model does not explain), which fails on the build before the
+/// epochs too; not diagnosed.
 #[test]
 #[ignore = "fails until issue 31's remaining cases are fixed"]
 fn soak_seeds_that_still_fail() {
     let mut failed = Vec::new();
     for seed in [
         9000350, 9001475, 11001903, 11004483, 12000279, 14001571, 16000683, 18001190, 18001342,
-        19009384, 21003422, 21003811, 19007072, 20000141,
+        19009384, 21003422, 21003811, 19007072, 20000141, 24000640, 24001068, 24002255, 26000013,
+        26001984, 26001614,
     ] {
         if let Err(f) = raidcore::sim::run(seed) {
             eprintln!("{f}");
