@@ -2860,6 +2860,27 @@ impl Member for SlowWrite {
     }
 }
 
+/// A RAID5 with checksums over four [`SlowWrite`] members of `bytes` each, named `/d/PREFIXi`.
+fn slow_raid5(bytes: u64, prefix: &str) -> (Arc<Array>, Vec<Arc<SlowWrite>>) {
+    let mut members = Vec::new();
+    let mut slow = Vec::new();
+    for i in 0..4 {
+        let m = Arc::new(SlowWrite {
+            inner: MemMember::new(bytes),
+            slow_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+            flushed: std::sync::Mutex::new(Vec::new()),
+        });
+        slow.push(m.clone());
+        members.push((
+            PathBuf::from(format!("/d/{prefix}{i}")),
+            m as Arc<dyn Member>,
+        ));
+    }
+    let spec = spec_of(params(Level::Raid5, 4, 4096), true);
+    let a = Arc::new(Array::create_on(members, &spec, &mut |_, _| {}).unwrap());
+    (a, slow)
+}
+
 /// An outside attack: a write held in the stripe cache, then pushed out of it by another
 /// client's write whose member write is slow; a FLUSH, or the FUA write's own flush, running
 /// meanwhile found the row gone from the cache (it was removed before its writes were done),
@@ -2868,19 +2889,7 @@ impl Member for SlowWrite {
 #[test]
 fn a_flush_waits_for_a_row_the_cache_is_writing_out() {
     for fua in [false, true] {
-        let mut members = Vec::new();
-        let mut slow = Vec::new();
-        for i in 0..4 {
-            let m = Arc::new(SlowWrite {
-                inner: MemMember::new(4 << 20),
-                slow_at: std::sync::atomic::AtomicU64::new(u64::MAX),
-                flushed: std::sync::Mutex::new(Vec::new()),
-            });
-            slow.push(m.clone());
-            members.push((PathBuf::from(format!("/d/slow{i}")), m as Arc<dyn Member>));
-        }
-        let spec = spec_of(params(Level::Raid5, 4, 4096), true);
-        let a = Arc::new(Array::create_on(members, &spec, &mut |_, _| {}).unwrap());
+        let (a, slow) = slow_raid5(4 << 20, "slow");
         let rb = 3 * 4096u64;
         // Two rows' worth: a third row held pushes out the least recently used.
         a.set_stripe_cache(2 * rb as usize).unwrap();
@@ -3046,19 +3055,7 @@ fn a_write_in_flight_across_a_flush_is_never_split_by_its_cut() {
     use crate::sim::member::{SimMember, Store};
     use std::path::Path;
     for slow_data in [true, false] {
-        let mut members = Vec::new();
-        let mut slow = Vec::new();
-        for i in 0..4 {
-            let m = Arc::new(SlowWrite {
-                inner: MemMember::new(8 << 20),
-                slow_at: std::sync::atomic::AtomicU64::new(u64::MAX),
-                flushed: std::sync::Mutex::new(Vec::new()),
-            });
-            slow.push(m.clone());
-            members.push((PathBuf::from(format!("/d/m{i}")), m as Arc<dyn Member>));
-        }
-        let spec = spec_of(params(Level::Raid5, 4, 4096), true);
-        let a = Arc::new(Array::create_on(members, &spec, &mut |_, _| {}).unwrap());
+        let (a, slow) = slow_raid5(8 << 20, "m");
         a.set_stripe_cache(0).unwrap();
         let rb = 3 * 4096u64;
         let rows = 8u64;
