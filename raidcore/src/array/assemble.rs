@@ -900,7 +900,11 @@ impl Array {
             array.journal_replay()?;
             array.mark_lost_in_crash(&lost, was_clean, true)?;
             if !was_clean {
-                *array.unsynced.lock().expect("unsynced lock") = array.dirty_rows();
+                let rows = array.dirty_rows();
+                array
+                    .unsynced_any
+                    .store(!rows.is_empty(), std::sync::atomic::Ordering::Release);
+                *array.unsynced.lock().expect("unsynced lock") = rows;
             }
         } else if !was_clean {
             // Read-only: the same marks, in memory only, so reads fail rather than guess.

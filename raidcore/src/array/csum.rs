@@ -1685,15 +1685,15 @@ impl Array {
     /// (`Array::unsynced`), and entries the pending store restored there are settled
     /// ([`CsumStore::settle_restored`]).
     pub(crate) fn settle_restored_rows(&self, rows: std::ops::Range<u64>) {
-        {
+        if self.unsynced_any.load(std::sync::atomic::Ordering::Acquire) {
             let mut u = self.unsynced.lock().expect("unsynced lock");
-            if !u.is_empty() {
-                *u = u
-                    .iter()
-                    .flat_map(|r| [r.start..r.end.min(rows.start), r.start.max(rows.end)..r.end])
-                    .filter(|r| !r.is_empty())
-                    .collect();
-            }
+            *u = u
+                .iter()
+                .flat_map(|r| [r.start..r.end.min(rows.start), r.start.max(rows.end)..r.end])
+                .filter(|r| !r.is_empty())
+                .collect();
+            self.unsynced_any
+                .store(!u.is_empty(), std::sync::atomic::Ordering::Release);
         }
         if self.csum_geo.is_none() || rows.is_empty() {
             return;
@@ -1716,8 +1716,13 @@ impl Array {
     /// Whether member row `row` is one an unclean stop left marked and no resync went over yet
     /// (`Array::unsynced`).
     pub(crate) fn row_unsynced(&self, row: u64) -> bool {
-        let u = self.unsynced.lock().expect("unsynced lock");
-        !u.is_empty() && u.iter().any(|r| r.contains(&row))
+        self.unsynced_any.load(std::sync::atomic::Ordering::Acquire)
+            && self
+                .unsynced
+                .lock()
+                .expect("unsynced lock")
+                .iter()
+                .any(|r| r.contains(&row))
     }
 
     /// The newest flush known, from the usable members' logs as they were at open, to have

@@ -372,6 +372,8 @@ pub struct Array {
     /// change into parity that may not match the data (an outside attack: a read-modify-write
     /// carried the tear into parity with settled entries). A leaf lock.
     unsynced: Mutex<Vec<std::ops::Range<u64>>>,
+    /// `unsynced` is not empty: read without its lock on every partial-row write.
+    unsynced_any: AtomicBool,
     /// The superblocks do not say that checksum log pages with epochs may be in the logs
     /// (format feature CSUM_EPOCHS): set before the first such page, cleared by a clean close.
     logs_plain: AtomicBool,
@@ -527,6 +529,7 @@ impl Array {
             log_done: AtomicU64::new(0),
             logs_plain: AtomicBool::new(epochs_bit_clear),
             unsynced: Mutex::new(Vec::new()),
+            unsynced_any: AtomicBool::new(false),
         };
         array.set_stripe_cache(DEFAULT_STRIPE_CACHE)?;
         array.load_counters(&counters_sb);
