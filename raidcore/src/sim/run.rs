@@ -261,6 +261,11 @@ struct World {
     /// block's copies agree), which takes it off the member's record, but the rot was there to
     /// confuse it ([`rot_by_row`] counts it meanwhile).
     rot_at_crash: Mutex<BTreeMap<u64, u64>>,
+    /// Persistent rot by content: (member offset, the rotten bytes) of every rot injected. A
+    /// member in service holding those bytes there holds the rot, however it got them: a
+    /// replace or a role move copies what it cannot verify as it is, and that copy's write
+    /// takes the rot off the writing member's record ([`SimMember::rotten`]).
+    rot_marks: Mutex<Vec<(u64, [u8; 8])>>,
     /// Redundant levels: member rows (start, end) a damaged table page covered on a member in
     /// service while no redundancy was left to check its unknown entries. What a read, write
     /// or rebuild there rested on could not be verified: its blocks may be refused, listed or
@@ -556,6 +561,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
         rot_at_crash: Mutex::new(BTreeMap::new()),
+        rot_marks: Mutex::new(Vec::new()),
         exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
         torn_cells: Mutex::new(BTreeSet::new()),
@@ -1436,6 +1442,14 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
                 rot.extend(o.rotten());
             }
         }
+        // Rotten bytes the member holds however it got them.
+        for &(off, bytes) in w.rot_marks.lock().expect("rot lock").iter() {
+            let mut now = [0u8; 8];
+            m.peek_live(off, &mut now);
+            if now == bytes {
+                rot.push(off..off + 8);
+            }
+        }
         for r in rot {
             if r.end <= d0 {
                 continue;
@@ -1518,21 +1532,25 @@ fn unrecoverable(w: &World, a: &Array, off: u64, len: u64) -> bool {
         let c = l.chunk();
         // As for parity rows: in a row with rot or torn by a power cut, a copy whose entries a
         // damaged table page may have made unknown cannot vouch for itself.
-        let unchecked = |s: usize, r: u64| {
+        // (Rot or a tear on any copy of the chunk: the copies then differ, wherever they lie.)
+        let unchecked = |s: usize, r: u64, ch: u64| {
             !damaged.is_empty()
-                && (rot.contains_key(&r) || torn.contains(&r))
+                && (0..l.copies()).any(|k| {
+                    let (_, r) = l.mirror_cell(ch, k);
+                    rot.contains_key(&r) || torn.contains(&r)
+                })
                 && unchecked_slots(w, a, &damaged, r) & (1 << s) != 0
         };
-        let bad = |s: usize, r: u64| {
+        let bad = |s: usize, r: u64, ch: u64| {
             faulty & (1 << s) != 0
                 || rot.get(&r).is_some_and(|m| m & (1 << s) != 0)
-                || unchecked(s, r)
+                || unchecked(s, r, ch)
         };
         return (off / c..=(off + len.max(1) - 1) / c).any(|ch| {
             (0..l.copies())
                 .filter(|&k| {
                     let (s, r) = l.mirror_cell(ch, k);
-                    bad(s, r)
+                    bad(s, r, ch)
                 })
                 .count()
                 > l.tolerance()
@@ -1749,6 +1767,9 @@ fn inject_rot(
         }
         let off = a.data_offset_of() + row * l.chunk() + within;
         m.rot(off, 8);
+        let mut rotten = [0u8; 8];
+        m.peek_live(off, &mut rotten);
+        w.rot_marks.lock().expect("rot lock").push((off, rotten));
         w.injected_rows.lock().expect("injected lock").insert(row);
         note_unrecoverable_rows(w, a, [row]);
         w.note(
@@ -1848,7 +1869,8 @@ fn unexplained<'a>(
             || lost.contains(&row)
     };
     probs.iter().find(|p| {
-        !((p.kind == "checksum" && spec.table_damage) || problem_rows(a, p).any(explained))
+        !((p.kind == "checksum" && spec.table_damage)
+            || problem_rows(a, p).into_iter().any(explained))
     })
 }
 
@@ -1856,11 +1878,16 @@ fn unexplained<'a>(
 /// by its first row) all of the batch's, any of which explains it (simulator seed 19004808:
 /// the seventeenth row of the batch held an unreadable block next to a damaged table page's,
 /// with no redundancy left to check them).
-fn problem_rows(a: &Array, p: &scrub::Problem) -> std::ops::Range<u64> {
+fn problem_rows(a: &Array, p: &scrub::Problem) -> Vec<u64> {
+    let l = a.layout();
     if p.kind == "unreadable" {
-        p.row..p.row + (p.bytes / a.layout().chunk()).max(1)
-    } else {
-        p.row..p.row + 1
+        return (p.row..p.row + (p.bytes / l.chunk()).max(1)).collect();
+    }
+    // Mirrors: every row holding a copy of the chunk (rot on one copy makes the copies
+    // differ wherever the other lies; simulator seed 26001614, RAID10 copies in two rows).
+    match l.mirror_chunk_at(a.rows(), p.slot, p.row) {
+        Some((c, _)) => (0..l.copies()).map(|k| l.mirror_cell(c, k).1).collect(),
+        None => vec![p.row],
     }
 }
 
@@ -2061,24 +2088,38 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
             }
             5 if redundant && a.slot_usable(slot) && !a.slot_has_target(slot) => {
                 let (p, m) = w.new_member();
+                let old = a.slot_path_of(slot);
+                let res = a.replace(&MemberRef::Slot(slot), m, &p, None, false);
                 // A replace copies the blocks it can neither verify nor rebuild with the old
-                // member's entries: unknown entries from damaged pages may move to the copy.
-                if let Some(old) = a.slot_path_of(slot) {
+                // member's entries: unknown entries from damaged pages (and rot) may move to
+                // the copy. Where the parity-heavy role moves, the new device copies the
+                // most-worn member's slot and that member then copies the heavy slot's.
+                let mut copies = Vec::new();
+                match &res {
+                    Ok(Some(change)) => {
+                        let worn = a.slot_path_of(change.heavy_to_slot);
+                        if let Some(worn) = worn {
+                            copies.push((p.clone(), worn.clone()));
+                            copies.extend(old.map(|old| (worn, old)));
+                        }
+                    }
+                    Ok(None) => copies.extend(old.map(|old| (p.clone(), old))),
+                    Err(_) => {}
+                }
+                for (to, from) in copies {
                     w.copied_from
                         .lock()
                         .expect("copied lock")
-                        .insert(p.clone(), old.clone());
+                        .insert(to.clone(), from.clone());
                     let mut d = w.damaged_pages.lock().expect("damage lock");
                     let pages: Vec<u64> =
-                        d.iter().filter(|(q, _)| *q == old).map(|x| x.1).collect();
-                    d.extend(pages.into_iter().map(|pg| (p.clone(), pg)));
+                        d.iter().filter(|(q, _)| *q == from).map(|x| x.1).collect();
+                    d.extend(pages.into_iter().map(|pg| (to.clone(), pg)));
                 }
                 format!(
                     "replace slot {slot} with {}: {:?}",
                     p.display(),
-                    a.replace(&MemberRef::Slot(slot), m, &p, None, false)
-                        .err()
-                        .map(|e| e.to_string())
+                    res.err().map(|e| e.to_string())
                 )
             }
             6..=8 if !a.pending_targets().is_empty() => {
@@ -2277,14 +2318,15 @@ fn final_checks(
         .problems
         .iter()
         .filter(|p| {
-            !problem_rows(a, p).any(|row| {
+            !problem_rows(a, p).into_iter().any(|row| {
                 flipped_now.contains(&row)
                     || row_unrecoverable(w, a, row)
                     || row_exposed(w, row)
                     || row_torn_past_parity(w, a, row)
-            }) && !p
-                .logical_offset
-                .is_some_and(|o| torn_past_parity(w, a, o, p.bytes.min(a.size() - o)))
+            }) && !p.logical_offset.is_some_and(|o| {
+                let len = p.bytes.min(a.size() - o);
+                torn_past_parity(w, a, o, len) || unrecoverable(w, a, o, len)
+            })
         })
         .collect();
     if !left.is_empty() {
