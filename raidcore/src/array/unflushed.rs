@@ -334,6 +334,42 @@ mod tests {
     use super::*;
     use std::iter::once;
 
+    /// Once a flush's drain is done, even a write that passes the gate (a destage, a repair)
+    /// waits until the flush has cut the checksum logs: begun between two stores' cuts, its
+    /// records would lie on both sides of the flush (the `cutting` state; a mutant without it
+    /// survived the rest of the suite).
+    #[test]
+    fn a_write_that_passes_the_gate_still_waits_while_a_flush_cuts_the_logs() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let u = Unflushed::default();
+        let began = AtomicBool::new(false);
+        let cut = u.drain();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let t = u.begin(once(0..1), false);
+                began.store(true, Ordering::SeqCst);
+                drop(t);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(
+                !began.load(Ordering::SeqCst),
+                "a write began while the flush was cutting the logs"
+            );
+            drop(cut);
+            h.join().expect("writer");
+        });
+        assert!(began.load(Ordering::SeqCst));
+        // And the drain waits for a write that passed the gate before it closed.
+        let t = u.begin(once(2..3), false);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| drop(u.drain()));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!h.is_finished(), "the drain ended with a write in flight");
+            drop(t);
+            h.join().expect("drain");
+        });
+    }
+
     #[test]
     fn a_failure_suspects_the_writes_in_flight_and_those_completed_since_the_last_flush() {
         let u = Unflushed::default();
