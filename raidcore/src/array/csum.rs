@@ -1402,15 +1402,25 @@ impl CsumStore {
         out
     }
 
-    /// Reads every table page from the member (not the cache) and returns those failing their
-    /// hash; they are then treated as unknown until repaired.
-    pub(crate) fn verify_table(&self, m: &dyn Member) -> Result<Vec<u64>> {
+    /// The table pages holding the entries of member blocks `blocks` (4 KiB blocks of the data
+    /// area).
+    pub(crate) fn pages_of(&self, blocks: Range<u64>) -> Range<u64> {
+        if blocks.is_empty() {
+            return 0..0;
+        }
+        let end = ((blocks.end - 1) / PER_PAGE + 1).min(self.geo.table_pages);
+        (blocks.start / PER_PAGE).min(end)..end
+    }
+
+    /// Reads table pages `pages` from the member (not the cache) and returns those failing
+    /// their hash; they are then treated as unknown until repaired.
+    pub(crate) fn verify_table(&self, m: &dyn Member, pages: Range<u64>) -> Result<Vec<u64>> {
         let mut bad = Vec::new();
         let step = 256u64;
         let mut buf = AlignedBuf::zeroed(step as usize * PAGE);
-        let mut p = 0;
-        while p < self.geo.table_pages {
-            let n = step.min(self.geo.table_pages - p);
+        let (mut p, last) = (pages.start, pages.end.min(self.geo.table_pages));
+        while p < last {
+            let n = step.min(last - p);
             // Under the lock and with no fold running, so no fold rewrites these pages
             // between the read and the cache.
             let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
@@ -2130,11 +2140,11 @@ mod tests {
         b[5] ^= 0x40;
         m.write_at(&b, geo.page_offset(1)).unwrap();
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
-        assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
+        assert_eq!(s.verify_table(&m, 0..u64::MAX).unwrap(), vec![1]);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
         repair_from_member(&s, &m, 1);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
-        assert!(s.verify_table(&m).unwrap().is_empty());
+        assert!(s.verify_table(&m, 0..u64::MAX).unwrap().is_empty());
     }
 
     /// Log pages written before epochs ("RCSUMLOG", records from byte 48) still replay; their
