@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 use crate::sync::{Condvar, Mutex};
 
-use super::{Array, WriteKind};
+use super::{Array, Dev, WriteKind};
 use crate::buf::AlignedBuf;
 use crate::error::Result;
 use crate::format::{Extension, Superblock, METADATA_OFFSET};
@@ -259,6 +259,10 @@ struct State {
     /// Slots whose member left with the re-add map keeping count of what it misses (empty:
     /// none; the map's bits are then not kept up to date). See [`super::readd`].
     tracking: Vec<usize>,
+    /// The area as the last bitmap write left it, and the devices (by uuid) it reached whole:
+    /// the next write sends these only the 4 KiB pages that changed since, and any other
+    /// device (one that joined since, or none yet at open) the whole area.
+    on_members: Option<(Vec<u8>, Vec<[u8; 16]>)>,
 }
 
 /// A region's write activity, updated without the bitmap lock when a write completes.
@@ -338,6 +342,7 @@ impl Bitmap {
                 writing: false,
                 trims: Vec::new(),
                 tracking: Vec::new(),
+                on_members: None,
             }),
             written: Condvar::new(),
             activity,
@@ -483,34 +488,72 @@ impl Bitmap {
 }
 
 impl Array {
-    fn write_bitmap(&self, bits: &[u8], flush: bool) -> Result<()> {
+    /// Writes the bitmap area as `bits` to every live device (flushed with `flush`): to a
+    /// device that holds `prev`'s area, only the 4 KiB pages that differ from it (a mark
+    /// changes one or two: at 1 TiB members the area is three pages, sent whole on every mark
+    /// before); to any other, the whole area. Returns the devices that now hold `bits` whole.
+    fn write_bitmap(
+        &self,
+        bits: &[u8],
+        flush: bool,
+        prev: Option<&(Vec<u8>, Vec<[u8; 16]>)>,
+    ) -> Result<Vec<[u8; 16]>> {
         let Some(bm) = &self.bitmap else {
-            return Ok(());
+            return Ok(Vec::new());
         };
+        const PAGE: usize = 4096;
         let mut buf = AlignedBuf::zeroed((bm.geo.end() - bm.geo.offset) as usize);
         buf[..bits.len()].copy_from_slice(bits);
+        // Runs of changed pages (page index ranges), against the area as last written.
+        let pages = buf.len().div_ceil(PAGE);
+        let changed: Vec<Range<usize>> = match prev {
+            None => vec![0..pages],
+            Some((old, _)) => {
+                let differs = |p: usize| {
+                    let r = p * PAGE..((p + 1) * PAGE).min(buf.len());
+                    let o = |i: usize| old.get(i).copied().unwrap_or(0);
+                    r.clone().any(|i| buf[i] != o(i))
+                };
+                let mut runs: Vec<Range<usize>> = Vec::new();
+                for p in (0..pages).filter(|&p| differs(p)) {
+                    match runs.last_mut() {
+                        Some(r) if r.end == p => r.end = p + 1,
+                        _ => runs.push(p..p + 1),
+                    }
+                }
+                runs
+            }
+        };
+        let holds = |d: &Dev| prev.is_some_and(|(_, ids)| ids.contains(&d.uuid));
+        let whole = [0..pages];
         let devs = self.live_devs();
         // Every member at once (one write and flush each, in parallel where they wait on
         // devices): a mark waits for the slowest member, not for the sum of them.
         let results = self.on_each_dev(&devs, |d| {
-            d.member.write_at(&buf, bm.geo.offset).and_then(|_| {
-                if flush {
-                    d.member.flush()
-                } else {
-                    Ok(())
-                }
-            })
+            let runs: &[Range<usize>] = if holds(d) { &changed } else { &whole };
+            for r in runs {
+                let bytes = &buf[r.start * PAGE..(r.end * PAGE).min(buf.len())];
+                d.member
+                    .write_at(bytes, bm.geo.offset + (r.start * PAGE) as u64)?;
+                d.count(WriteKind::Metadata, bytes.len() as u64);
+            }
+            if flush {
+                d.member.flush()?;
+            }
+            Ok(())
         });
+        let mut reached = Vec::new();
         for (d, r) in devs.iter().zip(results) {
             match r {
-                Ok(()) => d.count(WriteKind::Metadata, buf.len() as u64),
+                Ok(()) => reached.push(d.uuid),
                 Err(e) => {
                     d.write_error(&e);
                     self.fail_dev(d, &format!("bitmap write failed: {e}"))?;
                 }
             }
         }
-        self.check_alive()
+        self.check_alive()?;
+        Ok(reached)
     }
 
     /// Writes the bitmap as it is in memory once no other bitmap write is in progress
@@ -533,10 +576,13 @@ impl Array {
         for (d, b) in st.durable.iter_mut().zip(&bits) {
             *d &= *b;
         }
+        // Taken for the write: if it fails, the next one sends every device the whole area.
+        let prev = st.on_members.take();
         drop(st);
-        let r = self.write_bitmap(&bits, flush);
+        let r = self.write_bitmap(&bits, flush, prev.as_ref());
         let mut st = bm.state.lock().expect("bitmap lock");
         st.writing = false;
+        let r = r.map(|reached| st.on_members = Some((bits.clone(), reached)));
         if r.is_ok() && flush {
             // (No clear ran in between: one write at a time.)
             for (d, b) in st.durable.iter_mut().zip(&bits) {
