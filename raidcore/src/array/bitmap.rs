@@ -507,7 +507,7 @@ impl Array {
         // Runs of changed pages (page index ranges), against the area as last written.
         let pages = buf.len().div_ceil(PAGE);
         let changed: Vec<Range<usize>> = match prev {
-            None => vec![0..pages],
+            None => std::iter::once(0..pages).collect(),
             Some((old, _)) => {
                 let differs = |p: usize| {
                     let r = p * PAGE..((p + 1) * PAGE).min(buf.len());
@@ -525,7 +525,7 @@ impl Array {
             }
         };
         let holds = |d: &Dev| prev.is_some_and(|(_, ids)| ids.contains(&d.uuid));
-        let whole = [0..pages];
+        let whole: Vec<Range<usize>> = std::iter::once(0..pages).collect();
         let devs = self.live_devs();
         // Every member at once (one write and flush each, in parallel where they wait on
         // devices): a mark waits for the slowest member, not for the sum of them.
