@@ -261,7 +261,8 @@ struct State {
     tracking: Vec<usize>,
     /// The area as the last bitmap write left it, and the devices (by uuid) it reached whole:
     /// the next write sends these only the 4 KiB pages that changed since, and any other
-    /// device (one that joined since, or none yet at open) the whole area.
+    /// device (one that joined since, or none yet at open) the whole area. Cleared when a
+    /// device joins ([`Array::bitmap_rewrite`]): that write goes whole to every device.
     on_members: Option<(Vec<u8>, Vec<[u8; 16]>)>,
 }
 
@@ -701,7 +702,13 @@ impl Array {
             return Ok(());
         };
         // Through the one writer: a mark that commits after this writes to the new device too.
-        let st = bm.state.lock().expect("bitmap lock");
+        // The whole area to every device: a member coming back (re-added under its uuid) may
+        // hold what another assembly wrote while it was away, not the last write here.
+        let mut st = bm.state.lock().expect("bitmap lock");
+        while st.writing {
+            st = bm.written.wait(st, &bm.state).expect("bitmap lock");
+        }
+        st.on_members = None;
         let (st, r) = self.commit_bitmap(bm, st, true);
         drop(st);
         r
