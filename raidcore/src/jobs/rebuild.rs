@@ -490,9 +490,9 @@ fn rebuild_pass(
                 }
                 (mine, Ok(written))
             };
-            // Inside the simulator the write runs on the actor's thread, where the scheduler
-            // sees it; otherwise it overlaps the next batch's reads.
-            let writer = if crate::sim::sched::is_actor() {
+            // Inside the simulator the write runs on the calling thread (an actor's, where the
+            // scheduler sees it, or the runner's); otherwise it overlaps the next batch's reads.
+            let writer = if crate::sim::sched::in_simulation() {
                 Writer::Done(Some(write()))
             } else {
                 Writer::Thread(scope.spawn(write))
@@ -655,8 +655,8 @@ fn fill_batch(
                     unknown,
                 })
             };
-            let read: Vec<Option<Survivor>> = if crate::sim::sched::is_actor() {
-                // In the simulator, on the actor's thread, where the scheduler sees it.
+            let read: Vec<Option<Survivor>> = if crate::sim::sched::in_simulation() {
+                // In the simulator, on the calling thread (an actor's or the runner's).
                 ins.iter_mut()
                     .zip(&lost)
                     .enumerate()

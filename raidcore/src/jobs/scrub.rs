@@ -687,9 +687,9 @@ fn run_rows<'a>(
     let pool = Pool::default();
     let heal = array.is_writable() && matches!(mode, Mode::Resync | Mode::Scrub { repair: true });
     let stop = || halted(array, mode, opts);
-    // Inside the simulator every read happens on the actor's own thread, where the scheduler
-    // sees it.
-    let inline = crate::sim::sched::is_actor();
+    // Inside the simulator every read happens on the calling thread (an actor's, where the
+    // scheduler sees it, or the runner's between epochs), never on helper threads.
+    let inline = crate::sim::sched::in_simulation();
     std::thread::scope(|sc| -> Result<()> {
         let pool = &pool;
         let mut cmd = Vec::new();

@@ -196,6 +196,9 @@ struct State {
     rot: Vec<Range<u64>>,
     /// Reads that returned flipped bytes (transient rot): (offset, length).
     flipped: Vec<(u64, u64)>,
+    /// The threads its I/O ran on (a simulation's every member I/O runs on an actor's or the
+    /// runner's thread: one elsewhere is outside the scheduler).
+    threads: Vec<std::thread::ThreadId>,
 }
 
 /// A simulated member.
@@ -218,6 +221,7 @@ impl SimMember {
                 faults: Faults::default(),
                 rot: Vec::new(),
                 flipped: Vec::new(),
+                threads: Vec::new(),
             }),
             power,
         }
@@ -229,7 +233,14 @@ impl SimMember {
 
     /// The yield point before an operation: a slow member sleeps (others run meanwhile).
     fn arrive(&self) {
-        let latency = self.state().faults.latency;
+        let latency = {
+            let mut st = self.state();
+            let me = std::thread::current().id();
+            if !st.threads.contains(&me) {
+                st.threads.push(me);
+            }
+            st.faults.latency
+        };
         match latency {
             Some(d) => {
                 sched::sleep(d);
@@ -350,6 +361,11 @@ impl SimMember {
     /// it).
     pub fn rotten(&self) -> Vec<Range<u64>> {
         self.state().rot.clone()
+    }
+
+    /// The threads this member's I/O ran on so far.
+    pub fn io_threads(&self) -> Vec<std::thread::ThreadId> {
+        self.state().threads.clone()
     }
 
     /// Reads that returned flipped bytes so far: (member offset, length).

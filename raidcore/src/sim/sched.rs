@@ -389,6 +389,15 @@ pub fn is_actor() -> bool {
     ME.with(|m| matches!(&*m.borrow(), Some((_, Some(_)))))
 }
 
+/// True when the calling thread takes part in a simulation: an actor, or the runner observing
+/// one (between epochs: the resync after a restart, the scrubs and rebuild of the final
+/// checks). Engine jobs then do all their work on the calling thread: a helper thread is no
+/// part of the simulation (the scheduler does not see it, its clock is the real one) and
+/// helpers racing each other would make a seed's outcome depend on the OS's timing.
+pub fn in_simulation() -> bool {
+    ME.with(|m| m.borrow().is_some())
+}
+
 /// A yield point (member I/O): another actor may run before this one continues.
 pub fn yield_now() {
     if let Some((s, Some(id))) = current() {
