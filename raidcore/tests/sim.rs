@@ -905,6 +905,19 @@ fn rot_a_replace_copied_with_the_heavy_role_still_explains_its_row() {
     pass_full(20000141);
 }
 
+/// Simulator seed 907 (RAID1 N=2, rot, a power cut; found by an outside attack and a scan once
+/// bitmap writes of changed pages moved its schedule): a write began after a flush's drain,
+/// while that flush was still flushing its members, and reached one copy before that copy's
+/// flush; a second write reached the other copy before its flush; the power then went. Each
+/// copy held a later write whose entries the cut lost, neither the durable value: nothing
+/// could verify either, and the resync listed the block. The model called that needless loss.
+/// It now allows a torn mirror block to be listed when no copy in service holds its durable
+/// value after the cut (the value is gone; what is there cannot be verified).
+#[test]
+fn a_torn_mirror_block_whose_durable_value_no_copy_holds_may_be_listed() {
+    pass_full(907);
+}
+
 /// Simulator seed 26001614 (RAID10 N=3 K=2, table damage, rot): rot on the copy of a chunk in
 /// member row 20 next to damaged table pages left the chunk's two copies differing with
 /// nothing to decide by, and scrub reported it on the other copy, in row 21. The model

@@ -1402,46 +1402,56 @@ impl CsumStore {
         out
     }
 
-    /// The table pages holding the entries of member blocks `blocks` (4 KiB blocks of the data
-    /// area).
-    pub(crate) fn pages_of(&self, blocks: Range<u64>) -> Range<u64> {
-        if blocks.is_empty() {
-            return 0..0;
-        }
-        let end = ((blocks.end - 1) / PER_PAGE + 1).min(self.geo.table_pages);
-        (blocks.start / PER_PAGE).min(end)..end
-    }
-
     /// Reads table pages `pages` from the member (not the cache) and returns those failing
-    /// their hash; they are then treated as unknown until repaired.
+    /// their hash; they are then treated as unknown until repaired. Pages in holes of a sparse
+    /// member file ([`Member::data_extents`]) are zeros, which is valid: not read.
     pub(crate) fn verify_table(&self, m: &dyn Member, pages: Range<u64>) -> Result<Vec<u64>> {
         let mut bad = Vec::new();
         let step = 256u64;
         let mut buf = AlignedBuf::zeroed(step as usize * PAGE);
-        let (mut p, last) = (pages.start, pages.end.min(self.geo.table_pages));
-        while p < last {
-            let n = step.min(last - p);
-            // Under the lock and with no fold running, so no fold rewrites these pages
-            // between the read and the cache.
-            let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
-            let b = &mut buf[..n as usize * PAGE];
-            m.read_at(b, self.geo.page_offset(p))?;
-            for i in 0..n {
-                let pg = &b[i as usize * PAGE..(i as usize + 1) * PAGE];
-                if !page_valid(pg, p + i) {
-                    bad.push(p + i);
-                    st.cache.remove(&(p + i));
-                    st.bad.insert(p + i);
-                } else if st.cache.len() < CACHE_PAGES && !st.bad.contains(&(p + i)) {
-                    // Warm the cache for the rows that follow (a scrub reads them all).
-                    st.cache.entry(p + i).or_insert_with(|| {
-                        let mut x = Box::new([0u8; PAGE]);
-                        x.copy_from_slice(pg);
-                        x
-                    });
+        let last = pages.end.min(self.geo.table_pages);
+        let first = pages.start.min(last);
+        let at = self.geo.page_offset(first);
+        let len = (last - first) * PAGE as u64;
+        // The runs of pages that may hold anything but zeros.
+        let runs: Vec<Range<u64>> = match m.data_extents(at, len) {
+            Some(ext) => ext
+                .into_iter()
+                .map(|e| {
+                    let p0 = first + (e.start - at) / PAGE as u64;
+                    let p1 = first + (e.end - at).div_ceil(PAGE as u64);
+                    p0..p1.min(last)
+                })
+                .collect(),
+            None => std::iter::once(first..last).collect(),
+        };
+        for run in runs {
+            let mut p = run.start;
+            while p < run.end {
+                let last = run.end;
+                let n = step.min(last - p);
+                // Under the lock and with no fold running, so no fold rewrites these pages
+                // between the read and the cache.
+                let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
+                let b = &mut buf[..n as usize * PAGE];
+                m.read_at(b, self.geo.page_offset(p))?;
+                for i in 0..n {
+                    let pg = &b[i as usize * PAGE..(i as usize + 1) * PAGE];
+                    if !page_valid(pg, p + i) {
+                        bad.push(p + i);
+                        st.cache.remove(&(p + i));
+                        st.bad.insert(p + i);
+                    } else if st.cache.len() < CACHE_PAGES && !st.bad.contains(&(p + i)) {
+                        // Warm the cache for the rows that follow (a scrub reads them all).
+                        st.cache.entry(p + i).or_insert_with(|| {
+                            let mut x = Box::new([0u8; PAGE]);
+                            x.copy_from_slice(pg);
+                            x
+                        });
+                    }
                 }
+                p += n;
             }
-            p += n;
         }
         Ok(bad)
     }

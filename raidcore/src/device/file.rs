@@ -345,6 +345,33 @@ impl Member for FileMember {
     fn memory_backed(&self) -> bool {
         self.memory
     }
+
+    fn data_extents(&self, offset: u64, len: u64) -> Option<Vec<std::ops::Range<u64>>> {
+        use nix::unistd::{lseek, Whence};
+        if self.block_device {
+            return None;
+        }
+        // Positioned I/O only (pread, pwrite): moving the file offset disturbs nothing.
+        let f: &File = &self.file;
+        let end = offset.checked_add(len)?.min(self.len);
+        let mut out = Vec::new();
+        let mut pos = offset;
+        while pos < end {
+            let data = match lseek(f, pos as i64, Whence::SeekData) {
+                Ok(d) => d as u64,
+                // No data past `pos`.
+                Err(nix::errno::Errno::ENXIO) => break,
+                Err(_) => return None,
+            };
+            if data >= end {
+                break;
+            }
+            let hole = lseek(f, data as i64, Whence::SeekHole).ok()? as u64;
+            out.push(data..hole.min(end));
+            pos = hole.max(data + 1);
+        }
+        Some(out)
+    }
 }
 
 /// Whether block device `rdev` is (a partition of) a disk in memory: a RAM disk (brd), zram

@@ -608,6 +608,10 @@ impl Member for Injected {
     fn memory_backed(&self) -> bool {
         self.inner.memory_backed()
     }
+
+    fn data_extents(&self, offset: u64, len: u64) -> Option<Vec<std::ops::Range<u64>>> {
+        self.inner.data_extents(offset, len)
+    }
 }
 
 /// The fault states of a process, by member path (canonical where it resolves).

@@ -66,4 +66,11 @@ pub trait Member: Send + Sync {
     fn memory_backed(&self) -> bool {
         false
     }
+    /// The parts of `offset..offset + len` that may hold anything but zeros, in order; None
+    /// when that cannot be told (all of it may). A sparse file's holes are left out (its
+    /// `SEEK_DATA` and `SEEK_HOLE`): what reads metadata areas whole, such as a scrub's check
+    /// of the checksum tables, skips what was never written.
+    fn data_extents(&self, _offset: u64, _len: u64) -> Option<Vec<std::ops::Range<u64>>> {
+        None
+    }
 }

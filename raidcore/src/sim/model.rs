@@ -294,6 +294,16 @@ impl Model {
         })
     }
 
+    /// The durable bytes of the 4 KiB block at array offset `off` (a multiple of 4096), and
+    /// which of them are of unknown value (a failed write): what a read after a power cut
+    /// returns unless a later write reached the block.
+    pub fn durable_block(&self, off: u64) -> ([u8; P], [bool; P]) {
+        match self.pages.get(&(off / P as u64)) {
+            Some(p) => (p.durable, p.unknown),
+            None => ([0; P], [false; P]),
+        }
+    }
+
     /// Array offsets of the pages `f` holds for, in order.
     fn blocks_where(&self, f: impl Fn(&Page) -> bool) -> Vec<u64> {
         self.pages

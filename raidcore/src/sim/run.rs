@@ -261,11 +261,13 @@ struct World {
     /// block's copies agree), which takes it off the member's record, but the rot was there to
     /// confuse it ([`rot_by_row`] counts it meanwhile).
     rot_at_crash: Mutex<BTreeMap<u64, u64>>,
-    /// Persistent rot by content: (member offset, the rotten bytes) of every rot injected. A
-    /// member in service holding those bytes there holds the rot, however it got them: a
-    /// replace or a role move copies what it cannot verify as it is, and that copy's write
-    /// takes the rot off the writing member's record ([`SimMember::rotten`]).
-    rot_marks: Mutex<Vec<(u64, [u8; 8])>>,
+    /// Persistent rot by content: (member rotted, member offset, the rotten bytes) of every rot
+    /// injected. A member in service that is that member or a copy of it ([`lineage`]) and
+    /// holds those bytes there holds the rot: a replace or a role move copies what it cannot
+    /// verify as it is, and that copy's write takes the rot off the receiving member's record
+    /// ([`SimMember::rotten`]). Never another member holding the same bytes: an array that
+    /// copied rot over a good mirror copy would then be excused (an outside attack's mutant).
+    rot_marks: Mutex<Vec<(PathBuf, u64, [u8; 8])>>,
     /// Redundant levels: member rows (start, end) a damaged table page covered on a member in
     /// service while no redundancy was left to check its unknown entries. What a read, write
     /// or rebuild there rested on could not be verified: its blocks may be refused, listed or
@@ -690,6 +692,32 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         lost_mask |= 1 << s;
                     }
                 }
+                // Mirrors: where each copy of a torn block lies, to tell after the cut which
+                // of them still hold its durable value.
+                let copies_of: Vec<(u64, Vec<(PathBuf, u64)>)> = {
+                    let l = array.layout();
+                    let (c, d0) = (l.chunk(), array.data_offset_of());
+                    if matches!(l.redundancy(), Redundancy::Mirror { .. }) {
+                        torn.iter()
+                            .map(|&o| {
+                                let copies = (0..l.copies())
+                                    .filter_map(|k| {
+                                        let (slot, row) = l.mirror_cell(o / c, k);
+                                        array
+                                            .slot_usable(slot)
+                                            .then(|| array.slot_path_of(slot))
+                                            .flatten()
+                                            .map(|p| (p, d0 + row * c + o % c))
+                                    })
+                                    .collect();
+                                (o, copies)
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    }
+                };
+                let size = array.size();
                 drop(array);
                 // Every member keeps its durable image and some of what was unflushed.
                 let keep = [0u64, 50, 100][rng.below(3) as usize];
@@ -714,6 +742,29 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     m.set_rotten(old.rotten());
                     world.store.insert(&p, m);
                 }
+                // Torn mirror blocks whose durable value no copy holds after the cut: each copy
+                // holds a later write (never flushed, its entries lost with the power), which
+                // nothing can verify; the durable value is gone, so listing them is no loss
+                // (simulator seed 907: one copy flushed by a flush the write began after).
+                let durable_gone: BTreeSet<u64> = {
+                    let m = world.model.lock().expect("model lock");
+                    copies_of
+                        .iter()
+                        .filter(|(o, copies)| {
+                            let (want, unknown) = m.durable_block(*o);
+                            let len = 4096.min(size - o) as usize;
+                            !copies.iter().any(|(p, at)| {
+                                let Some(mem) = world.store.get(p) else {
+                                    return false;
+                                };
+                                let mut got = [0u8; 4096];
+                                mem.peek_live(*at, &mut got[..len]);
+                                (0..len).all(|i| unknown[i] || got[i] == want[i])
+                            })
+                        })
+                        .map(|(o, _)| *o)
+                        .collect()
+                };
                 array = reopen(&world, sched)?;
                 for s in 0..array.layout().members() {
                     if !array.slot_usable(s) {
@@ -737,7 +788,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     ));
                 }
                 let (got, bad, unverified) = read_image(&world, &array, "read after restart")?;
-                crash_bound(&world, &array, &torn, lost_mask, &bad)?;
+                crash_bound(&world, &array, &torn, lost_mask, &bad, &durable_gone)?;
                 world
                     .model
                     .lock()
@@ -1437,17 +1488,22 @@ fn rot_by_row(w: &World, a: &Array) -> BTreeMap<u64, u64> {
         };
         let mut rot = m.rotten();
         // What a replace copied as it was from the member it replaced.
-        for old in &lineage(w, &path)[1..] {
+        let lineage = lineage(w, &path);
+        for old in &lineage[1..] {
             if let Some(o) = w.store.get(old) {
                 rot.extend(o.rotten());
             }
         }
-        // Rotten bytes the member holds however it got them.
-        for &(off, bytes) in w.rot_marks.lock().expect("rot lock").iter() {
+        // Rotten bytes of the member or of one it copied that it still holds, however it got
+        // them back.
+        for (origin, off, bytes) in w.rot_marks.lock().expect("rot lock").iter() {
+            if !lineage.contains(origin) {
+                continue;
+            }
             let mut now = [0u8; 8];
-            m.peek_live(off, &mut now);
-            if now == bytes {
-                rot.push(off..off + 8);
+            m.peek_live(*off, &mut now);
+            if now == *bytes {
+                rot.push(*off..*off + 8);
             }
         }
         for r in rot {
@@ -1769,7 +1825,9 @@ fn inject_rot(
         m.rot(off, 8);
         let mut rotten = [0u8; 8];
         m.peek_live(off, &mut rotten);
-        w.rot_marks.lock().expect("rot lock").push((off, rotten));
+        if let Some(p) = a.slot_path_of(slot) {
+            w.rot_marks.lock().expect("rot lock").push((p, off, rotten));
+        }
         w.injected_rows.lock().expect("injected lock").insert(row);
         note_unrecoverable_rows(w, a, [row]);
         w.note(
@@ -1902,7 +1960,9 @@ fn problem_rows(a: &Array, p: &scrub::Problem) -> Vec<u64> {
 ///   Also when the torn row holds rot (torn and rotten cells cannot be told apart), now or
 ///   at the crash ([`World::rot_at_crash`]: the resync may have written over it since), or
 /// - its own cell is rotten and its entry unknown (a damaged table page) where the level has
-///   one parity: nothing tells that from a write torn elsewhere in the row.
+///   one parity: nothing tells that from a write torn elsewhere in the row, or
+/// - (mirrors) it is torn and no copy in service holds its durable value after the cut
+///   (`durable_gone`): every copy holds a later write, none of which can be verified.
 ///
 /// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
 /// the restart, or carrying a fault, counts as lost with the crash for every row.
@@ -1912,6 +1972,7 @@ fn crash_bound(
     torn: &[u64],
     lost_mask: u64,
     bad: &[u64],
+    durable_gone: &BTreeSet<u64>,
 ) -> Result<(), String> {
     if bad.is_empty() {
         return Ok(());
@@ -1969,7 +2030,8 @@ fn crash_bound(
             || (torn_row && own_lost)
             || (me_torn && lost_mask != 0)
             || (torn_row && rotten)
-            || rotten_unchecked;
+            || rotten_unchecked
+            || durable_gone.contains(&o);
         if !allowed {
             let slots: Vec<usize> = (0..l.members())
                 .filter(|s| lost_mask & (1 << s) != 0)
