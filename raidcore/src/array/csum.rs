@@ -1402,34 +1402,29 @@ impl CsumStore {
         out
     }
 
-    /// Reads table pages `pages` from the member (not the cache) and returns those failing
-    /// their hash; they are then treated as unknown until repaired. Pages in holes of a sparse
-    /// member file ([`Member::data_extents`]) are zeros, which is valid: not read.
-    pub(crate) fn verify_table(&self, m: &dyn Member, pages: Range<u64>) -> Result<Vec<u64>> {
+    /// Reads every table page from the member (not the cache) and returns those failing their
+    /// hash; they are then treated as unknown until repaired. Pages in holes of a sparse member
+    /// file ([`Member::data_extents`]) are zeros, which is valid: not read.
+    pub(crate) fn verify_table(&self, m: &dyn Member) -> Result<Vec<u64>> {
         let mut bad = Vec::new();
         let step = 256u64;
         let mut buf = AlignedBuf::zeroed(step as usize * PAGE);
-        let last = pages.end.min(self.geo.table_pages);
-        let first = pages.start.min(last);
-        let at = self.geo.page_offset(first);
-        let len = (last - first) * PAGE as u64;
+        let pages = self.geo.table_pages;
+        let at = self.geo.page_offset(0);
         // The runs of pages that may hold anything but zeros.
-        let runs: Vec<Range<u64>> = match m.data_extents(at, len) {
+        let runs: Vec<Range<u64>> = match m.data_extents(at, pages * PAGE as u64) {
             Some(ext) => ext
                 .into_iter()
                 .map(|e| {
-                    let p0 = first + (e.start - at) / PAGE as u64;
-                    let p1 = first + (e.end - at).div_ceil(PAGE as u64);
-                    p0..p1.min(last)
+                    (e.start - at) / PAGE as u64..(e.end - at).div_ceil(PAGE as u64).min(pages)
                 })
                 .collect(),
-            None => std::iter::once(first..last).collect(),
+            None => std::iter::once(0..pages).collect(),
         };
         for run in runs {
             let mut p = run.start;
             while p < run.end {
-                let last = run.end;
-                let n = step.min(last - p);
+                let n = step.min(run.end - p);
                 // Under the lock and with no fold running, so no fold rewrites these pages
                 // between the read and the cache.
                 let mut st = self.wait_fold(self.st.lock().expect("csum lock"));
@@ -2150,11 +2145,11 @@ mod tests {
         b[5] ^= 0x40;
         m.write_at(&b, geo.page_offset(1)).unwrap();
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
-        assert_eq!(s.verify_table(&m, 0..u64::MAX).unwrap(), vec![1]);
+        assert_eq!(s.verify_table(&m).unwrap(), vec![1]);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Unknown]);
         repair_from_member(&s, &m, 1);
         assert_eq!(s.expected(&m, 300, 1), vec![Expect::Known(digest(&block))]);
-        assert!(s.verify_table(&m, 0..u64::MAX).unwrap().is_empty());
+        assert!(s.verify_table(&m).unwrap().is_empty());
     }
 
     /// Log pages written before epochs ("RCSUMLOG", records from byte 48) still replay; their
