@@ -3465,3 +3465,57 @@ fn jobs_the_simulators_runner_calls_do_their_member_io_on_its_thread() {
     a.read(&mut got, 0).unwrap();
     assert!(got == data);
 }
+
+/// A mutation run over bitmap.rs (cargo mutants, lib tests): each check of a superblock's
+/// bitmap record could be dropped with no test failing. A record whose geometry does not fit
+/// (before the metadata area, not whole pages, empty or past 1 MiB, running into the data,
+/// no rows per region, too few bits for the rows) is refused as corrupt, each on its own.
+#[test]
+fn a_bitmap_record_that_does_not_fit_is_refused_whatever_part_is_wrong() {
+    let (a, _) = make(&params(Level::Raid5, 3, 4096), 8 << 20);
+    let sb = a.superblock();
+    let geo = bitmap::BitmapGeometry::parse(&sb).unwrap().unwrap();
+    // Each case breaks one rule only: the data area is put far away except where the record
+    // is to run into it, and one row per region needs data_rows bits.
+    // (Without the data map and re-add map, whose records must follow the bitmap's.)
+    let mut plain = sb.clone();
+    plain.incompat_features &= !(bitmap::FEATURE_DATA_MAP | readd::FEATURE_READD_MAP);
+    plain
+        .extensions
+        .retain(|e| e.tag != bitmap::DATA_MAP_TAG && e.tag != readd::READD_TAG);
+    let with = |data_offset: u64, data_rows: u64, record: [u64; 3]| {
+        let mut sb = plain.clone();
+        sb.data_offset = data_offset;
+        sb.data_rows = data_rows;
+        let e = sb
+            .extensions
+            .iter_mut()
+            .find(|e| e.tag == bitmap::BITMAP_TAG)
+            .unwrap();
+        e.data = record.iter().flat_map(|v| v.to_le_bytes()).collect();
+        bitmap::BitmapGeometry::parse(&sb)
+    };
+    let far = 1u64 << 40;
+    let rows = sb.data_rows;
+    let (off, bytes, per) = (geo.offset, geo.bytes, geo.region_rows);
+    let fits = |r: Result<Option<bitmap::BitmapGeometry>>| r.unwrap().is_some();
+    assert!(fits(with(sb.data_offset, rows, [off, bytes, per])));
+    assert!(fits(with(far, rows, [off, 1 << 20, per])), "1 MiB fits");
+    for (what, data_offset, data_rows, record) in [
+        (
+            "before the metadata area",
+            far,
+            rows,
+            [off - 4096, bytes, per],
+        ),
+        ("not whole pages", far, rows, [off, bytes + 1, per]),
+        ("empty", far, rows, [off, 0, per]),
+        ("past 1 MiB", far, rows, [off, (1 << 20) + 4096, per]),
+        ("into the data", off + bytes - 4096, rows, [off, bytes, per]),
+        ("no rows per region", far, rows, [off, bytes, 0]),
+        ("too few bits", far, 4096 * 8 + 1, [off, 4096, 1]),
+    ] {
+        let r = with(data_offset, data_rows, record);
+        assert!(r.is_err(), "{what}: {r:?}");
+    }
+}
