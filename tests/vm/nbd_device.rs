@@ -8,10 +8,11 @@ use super::{images, vd, Vm};
 const MEMBERS: usize = 4;
 const MEMBER_BYTES: u64 = 48 << 20;
 
-/// Waits (at most 30 s) for serve's ready line, which names the device.
+/// Waits (at most 120 s: the VM runs under TCG on a shared host) for serve's ready line, which
+/// names the device.
 const WAIT_READY: &str = r#"i=0
 until grep -q '^/dev/nbd0$' /tmp/serve.out 2>/dev/null; do
-    if ! kill -0 $pid 2>/dev/null || [ $i -ge 300 ]; then
+    if ! kill -0 $pid 2>/dev/null || [ $i -ge 1200 ]; then
         echo "serve did not come up:"; cat /tmp/serve.out /tmp/serve.err; exit 1
     fi
     sleep 0.1; i=$((i + 1))

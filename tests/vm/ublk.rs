@@ -9,14 +9,15 @@ use super::{images, vd, Vm};
 const MEMBER_BYTES: u64 = 48 << 20;
 
 /// Starts `raidctl serve --ublk ARGS` in the background as $pid (output in /tmp/serve.N) and
-/// waits (at most 30 s) for its ready line naming /dev/ublkb0.
+/// waits (at most 120 s: the VM runs under TCG, and a loaded host made a restart after
+/// kill -9 take over 30 s to come up, a CI failure that passed alone in 55 s) for its ready line naming /dev/ublkb0.
 fn start_serve(n: u32, args: &str) -> String {
     format!(
         r#"raidctl serve --ublk {args} /dev/vda > /tmp/serve.{n} 2> /tmp/serve.{n}.err &
 pid=$!
 i=0
 until grep -q '^/dev/ublkb0$' /tmp/serve.{n} 2>/dev/null; do
-    if ! kill -0 $pid 2>/dev/null || [ $i -ge 300 ]; then
+    if ! kill -0 $pid 2>/dev/null || [ $i -ge 1200 ]; then
         echo "serve did not come up:"; cat /tmp/serve.{n} /tmp/serve.{n}.err; exit 1
     fi
     sleep 0.1; i=$((i + 1))
