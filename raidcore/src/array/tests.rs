@@ -3122,49 +3122,22 @@ fn a_write_in_flight_across_a_flush_is_never_split_by_its_cut() {
 /// records the block again.
 #[test]
 fn an_entry_restored_after_a_process_crash_is_not_settled_until_resynced() {
-    use std::path::Path;
     for lose_d in [1usize, 2] {
-        let (store, a, backing) = killable_raid5();
-        let uuid = a.superblock().array_uuid;
-        let rb = 3 * 4096u64;
-        let rows = 16u64;
-        let old: Vec<u8> = (0..rows * rb)
-            .map(|i| ((i / 4096) as u8 ^ 0x3c).wrapping_add(i as u8 / 17))
-            .collect();
-        a.write(&old, 0).unwrap();
-        a.flush().unwrap();
-        let row = 7u64;
-        let p = a.slots[a.layout().p_slot(row)].usable().unwrap();
-        let mut oldp = vec![0u8; 4096];
-        p.member.read_at(&mut oldp, a.cell_offset(row, 0)).unwrap();
-        // The data block lands, its parity does not; the process dies.
-        a.write(&[0xeeu8; 4096], row * rb).unwrap();
-        p.member.write_at(&oldp, a.cell_offset(row, 0)).unwrap();
-        let lost_slot = a.layout().data_slot(row, lose_d);
-        drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
-        let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-        b.adopt_pending(found, ps).unwrap();
+        let (store, b, old, row, rb) = reopened_with_stale_parity(4);
+        let lost_slot = b.layout().data_slot(row, lose_d);
         // No resync yet; another write and a flush.
         b.write(&[0x77u8; 4096], 2 * rb).unwrap();
         b.flush().unwrap();
         power_cut_losing(&store, 4, lost_slot, 11, 100);
         drop(b);
-        let open_at = if lost_slot == 0 { "/d/m1" } else { "/d/m0" };
-        let c = Array::open_from(&store, Path::new(open_at), &opts).unwrap();
         let at = row * rb + lose_d as u64 * 4096;
-        let mut got = vec![0u8; 4096];
-        if c.read(&mut got, at).is_ok() {
-            assert!(
-                got[..] == old[at as usize..][..4096],
-                "lose data block {lose_d}: wrong data with no error; listed {:?}",
-                c.bad_blocks()
-            );
-        }
+        old_or_error_after_losing(
+            &store,
+            lost_slot,
+            at,
+            &old,
+            &format!("lose data block {lose_d}"),
+        );
     }
 }
 
@@ -3218,31 +3191,8 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
         ("rmw over the restored block", 6usize),
         ("fold, kill, fold", 4),
     ] {
-        let (store, a, backing) = killable(Level::Raid5, n);
-        let uuid = a.superblock().array_uuid;
-        let d = n as u64 - 1;
-        let rb = d * 4096;
-        let rows = 16u64;
-        let old: Vec<u8> = (0..rows * rb)
-            .map(|i| ((i / 4096) as u8 ^ 0x3c).wrapping_add(i as u8 / 17))
-            .collect();
-        a.write(&old, 0).unwrap();
-        a.flush().unwrap();
-        let row = 7u64;
-        let p = a.slots[a.layout().p_slot(row)].usable().unwrap();
-        let mut oldp = vec![0u8; 4096];
-        p.member.read_at(&mut oldp, a.cell_offset(row, 0)).unwrap();
-        a.write(&[0xeeu8; 4096], row * rb).unwrap();
-        p.member.write_at(&oldp, a.cell_offset(row, 0)).unwrap();
-        let lost = a.layout().data_slot(row, 1);
-        drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
-        let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-        assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1, "{case}");
+        let (store, b, old, row, rb) = reopened_with_stale_parity(n);
+        let lost = b.layout().data_slot(row, 1);
         let b = if case.starts_with("rmw") {
             b.write(&[0x99u8; 4096], row * rb).unwrap();
             b.flush().unwrap();
@@ -3250,6 +3200,10 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
         } else {
             b.sync_devices(true).unwrap();
             drop(b);
+            let opts = AssembleOptions {
+                writable: true,
+                ..Default::default()
+            };
             let c = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
             c.write(&[0x77u8; 4096], 2 * rb).unwrap();
             c.flush().unwrap();
@@ -3260,17 +3214,63 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
         };
         power_cut_losing(&store, n, lost, 31, 100);
         drop(b);
-        let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
-        let c = Array::open_from(&store, Path::new(open_at), &opts).unwrap();
-        let at = row * rb + 4096;
-        let mut got = vec![0u8; 4096];
-        if c.read(&mut got, at).is_ok() {
-            assert!(
-                got[..] == old[at as usize..][..4096],
-                "{case}: the lost block read back wrong, with no error; listed {:?}",
-                c.bad_blocks()
-            );
-        }
+        old_or_error_after_losing(&store, lost, row * rb + 4096, &old, case);
+    }
+}
+
+/// A RAID5 of `n` members (`/d/m0..`) holding `old` over its first 16 rows (`rb` bytes a row),
+/// where a write of 0xee into the first data block of `row` reached its member and not its
+/// parity before the process died; reopened writable with the pending entries restored
+/// (exactly one: the landed block's), and no resync run yet.
+fn reopened_with_stale_parity(n: usize) -> (crate::sim::member::Store, Array, Vec<u8>, u64, u64) {
+    let (store, a, backing) = killable(Level::Raid5, n);
+    let uuid = a.superblock().array_uuid;
+    let rb = (n as u64 - 1) * 4096;
+    let old: Vec<u8> = (0..16 * rb)
+        .map(|i| ((i / 4096) as u8 ^ 0x3c).wrapping_add(i as u8 / 17))
+        .collect();
+    a.write(&old, 0).unwrap();
+    a.flush().unwrap();
+    let row = 7u64;
+    let p = a.slots[a.layout().p_slot(row)].usable().unwrap();
+    let mut oldp = vec![0u8; 4096];
+    p.member.read_at(&mut oldp, a.cell_offset(row, 0)).unwrap();
+    // The data block lands, its parity does not; the process dies.
+    a.write(&[0xeeu8; 4096], row * rb).unwrap();
+    p.member.write_at(&oldp, a.cell_offset(row, 0)).unwrap();
+    drop(a);
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
+    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
+    (store, b, old, row, rb)
+}
+
+/// After a power cut that took the member of slot `lost`: opens the array from another member
+/// and reads the 4 KiB at `at`, which must be `old`'s bytes or an error, never anything else.
+fn old_or_error_after_losing(
+    store: &crate::sim::member::Store,
+    lost: usize,
+    at: u64,
+    old: &[u8],
+    what: &str,
+) {
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
+    let c = Array::open_from(store, std::path::Path::new(open_at), &opts).unwrap();
+    let mut got = vec![0u8; 4096];
+    if c.read(&mut got, at).is_ok() {
+        assert!(
+            got[..] == old[at as usize..][..4096],
+            "{what}: the lost block read back wrong, with no error; listed {:?}",
+            c.bad_blocks()
+        );
     }
 }
 
