@@ -260,7 +260,7 @@ _raidctl() {
             return 0
             ;;
         raidctl__subcmd__create)
-            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --history-interval --checksum --no-checksums --force --json --help --version"
+            opts="-l -c -n -f -h -V --level --chunk --name --skew --parity-heavy --copies --size --overprovision --endurance --history-interval --checksum --no-checksums --bitmap-chunk --force --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -320,6 +320,10 @@ _raidctl() {
                     ;;
                 --checksum)
                     COMPREPLY=($(compgen -W "xxh3 blake3" -- "${cur}"))
+                    return 0
+                    ;;
+                --bitmap-chunk)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

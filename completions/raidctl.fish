@@ -66,6 +66,7 @@ complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l endurance -d 
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l history-interval -d 'Time between wear history samples (e.g. 1d, 12h, 3600)' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l checksum -d 'Hash of the per-block checksums: xxh3 (xxh3-128, fast, made to catch accidental corruption) or blake3 (cryptographic, five to eight times the CPU per block)' -r -f -a "xxh3\t''
 blake3\t''"
+complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l bitmap-chunk -d 'Member data per write-intent bitmap bit (power of two, at least the chunk; default 64M, coarser where the bitmap would pass 64 KiB). Smaller bounds what an unclean stop puts at risk more tightly (the resync covers the regions marked at the crash; without checksums so does what a member lost in a power cut costs) and costs more bitmap writes: the first write into each clean region writes and flushes the bitmap' -r
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l no-checksums -d 'Do not keep per-block checksums (reads and scrub then rely on parity and copies alone, and RAID0 corruption goes undetected)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -s f -l force -d 'Overwrite members that hold a file system or another array (never a mounted or busy one)'
 complete -c raidctl -n "__fish_raidctl_using_subcommand create" -l json -d 'Print the new array\'s status as JSON'

@@ -48,6 +48,7 @@ fn crash_array(
         endurance_bytes: vec![],
         history_interval: 86_400,
         checksums: Some(CsumAlgo::default()),
+        bitmap_chunk: None,
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     (array, crash, paths)

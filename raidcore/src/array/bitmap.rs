@@ -38,6 +38,9 @@ pub const FEATURE_DATA_MAP: u64 = crate::format::feature::DATA_MAP;
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
 /// the in-flight counts).
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
+/// The largest bitmap `create` lays out (per member; the data map and re-add map take as much
+/// again each).
+pub const MAX_BITMAP_BYTES: u64 = 64 << 10;
 
 /// Where the bitmap lives and how coarse it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,26 +56,60 @@ pub struct BitmapGeometry {
 }
 
 impl BitmapGeometry {
-    /// Regions of 64 MiB of member data (coarser when the bitmap would pass 64 KiB).
-    pub fn plan(data_rows: u64, chunk: u64, metadata_bytes: u64) -> Option<BitmapGeometry> {
-        let mut region_rows = ((64u64 << 20) / chunk).max(1);
-        loop {
-            let regions = data_rows.div_ceil(region_rows);
-            let bytes = regions.div_ceil(8).div_ceil(4096) * 4096;
-            if bytes <= 64 << 10 {
-                // With the data map after it when that fits too, and the re-add map after that.
-                let data_map = 2 * bytes <= metadata_bytes;
-                let readd_map = data_map && 3 * bytes <= metadata_bytes;
-                return (bytes <= metadata_bytes).then_some(BitmapGeometry {
-                    offset: METADATA_OFFSET,
-                    bytes,
-                    region_rows,
-                    data_map,
-                    readd_map,
-                });
+    /// Regions of `region_bytes` of member data when given (a power of two, at least the chunk;
+    /// refused when its bitmap would pass 64 KiB or the metadata area), else of 64 MiB (coarser
+    /// where the bitmap would pass 64 KiB). None: the metadata area has no room for a bitmap.
+    pub fn plan(
+        data_rows: u64,
+        chunk: u64,
+        metadata_bytes: u64,
+        region_bytes: Option<u64>,
+    ) -> Result<Option<BitmapGeometry>> {
+        let bytes_for =
+            |region_rows: u64| data_rows.div_ceil(region_rows).div_ceil(8).div_ceil(4096) * 4096;
+        let region_rows = match region_bytes {
+            Some(b) => {
+                if !b.is_power_of_two() || b < chunk {
+                    crate::bail!(
+                        InvalidInput,
+                        "bitmap chunk {b} bytes: it must be a power of two and at least the chunk ({chunk} bytes)"
+                    );
+                }
+                let rows = b / chunk;
+                let bytes = bytes_for(rows);
+                let limit = MAX_BITMAP_BYTES.min(metadata_bytes);
+                if bytes > limit {
+                    let mut least = rows;
+                    while bytes_for(least) > limit {
+                        least *= 2;
+                    }
+                    crate::bail!(
+                        InvalidInput,
+                        "bitmap chunk {b} bytes needs a bitmap of {bytes} bytes per member, more than the {limit} it may take: use at least {} bytes",
+                        least * chunk
+                    );
+                }
+                rows
             }
-            region_rows *= 2;
-        }
+            None => {
+                let mut rows = ((64u64 << 20) / chunk).max(1);
+                while bytes_for(rows) > MAX_BITMAP_BYTES {
+                    rows *= 2;
+                }
+                rows
+            }
+        };
+        let bytes = bytes_for(region_rows);
+        // With the data map after it when that fits too, and the re-add map after that.
+        let data_map = 2 * bytes <= metadata_bytes;
+        let readd_map = data_map && 3 * bytes <= metadata_bytes;
+        Ok((bytes <= metadata_bytes).then_some(BitmapGeometry {
+            offset: METADATA_OFFSET,
+            bytes,
+            region_rows,
+            data_map,
+            readd_map,
+        }))
     }
 
     pub fn to_extension(self) -> Extension {

@@ -28,6 +28,12 @@ pub struct CreateSpec {
     /// Keep a checksum of every 4 KiB block with this hash (verified on read and by scrub);
     /// None: no checksums.
     pub checksums: Option<CsumAlgo>,
+    /// Bytes of member data per write-intent bit (md's bitmap chunk): a power of two, at least
+    /// the chunk. None: 64 MiB, coarser where the bitmap would pass 64 KiB. A smaller one bounds
+    /// what an unclean stop puts at risk more tightly (the resync, and without checksums what a
+    /// member lost with a power cut costs, cover the regions marked at the cut) and costs more
+    /// bitmap writes (the first write into each clean region).
+    pub bitmap_chunk: Option<u64>,
 }
 
 /// Checks every member path before anything is written: no duplicates, nothing mounted or held
@@ -227,10 +233,22 @@ impl Array {
         // and a flush of every member) and so no data map.
         let resync_has_work =
             layout.level() != crate::layout::Level::Raid0 || spec.checksums.is_some();
+        if !resync_has_work && spec.bitmap_chunk.is_some() {
+            bail!(
+                InvalidInput,
+                "a bitmap chunk was given, but RAID0 without checksums keeps no write-intent bitmap (a resync would have nothing to do)"
+            );
+        }
         if let Some(geo) = resync_has_work
             .then(|| {
-                super::bitmap::BitmapGeometry::plan(sb.data_rows, layout.chunk(), sb.metadata_bytes)
+                super::bitmap::BitmapGeometry::plan(
+                    sb.data_rows,
+                    layout.chunk(),
+                    sb.metadata_bytes,
+                    spec.bitmap_chunk,
+                )
             })
+            .transpose()?
             .flatten()
         {
             sb.compat_features |= super::bitmap::FEATURE_BITMAP;

@@ -379,6 +379,7 @@ mod tests {
             endurance_bytes: vec![],
             history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
             checksums: checksums.then_some(crate::array::csum::CsumAlgo::default()),
+            bitmap_chunk: None,
         };
         let members = sims
             .iter()

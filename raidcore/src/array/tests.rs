@@ -34,6 +34,7 @@ pub(super) fn spec_of(layout: LayoutParams, checksums: bool) -> CreateSpec {
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
         checksums: checksums.then_some(CsumAlgo::default()),
+        bitmap_chunk: None,
     }
 }
 
@@ -1469,6 +1470,7 @@ fn error_counters_never_overflow_the_superblock() {
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
         checksums: None,
+        bitmap_chunk: None,
     };
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     for d in a.live_devs() {

@@ -70,6 +70,8 @@ const ROT_STREAM: u64 = 0x0b17_0b17_5117_0031;
 const LARGE_STREAM: u64 = 0x1a76_e5ee_d000_0007;
 /// Seeds the draw of which crashes are process crashes (apart from every other draw).
 const KILL_STREAM: u64 = 0x0c11_9b0c_e55e_0009;
+/// Draws the bitmap chunk of small arrays (`Spec::bitmap_rows`).
+const BITMAP_STREAM: u64 = 0xb17a_9c4e_0000_000b;
 /// The size of a large member: 1 TiB, sparse.
 const LARGE_MEMBER: u64 = 1 << 40;
 
@@ -107,6 +109,11 @@ pub struct Spec {
     /// (kill -9) rather than a power cut: the pending checksum entries (array/pending.rs, kept
     /// in tmpfs) survive it and the next open restores them. Drawn from a stream of its own.
     pub kills: bool,
+    /// Rows per write-intent bit (`create --bitmap-chunk`): one small array in three has
+    /// regions of 1 to 8 rows (so region boundaries, and what a power cut puts at risk per
+    /// region, are exercised); the rest, and large arrays, have the default (64 MiB: one region
+    /// covers a small array). Drawn from a stream of its own.
+    pub bitmap_rows: Option<u64>,
 }
 
 impl Spec {
@@ -145,8 +152,10 @@ impl Spec {
             rot: false,
             large: SplitMix64(seed ^ LARGE_STREAM).below(8) == 0,
             kills: true,
+            bitmap_rows: None,
         }
         .with_rot(seed)
+        .with_bitmap(seed)
     }
 
     fn with_rot(mut self, seed: u64) -> Spec {
@@ -154,10 +163,16 @@ impl Spec {
         self
     }
 
+    fn with_bitmap(mut self, seed: u64) -> Spec {
+        let mut r = SplitMix64(seed ^ BITMAP_STREAM);
+        self.bitmap_rows = (!self.large && r.below(3) == 0).then(|| 1 << r.below(4));
+        self
+    }
+
     pub fn describe(&self) -> String {
         let p = &self.params;
         format!(
-            "{} N={}{} chunk={}K {} checksums={} stripe-cache={} clients={} epochs={}{}{}{}{}",
+            "{} N={}{} chunk={}K {}{} checksums={} stripe-cache={} clients={} epochs={}{}{}{}{}",
             p.level.name(),
             p.members,
             if p.level == Level::Raid10 {
@@ -173,6 +188,9 @@ impl Spec {
             } else {
                 format!("rows={}", self.rows)
             },
+            self.bitmap_rows
+                .map(|b| format!(" bitmap-rows={b}"))
+                .unwrap_or_default(),
             self.checksums.map(|c| c.name()).unwrap_or("none"),
             self.stripe_cache,
             self.clients,
@@ -589,6 +607,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
             endurance_bytes: vec![],
             history_interval: 86_400,
             checksums: spec.checksums,
+            bitmap_chunk: spec.bitmap_rows.map(|b| b * spec.params.chunk_bytes),
         };
         let mut array =
             Array::create_on(members, &cs, &mut |_, _| {}).map_err(|e| format!("create: {e}"))?;
@@ -718,6 +737,13 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     }
                 };
                 let size = array.size();
+                // Members whose bitmap counts after the cut: those in service before it.
+                let bitmap_paths: Vec<PathBuf> = (0..array.layout().members())
+                    .filter(|&s| array.slot_usable(s))
+                    .filter_map(|s| array.slot_path_of(s))
+                    .collect();
+                let bitmap_geo =
+                    crate::array::bitmap::BitmapGeometry::from_superblock(&array.superblock());
                 drop(array);
                 // Every member keeps its durable image and some of what was unflushed.
                 let keep = [0u64, 50, 100][rng.below(3) as usize];
@@ -765,6 +791,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         .map(|(o, _)| *o)
                         .collect()
                 };
+                let marked = marked_regions(&world, &bitmap_paths, bitmap_geo);
                 array = reopen(&world, sched)?;
                 for s in 0..array.layout().members() {
                     if !array.slot_usable(s) {
@@ -788,7 +815,15 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     ));
                 }
                 let (got, bad, unverified) = read_image(&world, &array, "read after restart")?;
-                crash_bound(&world, &array, &torn, lost_mask, &bad, &durable_gone)?;
+                crash_bound(
+                    &world,
+                    &array,
+                    &torn,
+                    lost_mask,
+                    &bad,
+                    &durable_gone,
+                    &marked,
+                )?;
                 world
                     .model
                     .lock()
@@ -1949,6 +1984,47 @@ fn problem_rows(a: &Array, p: &scrub::Problem) -> Vec<u64> {
     }
 }
 
+/// The write-intent regions set on the members' images after a power cut: the bit of a region
+/// set on any member that was in service before the cut (so at least what the next open
+/// reads).
+struct Marked {
+    region_rows: u64,
+    regions: BTreeSet<u64>,
+}
+
+impl Marked {
+    fn holds(&self, row: u64) -> bool {
+        self.regions.contains(&(row / self.region_rows))
+    }
+}
+
+fn marked_regions(
+    w: &World,
+    paths: &[PathBuf],
+    geo: Option<crate::array::bitmap::BitmapGeometry>,
+) -> Marked {
+    let Some(geo) = geo else {
+        return Marked {
+            region_rows: 1,
+            regions: BTreeSet::new(),
+        };
+    };
+    let mut bits = vec![0u8; geo.bytes as usize];
+    for p in paths {
+        if let Some(m) = w.store.get(p) {
+            let mut b = vec![0u8; bits.len()];
+            m.peek_live(geo.offset, &mut b);
+            bits.iter_mut().zip(&b).for_each(|(x, y)| *x |= y);
+        }
+    }
+    Marked {
+        region_rows: geo.region_rows,
+        regions: (0..bits.len() as u64 * 8)
+            .filter(|r| bits[(r / 8) as usize] & (1 << (r % 8)) != 0)
+            .collect(),
+    }
+}
+
 /// Checks the blocks a restart after a power cut put on the bad-block list (`bad`, array
 /// offsets) against what the crash put at risk. A block may be lost only when
 /// - it was lost at an earlier crash and not written whole since, or
@@ -1964,6 +2040,12 @@ fn problem_rows(a: &Array, p: &scrub::Problem) -> Vec<u64> {
 /// - (mirrors) it is torn and no copy in service holds its durable value after the cut
 ///   (`durable_gone`): every copy holds a later write, none of which can be verified.
 ///
+/// - (without checksums) its own cell is on a slot lost with the crash and its row lies in a
+///   region whose write-intent bit is set on the members after the cut (`marked`, read from
+///   their images, not asked of the array): without checksums nothing durable says which
+///   rows of a marked region a write was tearing (the bound is the bitmap chunk; a bit wrongly
+///   clear shows as wrong data, which the reads check).
+///
 /// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
 /// the restart, or carrying a fault, counts as lost with the crash for every row.
 fn crash_bound(
@@ -1973,6 +2055,7 @@ fn crash_bound(
     lost_mask: u64,
     bad: &[u64],
     durable_gone: &BTreeSet<u64>,
+    marked: &Marked,
 ) -> Result<(), String> {
     if bad.is_empty() {
         return Ok(());
@@ -2031,7 +2114,8 @@ fn crash_bound(
             || (me_torn && lost_mask != 0)
             || (torn_row && rotten)
             || rotten_unchecked
-            || durable_gone.contains(&o);
+            || durable_gone.contains(&o)
+            || (!a.has_checksums() && own_lost && rows.clone().any(|r| marked.holds(r)));
         if !allowed {
             let slots: Vec<usize> = (0..l.members())
                 .filter(|s| lost_mask & (1 << s) != 0)

@@ -104,6 +104,7 @@ pub fn measure_shares(params: &LayoutParams, workload: Workload) -> Result<Vec<f
         endurance_bytes: vec![],
         history_interval: crate::format::DEFAULT_HISTORY_INTERVAL,
         checksums: None,
+        bitmap_chunk: None,
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {})?;
     let before: Vec<u64> = array

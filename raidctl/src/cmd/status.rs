@@ -83,6 +83,8 @@ pub fn report(a: &Array) -> Value {
         "members": members,
         "checksums": a.has_checksums(),
         "checksum_hash": a.checksum_algo().map(|h| h.name()),
+        // Member data per write-intent bit (None: no bitmap).
+        "bitmap_chunk_bytes": a.bitmap_region_rows().map(|r| r * l.chunk()),
         "scrub": scrub_json(&a.scrub_record(), a.rows()),
         // Data blocks lost (the listed ranges may also cover parity cells, which are rebuilt).
         "lost_bytes": bad.iter().sum::<u64>() * 4096,
@@ -240,6 +242,9 @@ fn print_human(r: &Value) {
         human(n(&r["size_bytes"])),
         n(&r["size_bytes"])
     );
+    if let Some(b) = r["bitmap_chunk_bytes"].as_u64() {
+        println!("bitmap   one bit per {} of each member", human(b));
+    }
     let held = r["served_by"]["pid"]
         .as_u64()
         .or_else(|| r["in_use_by"]["pid"].as_u64());
