@@ -674,9 +674,17 @@ impl Array {
             st.bits[byte] |= bit;
         }
         // Until every bit of these regions is durable: written by this writer, or by a write
-        // that began after another writer set them (the group).
+        // that began after another writer set them (the group). While a write is in progress,
+        // wait for it and look again: the next one carries every bit set meanwhile, and only
+        // one of the writers waiting for it writes it (committing after every wait made each
+        // mark a bitmap write and flush of its own: 9,964 commits for 9,964 marks at queue
+        // depth 16 over 1 TiB members).
         let durable = |st: &State| needed().all(|(byte, bit)| st.durable[byte] & bit != 0);
         while !durable(&st) {
+            if st.writing {
+                st = bm.written.wait(st, &bm.state).expect("bitmap lock");
+                continue;
+            }
             let (g, r) = self.commit_bitmap(bm, st, true);
             st = g;
             r?;

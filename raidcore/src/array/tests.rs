@@ -3521,3 +3521,119 @@ fn a_bitmap_record_that_does_not_fit_is_refused_whatever_part_is_wrong() {
         assert!(r.is_err(), "{what}: {r:?}");
     }
 }
+
+/// Bitmap marks that wait for a bitmap write in progress share the next one (group commit):
+/// measured through the real server at queue depth 16 over 1 TiB members, every mark that
+/// needed a bitmap write made one of its own (9,964 commits for 9,964 such marks), as each
+/// waiter wrote the bitmap again once the write it waited for ended, though that write's
+/// successor would have carried its bit. Here: one mark's bitmap write is held on the member;
+/// two more marks of other regions arrive and wait; once the write is let go, one more write
+/// (carrying both) ends it: two in all, not three.
+#[test]
+fn marks_waiting_for_a_bitmap_write_share_the_next_one() {
+    use std::sync::atomic::AtomicU64;
+    /// A member that holds bitmap-area writes while `closed`, and counts them and its flushes.
+    struct Gated {
+        inner: MemMember,
+        closed: Arc<AtomicBool>,
+        writes: Arc<AtomicU64>,
+        flushes: Arc<AtomicU64>,
+    }
+    impl Member for Gated {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> crate::Result<()> {
+            self.inner.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> crate::Result<()> {
+            let area = crate::format::METADATA_OFFSET..crate::format::METADATA_OFFSET + 3 * 4096;
+            if area.contains(&offset) {
+                self.writes.fetch_add(1, Ordering::SeqCst);
+                let t0 = std::time::Instant::now();
+                while self.closed.load(Ordering::SeqCst) && t0.elapsed().as_secs() < 60 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            self.inner.write_at(buf, offset)
+        }
+        fn flush(&self) -> crate::Result<()> {
+            self.flushes.fetch_add(1, Ordering::SeqCst);
+            self.inner.flush()
+        }
+        fn discard(&self, offset: u64, len: u64) -> crate::Result<()> {
+            self.inner.discard(offset, len)
+        }
+        fn describe(&self) -> String {
+            "gated bitmap".into()
+        }
+    }
+    let closed = Arc::new(AtomicBool::new(false));
+    let (writes, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let counter = |i: usize, c: &Arc<AtomicU64>| {
+        if i == 0 {
+            c.clone()
+        } else {
+            Arc::new(AtomicU64::new(0))
+        }
+    };
+    let members = (0..3)
+        .map(|i| {
+            let m: Arc<dyn Member> = Arc::new(Gated {
+                inner: MemMember::named(300 << 20, "m"),
+                closed: closed.clone(),
+                writes: counter(i, &writes),
+                flushes: counter(i, &flushes),
+            });
+            (PathBuf::from(format!("m{i}")), m)
+        })
+        .collect();
+    let a = Array::create_on(
+        members,
+        &spec_of(params(Level::Raid5, 3, 4096), false),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let region = a.bitmap_region_rows().expect("bitmap");
+    assert!(a.rows() >= 3 * region);
+    let marked = |r: u64| a.dirty_rows().iter().any(|x| x.start == r * region);
+    closed.store(true, Ordering::SeqCst);
+    let before = writes.load(Ordering::SeqCst);
+    let flushed = flushes.load(Ordering::SeqCst);
+    std::thread::scope(|sc| {
+        let first = sc.spawn(|| a.bitmap_mark_as(0..1, true).unwrap().is_some());
+        let t0 = std::time::Instant::now();
+        while writes.load(Ordering::SeqCst) == before {
+            assert!(t0.elapsed().as_secs() < 30, "the first mark never wrote");
+            std::thread::yield_now();
+        }
+        let others: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|r| {
+                let a = &a;
+                sc.spawn(move || {
+                    a.bitmap_mark_as(r * region..r * region + 1, true)
+                        .unwrap()
+                        .is_some()
+                })
+            })
+            .collect();
+        // Both have set their bits (in memory) and wait for the write in progress.
+        while !(marked(1) && marked(2)) {
+            assert!(t0.elapsed().as_secs() < 30, "the other marks never arrived");
+            std::thread::yield_now();
+        }
+        closed.store(false, Ordering::SeqCst);
+        assert!(first.join().unwrap());
+        for o in others {
+            assert!(o.join().unwrap());
+        }
+    });
+    // (A write that finds nothing changed since the last sends no page but still flushes
+    // every member: flushes count the commits.)
+    assert_eq!(
+        flushes.load(Ordering::SeqCst) - flushed,
+        2,
+        "bitmap commits for three marks, two of them waiting together"
+    );
+}
