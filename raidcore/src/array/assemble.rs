@@ -1024,9 +1024,17 @@ impl Array {
                 // Columns whose surviving blocks all match entries a returned flush made
                 // durable: no write was cutting them (csum.rs, epochs).
                 let kept = settled.map(|e| self.settled_columns(slot, row, e));
+                // RAID6: columns where P and Q disagree because a surviving block rotted, not
+                // because a write was cut (every entry settled, one failing, recovered from
+                // P and Q to match it).
+                let rot_only = settled
+                    .filter(|_| self.layout.parity_count() == 2)
+                    .map(|e| self.columns_intact_but_for_rot(slot, row, e));
                 for c in cols {
                     for k in c {
-                        if kept.as_ref().is_some_and(|v| v[k as usize]) {
+                        if kept.as_ref().is_some_and(|v| v[k as usize])
+                            || rot_only.as_ref().is_some_and(|v| v[k as usize])
+                        {
                             continue;
                         }
                         let b = (base + k).max(part.start)..(base + k + 1).min(part.end);

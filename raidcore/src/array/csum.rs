@@ -1814,6 +1814,88 @@ impl Array {
         }
         ok
     }
+
+    /// RAID6, `slot` holding data in `row` and the only slot missing there: the 4 KiB columns
+    /// whose surviving blocks all have known entries a returned flush made durable (no write
+    /// was cutting the column: it would have rewritten P and Q, whose entries would not be
+    /// settled), exactly one of them failing its entry (rot), and where recovering that block
+    /// and the missing one from the rest (P and Q) gives the rotten block's entry back. The
+    /// missing block is then what those verified blocks say: nothing was lost. (A disagreement
+    /// of P and Q in such a column is the rot, not a torn write: simulator seed 28003559.)
+    pub(crate) fn columns_intact_but_for_rot(
+        &self,
+        slot: usize,
+        row: u64,
+        settled: Option<u64>,
+    ) -> Vec<bool> {
+        let per = (self.layout.chunk() / BLOCK) as usize;
+        let none = vec![false; per];
+        let slots = self.row_slots(row, 2);
+        let Some(pos) = slots.iter().position(|&s| s == slot) else {
+            return none;
+        };
+        let c = self.layout.chunk() as usize;
+        let off = self.cell_offset(row, 0);
+        let mut cells: Vec<AlignedBuf> = slots.iter().map(|_| AlignedBuf::zeroed(c)).collect();
+        // Per surviving cell and column: Some(true) matches a settled entry, Some(false) fails
+        // a settled known entry, None: unknown, unsettled or unreadable.
+        let mut verdict: Vec<Vec<Option<bool>>> = vec![vec![None; per]; slots.len()];
+        let mut want_of: Vec<Vec<Expect>> = vec![Vec::new(); slots.len()];
+        for (i, &k) in slots.iter().enumerate() {
+            if i == pos {
+                continue;
+            }
+            let Some(d) = self.source(k, row) else {
+                return none;
+            };
+            let Some(s) = self.csum_of(&d) else {
+                return none;
+            };
+            if self.member_read(k, &mut cells[i], row, 0).is_err() {
+                return none;
+            }
+            let first = s.block_of(off);
+            let got = s.geo.algo.digests(&cells[i]);
+            let want = s.expected(d.member.as_ref(), first, per);
+            for b in 0..per {
+                if let Expect::Known(e) = want[b] {
+                    if s.entry_settled(first + b as u64, settled) {
+                        verdict[i][b] = Some(e == got[b]);
+                    }
+                }
+            }
+            want_of[i] = want;
+        }
+        let algo = match self.checksum_algo() {
+            Some(a) => a,
+            None => return none,
+        };
+        (0..per)
+            .map(|b| {
+                let others = (0..slots.len()).filter(|&i| i != pos);
+                if others.clone().any(|i| verdict[i][b].is_none()) {
+                    return false;
+                }
+                let rotten: Vec<usize> = others.filter(|&i| verdict[i][b] == Some(false)).collect();
+                let [r] = rotten[..] else {
+                    return false;
+                };
+                let mut col: Vec<AlignedBuf> = cells
+                    .iter()
+                    .map(|cell| {
+                        let mut x = AlignedBuf::zeroed(BLOCK as usize);
+                        x.copy_from_slice(&cell[b * BLOCK as usize..(b + 1) * BLOCK as usize]);
+                        x
+                    })
+                    .collect();
+                let mut refs: Vec<&mut [u8]> = col.iter_mut().map(|x| &mut x[..]).collect();
+                if self.kernel.recover(&mut refs, 2, &[pos, r]).is_err() {
+                    return false;
+                }
+                matches!(want_of[r][b], Expect::Known(e) if e == algo.digests(&col[r])[0])
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -471,30 +471,33 @@ pub fn run(seed: u64) -> Result<Report, Failure> {
 }
 
 /// Runs seed `seed` as it ran when it was named a regression test: without the event kinds
-/// added to the simulator since (checksum table damage), so the test keeps replaying the run
-/// that found its bug.
+/// added to the simulator since (checksum table damage, rot, large members, process crashes,
+/// small bitmap chunks), so the test keeps replaying the run that found its bug.
 pub fn run_as_named(seed: u64) -> Result<Report, Failure> {
     let mut spec = Spec::draw(seed);
     spec.table_damage = false;
     spec.rot = false;
     spec.large = false;
     spec.kills = false;
+    spec.bitmap_rows = None;
     run_spec(seed, spec)
 }
 
 /// Runs seed `seed` with every crash a power cut (the run a seed named before process crashes
-/// were drawn had).
+/// were drawn had; nor small bitmap chunks, drawn later still).
 pub fn run_power_cuts_only(seed: u64) -> Result<Report, Failure> {
     let mut spec = Spec::draw(seed);
     spec.kills = false;
+    spec.bitmap_rows = None;
     run_spec(seed, spec)
 }
 
 /// Runs seed `seed` with everything it draws but large members (the run a seed named with
-/// silent rot had before large members were drawn).
+/// silent rot had before large members were drawn; nor small bitmap chunks, drawn later still).
 pub fn run_small(seed: u64) -> Result<Report, Failure> {
     let mut spec = Spec::draw(seed);
     spec.large = false;
+    spec.bitmap_rows = None;
     run_spec(seed, spec)
 }
 
