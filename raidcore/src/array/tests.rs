@@ -3672,3 +3672,45 @@ fn a_raid6_member_lost_with_a_power_cut_is_not_listed_where_only_rot_makes_p_and
     b.read(&mut got, row * rb).unwrap();
     assert!(got == data[(row * rb) as usize..][..rb as usize]);
 }
+
+/// The other side of the rule above: RAID6 with checksums, a write into a row's second data
+/// block landed with its checksum log page, while P and Q kept their old bytes (the power went
+/// first), and the member of the row's first data block died with the power. P and Q disagree
+/// in that column because of the cut write, and the new block's entry was never made durable
+/// by a returned flush: nothing verifies the first block's value computed from them, so it is
+/// listed (or read as its old bytes), never read back wrong.
+#[test]
+fn a_raid6_member_lost_with_a_power_cut_is_listed_where_a_cut_write_makes_p_and_q_disagree() {
+    let n = 5;
+    let (store, a, _backing) = killable(Level::Raid6, n);
+    let rb = (n as u64 - 2) * 4096;
+    let data: Vec<u8> = (0..16 * rb).map(|i| (i % 253) as u8 ^ 0x3c).collect();
+    a.write(&data, 0).unwrap();
+    a.flush().unwrap();
+    let row = 5u64;
+    let lost = a.layout().data_slot(row, 0);
+    let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
+    let old_parity: Vec<Vec<u8>> = [p, q]
+        .iter()
+        .map(|&s| {
+            let mut b = vec![0u8; 4096];
+            let d = a.slots[s].usable().unwrap();
+            d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
+            b
+        })
+        .collect();
+    a.write(&[0xd7u8; 4096], row * rb + 4096).unwrap();
+    for (&s, old) in [p, q].iter().zip(&old_parity) {
+        let d = a.slots[s].usable().unwrap();
+        d.member.write_at(old, a.cell_offset(row, 0)).unwrap();
+    }
+    power_cut_losing(&store, n, lost, 9, 100);
+    drop(a);
+    old_or_error_after_losing(
+        &store,
+        lost,
+        row * rb,
+        &data,
+        "a cut write beside a lost member",
+    );
+}
