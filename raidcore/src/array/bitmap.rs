@@ -486,6 +486,19 @@ impl Bitmap {
         (r..limit).find(|&r| self.may_miss(&st, r)).unwrap_or(limit)
     }
 
+    /// The first region from `r` (below `limit`) that a re-added member holds (neither a
+    /// re-add bit nor a write-intent bit set), or `limit`. Without a re-add map: `limit`.
+    fn next_held(&self, r: u64, limit: u64) -> u64 {
+        let limit = limit.min(self.activity.len() as u64);
+        if !self.geo.readd_map {
+            return limit;
+        }
+        let st = self.state.lock().expect("bitmap lock");
+        (r..limit)
+            .find(|&r| !self.may_miss(&st, r))
+            .unwrap_or(limit)
+    }
+
     /// The first region from `r` (below `limit`) that may hold data (`holding`) or that the
     /// data map shows empty (not `holding`), or `limit`. Without a data map every region may
     /// hold data.
@@ -965,6 +978,19 @@ impl Array {
         };
         let per = bm.geo.region_rows;
         let r = bm.next_missed(from / per, (end - 1) / per + 1);
+        (r * per).clamp(from, end)
+    }
+
+    /// The end of the run of rows from `from`, at most `max` of them, that a re-added member
+    /// may miss (the rows [`Array::held_rows_from`] does not skip); `from` + `max` (within the
+    /// array) without a re-add map.
+    pub(crate) fn missed_rows_from(&self, from: u64, max: u64) -> u64 {
+        let end = from.saturating_add(max).min(self.data_rows);
+        let Some(bm) = self.bitmap.as_ref().filter(|_| from < end) else {
+            return end.max(from);
+        };
+        let per = bm.geo.region_rows;
+        let r = bm.next_held(from / per, (end - 1) / per + 1);
         (r * per).clamp(from, end)
     }
 

@@ -453,7 +453,13 @@ fn rebuild_pass(
             if skipped {
                 continue;
             }
-            let r1 = pace.end(r0, rows);
+            // The batch ends where the run it copies does (a region the data map shows empty,
+            // or one every re-added target holds): with bitmap chunks smaller than a batch
+            // (`create --bitmap-chunk`) it would copy those too.
+            let mut r1 = array.data_rows_from(r0, pace.end(r0, rows) - r0);
+            if readd {
+                r1 = array.missed_rows_from(r0, r1 - r0);
+            }
             let b = (r1 - r0) as usize;
             let guard = locks.batch(r0..r1, owner);
             let began = Instant::now();
@@ -1200,7 +1206,8 @@ fn replace_pass(
             r0 = end;
             continue;
         }
-        let r1 = pace.end(r0, rows);
+        // Ends where the run of rows that may hold data does (see the rebuild's loop).
+        let r1 = array.data_rows_from(r0, pace.end(r0, rows) - r0);
         let guard = locks.batch(r0..r1, owner);
         let began = Instant::now();
         if !pass.targets_alive() {
