@@ -83,6 +83,9 @@ pub struct Model {
     size: u64,
     pages: BTreeMap<u64, Box<Page>>,
     seq: u32,
+    /// Pages a write (or trim) began on since the last clean stop: where the array may have
+    /// write-intent bits set from client I/O.
+    touched: std::collections::BTreeSet<u64>,
 }
 
 /// Describes a difference for a failure report.
@@ -100,6 +103,7 @@ impl Model {
             size,
             pages: BTreeMap::new(),
             seq: 0,
+            touched: Default::default(),
         }
     }
 
@@ -118,6 +122,7 @@ impl Model {
 
     pub fn begin_write(&mut self, off: u64, len: usize) {
         for (pg, w, _, n) in pieces(off, len) {
+            self.touched.insert(pg);
             let p = self.page_mut(pg);
             p.inflight[w..w + n].iter_mut().for_each(|x| *x += 1);
             for b in w..w + n {
@@ -425,8 +430,14 @@ impl Model {
         Ok(())
     }
 
+    /// Array offsets of the 4 KiB blocks a write or trim began on since the last clean stop.
+    pub fn touched_blocks(&self) -> Vec<u64> {
+        self.touched.iter().map(|&pg| pg * P as u64).collect()
+    }
+
     /// After a clean stop: everything acknowledged is durable.
     pub fn clean_stop(&mut self) {
+        self.touched.clear();
         let s = self.seq;
         self.flush_end(s);
     }

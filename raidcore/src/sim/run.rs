@@ -109,10 +109,11 @@ pub struct Spec {
     /// (kill -9) rather than a power cut: the pending checksum entries (array/pending.rs, kept
     /// in tmpfs) survive it and the next open restores them. Drawn from a stream of its own.
     pub kills: bool,
-    /// Rows per write-intent bit (`create --bitmap-chunk`): one small array in three has
-    /// regions of 1 to 8 rows (so region boundaries, and what a power cut puts at risk per
+    /// Rows per write-intent bit (`create --bitmap-chunk`): one small array in three with
+    /// checksums, two in three without, has regions of 1 to 8 rows (so region boundaries, and what a power cut puts at risk per
     /// region, are exercised); the rest, and large arrays, have the default (64 MiB: one region
-    /// covers a small array). Drawn from a stream of its own.
+    /// covers a small array). Drawn from a stream of its own; `SIM_BITMAP_ROWS=N` (or `none`)
+    /// overrides the draw (debugging a seed: does it fail with other regions?).
     pub bitmap_rows: Option<u64>,
 }
 
@@ -165,7 +166,16 @@ impl Spec {
 
     fn with_bitmap(mut self, seed: u64) -> Spec {
         let mut r = SplitMix64(seed ^ BITMAP_STREAM);
-        self.bitmap_rows = (!self.large && r.below(3) == 0).then(|| 1 << r.below(4));
+        // Two arrays in three without checksums, where a member lost with a power cut costs
+        // the marked regions (the bound is then tight enough to catch listing too much).
+        let small = match self.checksums {
+            None => r.below(3) != 0,
+            Some(_) => r.below(3) == 0,
+        };
+        self.bitmap_rows = (!self.large && small).then(|| 1 << r.below(4));
+        if let Some(v) = std::env::var_os("SIM_BITMAP_ROWS") {
+            self.bitmap_rows = v.to_str().and_then(|v| v.parse().ok());
+        }
         self
     }
 
@@ -279,6 +289,12 @@ struct World {
     /// block's copies agree), which takes it off the member's record, but the rot was there to
     /// confuse it ([`rot_by_row`] counts it meanwhile).
     rot_at_crash: Mutex<BTreeMap<u64, u64>>,
+    /// A job that writes member rows (add, replace, rebuild, resync, scrub --repair) ran since
+    /// the last clean stop: its writes mark write-intent regions the clients never touched.
+    jobs_wrote: AtomicBool,
+    /// Rows the resyncs after restarts covered since the last clean stop (they mark their
+    /// regions again).
+    resynced: Mutex<Vec<std::ops::Range<u64>>>,
     /// Persistent rot by content: (member rotted, member offset, the rotten bytes) of every rot
     /// injected. A member in service that is that member or a copy of it ([`lineage`]) and
     /// holds those bytes there holds the rot: a replace or a role move copies what it cannot
@@ -584,6 +600,8 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         injected_rows: Mutex::new(BTreeSet::new()),
         damaged_pages: Mutex::new(BTreeSet::new()),
         rot_at_crash: Mutex::new(BTreeMap::new()),
+        jobs_wrote: AtomicBool::new(false),
+        resynced: Mutex::new(Vec::new()),
         rot_marks: Mutex::new(Vec::new()),
         exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
@@ -747,6 +765,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     .collect();
                 let bitmap_geo =
                     crate::array::bitmap::BitmapGeometry::from_superblock(&array.superblock());
+                let caused = caused_regions(&world, &array);
                 drop(array);
                 // Every member keeps its durable image and some of what was unflushed.
                 let keep = [0u64, 50, 100][rng.below(3) as usize];
@@ -794,7 +813,10 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         .map(|(o, _)| *o)
                         .collect()
                 };
-                let marked = marked_regions(&world, &bitmap_paths, bitmap_geo);
+                let mut marked = marked_regions(&world, &bitmap_paths, bitmap_geo);
+                if let Some(caused) = caused {
+                    marked.regions.retain(|r| caused.contains(r));
+                }
                 array = reopen(&world, sched)?;
                 for s in 0..array.layout().members() {
                     if !array.slot_usable(s) {
@@ -849,8 +871,42 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 world.rot_at_crash.lock().expect("rot lock").clear();
             } else if rng.below(2) == 0 {
                 world.note(sched, format!("epoch {epoch}: clean stop; restart"));
+                // Members in service that can still take the close's bitmap write (one whose
+                // drive died or fails writes is failed by it instead).
+                let paths: Vec<PathBuf> = (0..array.layout().members())
+                    .filter(|&s| array.slot_usable(s))
+                    .filter_map(|s| array.slot_path_of(s))
+                    .filter(|p| {
+                        world.store.get(p).is_some_and(|m| {
+                            let f = m.faults();
+                            !f.dead && f.write_errno.is_none()
+                        })
+                    })
+                    .collect();
+                let geo =
+                    crate::array::bitmap::BitmapGeometry::from_superblock(&array.superblock());
                 array.close().map_err(|e| format!("close: {e}"))?;
+                // A clean close clears every write-intent bit (a bit left set would make the
+                // next unclean stop resync, and without checksums list, more than it must).
+                let left = marked_regions(&world, &paths, geo);
+                if !left.regions.is_empty() {
+                    let on: Vec<String> = paths
+                        .iter()
+                        .filter(|p| {
+                            !marked_regions(&world, std::slice::from_ref(*p), geo)
+                                .regions
+                                .is_empty()
+                        })
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    return Err(format!(
+                        "after a clean close the members still hold write-intent bits of regions {:?} (on {on:?})",
+                        left.regions.iter().take(8).collect::<Vec<_>>()
+                    ));
+                }
                 world.model.lock().expect("model lock").clean_stop();
+                world.jobs_wrote.store(false, Ordering::SeqCst);
+                world.resynced.lock().expect("resynced lock").clear();
                 array = reopen(&world, sched)?;
             }
         }
@@ -987,6 +1043,11 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                             dirty.len()
                         ));
                     }
+                    world
+                        .resynced
+                        .lock()
+                        .expect("resynced lock")
+                        .extend(dirty.iter().cloned());
                     let rep = scrub::run(&a, &dirty, Mode::Resync, None, &mut |_, _| {})
                         .map_err(|e| format!("resync after restart: {e}"))?;
                     let probs: Vec<String> = rep
@@ -1014,8 +1075,13 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                         rep.unrepaired()
                     );
                 }
-                a.promote_spares()
-                    .map_err(|e| format!("promote spares: {e}"))?;
+                if !a
+                    .promote_spares()
+                    .map_err(|e| format!("promote spares: {e}"))?
+                    .is_empty()
+                {
+                    world.jobs_wrote.store(true, Ordering::SeqCst);
+                }
                 world.note(sched, format!("reassembled from {}{resynced}", p.display()));
                 return Ok(a);
             }
@@ -2001,6 +2067,37 @@ impl Marked {
     }
 }
 
+/// The regions something since the last clean stop may have marked: where a client write or
+/// trim began, and the rows a resync after a restart covered; None (any region) when a job
+/// that writes member rows ran (add, replace, rebuild, resync or repair by the scrubber). A
+/// region set on the members but outside these was set by nothing the run did (a bit a clean
+/// close or a clear should have cleared).
+fn caused_regions(w: &World, a: &Array) -> Option<BTreeSet<u64>> {
+    if w.jobs_wrote.load(Ordering::SeqCst) {
+        return None;
+    }
+    let per = a.bitmap_region_rows()?;
+    let l = a.layout();
+    let c = l.chunk();
+    let mut out: BTreeSet<u64> = BTreeSet::new();
+    for o in w.model.lock().expect("model lock").touched_blocks() {
+        let len = 4096.min(a.size() - o);
+        if matches!(l.redundancy(), Redundancy::Mirror { .. }) {
+            for k in 0..l.copies() {
+                out.insert(l.mirror_cell(o / c, k).1 / per);
+            }
+        } else {
+            for r in rows_of(l, o, len) {
+                out.insert(r / per);
+            }
+        }
+    }
+    for rows in w.resynced.lock().expect("resynced lock").iter() {
+        out.extend(rows.start / per..rows.end.div_ceil(per));
+    }
+    Some(out)
+}
+
 fn marked_regions(
     w: &World,
     paths: &[PathBuf],
@@ -2045,9 +2142,11 @@ fn marked_regions(
 ///
 /// - (without checksums) its own cell is on a slot lost with the crash and its row lies in a
 ///   region whose write-intent bit is set on the members after the cut (`marked`, read from
-///   their images, not asked of the array): without checksums nothing durable says which
-///   rows of a marked region a write was tearing (the bound is the bitmap chunk; a bit wrongly
-///   clear shows as wrong data, which the reads check).
+///   their images, not asked of the array) and that something the run did since the last
+///   clean stop may have marked ([`caused_regions`]): without checksums nothing durable says
+///   which rows of a marked region a write was tearing (the bound is the bitmap chunk; a bit
+///   wrongly clear shows as wrong data, which the reads check, and a bit a clean close leaves
+///   set fails the run at that close).
 ///
 /// `lost_mask` is conservative: every slot out of service at any moment of the epoch or at
 /// the restart, or carrying a fault, counts as lost with the crash for every row.
@@ -2218,16 +2317,16 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                             if let Some(sm) = w.store.get(&p) {
                                 sm.set_faults(Faults::default());
                             }
-                            format!(
-                                "re-add {} to slot {slot}: {:?}",
-                                p.display(),
+                            format!("re-add {} to slot {slot}: {:?}", p.display(), {
+                                w.jobs_wrote.store(true, Ordering::SeqCst);
                                 a.add(m, &p, None).err().map(|e| e.to_string())
-                            )
+                            })
                         }
                         None => String::new(),
                     }
                 } else {
                     let (p, m) = w.new_member();
+                    w.jobs_wrote.store(true, Ordering::SeqCst);
                     format!(
                         "add {} for slot {slot}: {:?}",
                         p.display(),
@@ -2238,6 +2337,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
             5 if redundant && a.slot_usable(slot) && !a.slot_has_target(slot) => {
                 let (p, m) = w.new_member();
                 let old = a.slot_path_of(slot);
+                w.jobs_wrote.store(true, Ordering::SeqCst);
                 let res = a.replace(&MemberRef::Slot(slot), m, &p, None, false);
                 // A replace copies the blocks it can neither verify nor rebuild with the old
                 // member's entries: unknown entries from damaged pages (and rot) may move to
@@ -2293,6 +2393,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
                 } else {
                     u64::MAX
                 };
+                w.jobs_wrote.store(true, Ordering::SeqCst);
                 let res = rebuild::run(a, &opts, &mut |_, _, _| {
                     batches += 1;
                     if batches >= limit {
@@ -2408,6 +2509,9 @@ fn scrubber(w: &World, a: &Array, sched: &Sched, seed: u64) {
             _ => (w.job_rows(a), Mode::Scrub { repair: false }),
         };
         let rate = [None, Some(1 << 20)][r.below(2) as usize];
+        if !matches!(mode, Mode::Scrub { repair: false }) {
+            w.jobs_wrote.store(true, Ordering::SeqCst);
+        }
         let res = scrub::run(a, &ranges, mode, rate, &mut |_, _| {});
         w.note(
             sched,
