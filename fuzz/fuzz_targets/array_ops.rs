@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
         } else {
             CsumAlgo::Xxh3
         }),
+        bitmap_chunk: None,
     };
     let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
     let size = a.size();

@@ -40,6 +40,7 @@ fn export() -> Arc<Export> {
         endurance_bytes: vec![],
         history_interval: 86_400,
         checksums: None,
+        bitmap_chunk: None,
     };
     let array = Array::create_on(members, &spec, &mut |_, _| {}).expect("create");
     Arc::new(Export {

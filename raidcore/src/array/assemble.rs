@@ -1027,8 +1027,12 @@ impl Array {
                 // RAID6: columns where P and Q disagree because a surviving block rotted, not
                 // because a write was cut (every entry settled, one failing, recovered from
                 // P and Q to match it).
+                let unkept = cols
+                    .iter()
+                    .flat_map(|c| c.clone())
+                    .any(|k| !kept.as_ref().is_some_and(|v| v[k as usize]));
                 let rot_only = settled
-                    .filter(|_| self.layout.parity_count() == 2)
+                    .filter(|_| self.layout.parity_count() == 2 && unkept)
                     .map(|e| self.columns_intact_but_for_rot(slot, row, e));
                 for c in cols {
                     for k in c {

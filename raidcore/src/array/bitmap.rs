@@ -832,7 +832,8 @@ impl Array {
             // completed before the flush and before the superblock update that precedes this,
             // even one whose clock reading equals theirs (the simulator's virtual clock can give
             // them one instant: such bits stayed set through the close).
-            let durable = inflight == 0 && (all || last.is_none_or(|t| t < flush_start));
+            let durable =
+                inflight == 0 && last.is_none_or(|t| t < flush_start || (all && t == flush_start));
             let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
             let recorded = persisted.is_some_and(|p| last.is_none_or(|t| t < p || (all && t == p)));
             let (byte, bit) = (r / 8, 1u8 << (r % 8));

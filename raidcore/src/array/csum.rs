@@ -1816,12 +1816,14 @@ impl Array {
     }
 
     /// RAID6, `slot` holding data in `row` and the only slot missing there: the 4 KiB columns
-    /// whose surviving blocks all have known entries a returned flush made durable (no write
-    /// was cutting the column: it would have rewritten P and Q, whose entries would not be
-    /// settled), exactly one of them failing its entry (rot), and where recovering that block
-    /// and the missing one from the rest (P and Q) gives the rotten block's entry back. The
-    /// missing block is then what those verified blocks say: nothing was lost. (A disagreement
-    /// of P and Q in such a column is the rot, not a torn write: simulator seed 28003559.)
+    /// whose surviving blocks all have known entries a returned flush made durable, exactly one
+    /// of them failing its entry, and where recovering that block and the missing one from the
+    /// rest (P and Q) gives the failing block's entry back. The failing block is rot, or the one
+    /// cell a cut write reached whose log record the cut lost (its entry still the settled old
+    /// one); either way the recovered column is the one the settled entries describe, the state
+    /// before any unflushed write, and the missing block is what those verified blocks say. Two
+    /// or more cells a cut write reached fail two or more entries, and the column is listed.
+    /// (A disagreement of P and Q from rot alone: simulator seed 28003559.)
     pub(crate) fn columns_intact_but_for_rot(
         &self,
         slot: usize,

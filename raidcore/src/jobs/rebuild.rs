@@ -460,6 +460,11 @@ fn rebuild_pass(
             if readd {
                 r1 = array.missed_rows_from(r0, r1 - r0);
             }
+            if r1 == r0 {
+                // The run ended since the skip looked (a trim emptied the region, a clear
+                // cleared its bits): the next turn skips it.
+                continue;
+            }
             let b = (r1 - r0) as usize;
             let guard = locks.batch(r0..r1, owner);
             let began = Instant::now();
@@ -1208,6 +1213,9 @@ fn replace_pass(
         }
         // Ends where the run of rows that may hold data does (see the rebuild's loop).
         let r1 = array.data_rows_from(r0, pace.end(r0, rows) - r0);
+        if r1 == r0 {
+            continue; // emptied since the skip looked: the next turn skips it
+        }
         let guard = locks.batch(r0..r1, owner);
         let began = Instant::now();
         if !pass.targets_alive() {

@@ -292,9 +292,6 @@ struct World {
     /// A job that writes member rows (add, replace, rebuild, resync, scrub --repair) ran since
     /// the last clean stop: its writes mark write-intent regions the clients never touched.
     jobs_wrote: AtomicBool,
-    /// Rows the resyncs after restarts covered since the last clean stop (they mark their
-    /// regions again).
-    resynced: Mutex<Vec<std::ops::Range<u64>>>,
     /// Persistent rot by content: (member rotted, member offset, the rotten bytes) of every rot
     /// injected. A member in service that is that member or a copy of it ([`lineage`]) and
     /// holds those bytes there holds the rot: a replace or a role move copies what it cannot
@@ -601,7 +598,6 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         damaged_pages: Mutex::new(BTreeSet::new()),
         rot_at_crash: Mutex::new(BTreeMap::new()),
         jobs_wrote: AtomicBool::new(false),
-        resynced: Mutex::new(Vec::new()),
         rot_marks: Mutex::new(Vec::new()),
         exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
@@ -906,7 +902,6 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 }
                 world.model.lock().expect("model lock").clean_stop();
                 world.jobs_wrote.store(false, Ordering::SeqCst);
-                world.resynced.lock().expect("resynced lock").clear();
                 array = reopen(&world, sched)?;
             }
         }
@@ -1043,11 +1038,6 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                             dirty.len()
                         ));
                     }
-                    world
-                        .resynced
-                        .lock()
-                        .expect("resynced lock")
-                        .extend(dirty.iter().cloned());
                     let rep = scrub::run(&a, &dirty, Mode::Resync, None, &mut |_, _| {})
                         .map_err(|e| format!("resync after restart: {e}"))?;
                     let probs: Vec<String> = rep
@@ -2068,10 +2058,11 @@ impl Marked {
 }
 
 /// The regions something since the last clean stop may have marked: where a client write or
-/// trim began, and the rows a resync after a restart covered; None (any region) when a job
-/// that writes member rows ran (add, replace, rebuild, resync or repair by the scrubber). A
-/// region set on the members but outside these was set by nothing the run did (a bit a clean
-/// close or a clear should have cleared).
+/// trim began (a clean close leaves no bit set, checked at every clean stop; the model's record
+/// of writes is not the engine's bitmap); None (any region) when a job that writes member rows
+/// ran (add, replace, rebuild, resync or repair by the scrubber: conservative, as their writes
+/// do not mark regions today, and a joining member's image may carry old bits). A region set on
+/// the members but outside these was set by nothing the run did.
 fn caused_regions(w: &World, a: &Array) -> Option<BTreeSet<u64>> {
     if w.jobs_wrote.load(Ordering::SeqCst) {
         return None;
@@ -2091,9 +2082,6 @@ fn caused_regions(w: &World, a: &Array) -> Option<BTreeSet<u64>> {
                 out.insert(r / per);
             }
         }
-    }
-    for rows in w.resynced.lock().expect("resynced lock").iter() {
-        out.extend(rows.start / per..rows.end.div_ceil(per));
     }
     Some(out)
 }
