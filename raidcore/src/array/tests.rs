@@ -3260,12 +3260,7 @@ fn old_or_error_after_losing(
     old: &[u8],
     what: &str,
 ) {
-    let opts = AssembleOptions {
-        writable: true,
-        ..Default::default()
-    };
-    let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
-    let c = Array::open_from(store, std::path::Path::new(open_at), &opts).unwrap();
+    let c = reopen_without(store, lost);
     let mut got = vec![0u8; 4096];
     if c.read(&mut got, at).is_ok() {
         assert!(
@@ -3274,6 +3269,27 @@ fn old_or_error_after_losing(
             c.bad_blocks()
         );
     }
+}
+
+/// The next writable open of the array in `store` (`/d/m0..`) after slot `lost`'s member died.
+fn reopen_without(store: &crate::sim::member::Store, lost: usize) -> Array {
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
+    Array::open_from(store, std::path::Path::new(open_at), &opts).unwrap()
+}
+
+/// A RAID6 of `n` killable members holding a pattern (salted with `salt`) over its first 16
+/// rows, flushed: the store, the array, the bytes per row, the pattern.
+fn flushed_raid6(n: usize, salt: u8) -> (crate::sim::member::Store, Array, u64, Vec<u8>) {
+    let (store, a, _backing) = killable(Level::Raid6, n);
+    let rb = (n as u64 - 2) * 4096;
+    let data: Vec<u8> = (0..16 * rb).map(|i| (i % 251) as u8 ^ salt).collect();
+    a.write(&data, 0).unwrap();
+    a.flush().unwrap();
+    (store, a, rb, data)
 }
 
 /// The power goes and the member of slot `lost` dies with it: every other member of `store`
@@ -3646,22 +3662,13 @@ fn marks_waiting_for_a_bitmap_write_share_the_next_one() {
 #[test]
 fn a_raid6_member_lost_with_a_power_cut_is_not_listed_where_only_rot_makes_p_and_q_disagree() {
     let n = 6;
-    let (store, a, _backing) = killable(Level::Raid6, n);
-    let rb = (n as u64 - 2) * 4096;
-    let data: Vec<u8> = (0..16 * rb).map(|i| (i % 251) as u8 ^ 0x5a).collect();
-    a.write(&data, 0).unwrap();
-    a.flush().unwrap();
+    let (store, a, rb, data) = flushed_raid6(n, 0x5a);
     let row = 3u64;
     let (lost, rotten) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
     flip(&a, rotten, a.cell_offset(row, 0));
     power_cut_losing(&store, n, lost, 5, 100);
     drop(a);
-    let opts = AssembleOptions {
-        writable: true,
-        ..Default::default()
-    };
-    let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
-    let b = Array::open_from(&store, std::path::Path::new(open_at), &opts).unwrap();
+    let b = reopen_without(&store, lost);
     assert!(!b.slot_usable(lost));
     assert_eq!(
         b.bad_block_counts()[lost],
@@ -3682,11 +3689,7 @@ fn a_raid6_member_lost_with_a_power_cut_is_not_listed_where_only_rot_makes_p_and
 #[test]
 fn a_raid6_member_lost_with_a_power_cut_is_listed_where_a_cut_write_makes_p_and_q_disagree() {
     let n = 5;
-    let (store, a, _backing) = killable(Level::Raid6, n);
-    let rb = (n as u64 - 2) * 4096;
-    let data: Vec<u8> = (0..16 * rb).map(|i| (i % 253) as u8 ^ 0x3c).collect();
-    a.write(&data, 0).unwrap();
-    a.flush().unwrap();
+    let (store, a, rb, data) = flushed_raid6(n, 0x3c);
     let row = 5u64;
     let lost = a.layout().data_slot(row, 0);
     let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
