@@ -475,27 +475,17 @@ impl Bitmap {
         (zeroed, kept)
     }
 
-    /// The first region from `r` (below `limit`) that a re-added member may miss (its re-add
-    /// bit or its write-intent bit set), or `limit`. Every region without a re-add map.
-    fn next_missed(&self, r: u64, limit: u64) -> u64 {
+    /// The first region from `r` (below `limit`) that a re-added member may miss (`missed`:
+    /// its re-add bit or its write-intent bit set) or that it holds (not `missed`), or
+    /// `limit`. Without a re-add map every region may be missed.
+    fn next_readd(&self, r: u64, limit: u64, missed: bool) -> u64 {
         let limit = limit.min(self.activity.len() as u64);
         if !self.geo.readd_map {
-            return r.min(limit);
-        }
-        let st = self.state.lock().expect("bitmap lock");
-        (r..limit).find(|&r| self.may_miss(&st, r)).unwrap_or(limit)
-    }
-
-    /// The first region from `r` (below `limit`) that a re-added member holds (neither a
-    /// re-add bit nor a write-intent bit set), or `limit`. Without a re-add map: `limit`.
-    fn next_held(&self, r: u64, limit: u64) -> u64 {
-        let limit = limit.min(self.activity.len() as u64);
-        if !self.geo.readd_map {
-            return limit;
+            return if missed { r.min(limit) } else { limit };
         }
         let st = self.state.lock().expect("bitmap lock");
         (r..limit)
-            .find(|&r| !self.may_miss(&st, r))
+            .find(|&r| self.may_miss(&st, r) == missed)
             .unwrap_or(limit)
     }
 
@@ -959,15 +949,30 @@ impl Array {
     }
 
     fn rows_run(&self, from: u64, max: u64, holding: bool) -> u64 {
+        self.region_run(from, max, holding, |bm, r, limit| {
+            bm.next_region(r, limit, !holding)
+        })
+    }
+
+    /// The end of a run of rows from `from`, at most `max` of them: where `next` (the first
+    /// region from a region, below a limit, that ends the run) says, clamped to the rows
+    /// asked for; without a bitmap the run is all of them (`whole`) or none.
+    fn region_run(
+        &self,
+        from: u64,
+        max: u64,
+        whole: bool,
+        next: impl Fn(&Bitmap, u64, u64) -> u64,
+    ) -> u64 {
         let end = from.saturating_add(max).min(self.data_rows);
         if from >= end {
             return from;
         }
         let Some(bm) = &self.bitmap else {
-            return if holding { end } else { from };
+            return if whole { end } else { from };
         };
         let per = bm.geo.region_rows;
-        let r = bm.next_region(from / per, (end - 1) / per + 1, !holding);
+        let r = next(bm, from / per, (end - 1) / per + 1);
         (r * per).clamp(from, end)
     }
 
@@ -977,26 +982,18 @@ impl Array {
     /// without a re-add map). A caller that skips them holds their row locks, so no write
     /// lands there meanwhile (a write marks its regions before it takes its row locks).
     pub(crate) fn held_rows_from(&self, from: u64, max: u64) -> u64 {
-        let end = from.saturating_add(max).min(self.data_rows);
-        let Some(bm) = self.bitmap.as_ref().filter(|_| from < end) else {
-            return from;
-        };
-        let per = bm.geo.region_rows;
-        let r = bm.next_missed(from / per, (end - 1) / per + 1);
-        (r * per).clamp(from, end)
+        self.region_run(from, max, false, |bm, r, limit| {
+            bm.next_readd(r, limit, true)
+        })
     }
 
     /// The end of the run of rows from `from`, at most `max` of them, that a re-added member
     /// may miss (the rows [`Array::held_rows_from`] does not skip); `from` + `max` (within the
     /// array) without a re-add map.
     pub(crate) fn missed_rows_from(&self, from: u64, max: u64) -> u64 {
-        let end = from.saturating_add(max).min(self.data_rows);
-        let Some(bm) = self.bitmap.as_ref().filter(|_| from < end) else {
-            return end.max(from);
-        };
-        let per = bm.geo.region_rows;
-        let r = bm.next_held(from / per, (end - 1) / per + 1);
-        (r * per).clamp(from, end)
+        self.region_run(from, max, true, |bm, r, limit| {
+            bm.next_readd(r, limit, false)
+        })
     }
 
     /// Bytes of the array's capacity in regions that hold data, and the capacity, when the

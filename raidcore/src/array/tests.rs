@@ -508,6 +508,18 @@ fn mem(len: u64, name: &str) -> Arc<dyn Member> {
     Arc::new(MemMember::named(len, name))
 }
 
+/// Scrub (with `repair` or without) of every row of `a`.
+fn scrub_whole(a: &Array, repair: bool) -> scrub::ScrubReport {
+    scrub::run(
+        a,
+        &[0..a.rows()],
+        Mode::Scrub { repair },
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
 fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
     let opts = RebuildOptions {
         batch_bytes: 64 << 10,
@@ -1306,14 +1318,7 @@ fn raid0_corruption_is_an_error_never_silent_data() {
         "{e}"
     );
     a.read(&mut b, 4096).unwrap();
-    let rep = scrub::run(
-        &a,
-        &[0..a.rows()],
-        Mode::Scrub { repair: true },
-        None,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let rep = scrub_whole(&a, true);
     assert_eq!(rep.unrepaired(), 1);
     assert!(rep.problems[0].note.contains("RAID0"));
 }
@@ -3782,13 +3787,6 @@ fn a_rebuild_with_a_small_bitmap_chunk_copies_only_the_regions_that_hold_data() 
         let want = if changed.contains(&r) { 0xee } else { r as u8 };
         assert!(got.iter().all(|&b| b == want), "row {r}");
     }
-    let rep = scrub::run(
-        &a,
-        &[0..a.rows()],
-        Mode::Scrub { repair: false },
-        None,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let rep = scrub_whole(&a, false);
     assert!(rep.problems.is_empty(), "{:?}", rep.problems);
 }
