@@ -1059,6 +1059,7 @@ fn a_replace_never_copies_a_listed_block_as_zeros() {
 /// poisoning its target where the one copy left had an unknown entry (tried 2026-12-06, then
 /// dropped), the cut kept the target's recorded entries for its zeros but not their
 /// poisoning, and the resync copied the zeros over the good copy: wrong data with no error.
+/// The poisoning is back since the lost entry is recorded with the target's write itself.
 #[test]
 fn a_mirror_rebuild_leaves_nothing_a_power_cut_can_turn_into_vouched_zeros() {
     pass_full(15001394);
@@ -1286,30 +1287,26 @@ fn a_clean_close_clears_every_write_intent_bit() {
     }
 }
 
-/// Found by the 30-minute soak of 2026-12-07 (`sim --from 29000000 --seconds 1800`), not yet
-/// fixed; fails on the build before that day's changes too (6c1819b). RAID6 N=4, stripe cache,
-/// checksum table damage: the power goes while a held partial-row write of row 21 is destaged
-/// (its data block reached slot 1; P on slot 2 and Q on slot 3, failed at the cut, did not);
-/// the restart is a process crash with the pending entries kept. The resync of rows 20..22 and
-/// the final scrub --repair report 0 problems, yet P was never rewritten in that column (member
-/// write trace, `SIM_DEBUG_OFFSET=3494029`), and a read with slot 0 failed too rebuilds slot
-/// 0's block from P and the new data: 0x05 where 0x00 is durable, wrong data without an error.
-/// To find: why the resync and scrub accept a row whose P disagrees with data that verifies.
+/// Simulator seed 29006602 (failed on every build since the stripe cache, 6c1819b): RAID6 N=4,
+/// stripe cache, checksum table damage. The power went while a partial-row write of row 21
+/// was destaged: its data block reached slot 1 with its entry, P on slot 2 did not, and slot 3
+/// (Q) failed at the cut. The resync kept P, which matched its own old entry, and recomputed
+/// only the missing Q (nothing written), so a read with slot 0 failed too rebuilt slot 0's
+/// block from the stale P: 0x05 where 0x00 is durable, with no error. With a parity missing
+/// the data now decides (`a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_stale`).
 #[test]
-#[ignore = "wrong data after a torn stripe-cache destage on a degraded RAID6: not yet fixed"]
 fn a_degraded_raid6_read_never_rebuilds_from_parity_a_torn_destage_left_stale() {
     pass_full(29006602);
 }
 
-/// Found by a 5-minute soak at the end of 2026-12-07 (`sim --from 30000000 --seconds 300`: 1 of
-/// 3,308 failed), not yet diagnosed. RAID1 N=2 with bitmap regions of 2 rows, stripe cache,
-/// damaged checksum table pages and rot: the final read returns 0x5a where 0x00 is durable
-/// (array byte 99920). It passes with the default regions and with regions of 1 row
-/// (`SIM_BITMAP_ROWS=none|1`), and fails with 2 or 4; it fails on the build before that day's
-/// last refactor too. Small regions are new (`create --bitmap-chunk`): they change which
-/// regions a resync covers and what the data and re-add maps skip.
+/// Found by a 5-minute soak on 2026-12-07 (`sim --from 30000000 --seconds 300`: 1 of 3,308
+/// failed). RAID1 N=2, 2-row bitmap regions, damaged checksum table pages and rot: a re-add's
+/// rebuild, resumed after a power cut, copied the survivor's rotten block whose table page was
+/// damaged (its entry unknown) onto the returning member with its entry unknown; the two
+/// copies then agreed and read as confirmed by each other: 0x5a where 0x00 is durable, with
+/// no error. (It needed small regions only to put that row in the re-add map.) The rebuild now
+/// poisons its target where one unchecked copy is all there is.
 #[test]
-#[ignore = "wrong data with small bitmap regions on RAID1 with rot and table damage: not yet diagnosed"]
-fn a_mirror_with_small_bitmap_regions_never_reads_rot_or_stale_data() {
+fn a_mirror_rebuild_never_copies_a_lone_unchecked_block_into_a_confirming_second_copy() {
     pass_full(30000869);
 }

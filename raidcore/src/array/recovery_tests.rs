@@ -273,28 +273,31 @@ fn a_read_of_an_unreadable_sector_counts_it_once() {
 /// A mirror rebuild whose only source copy has unknown entries (a damaged table page) copied
 /// it with fresh entries: the new copy then vouched for bytes nothing had checked, and reads
 /// rewrote the source from it, so a corruption there would have been blessed on both copies.
-/// The rebuilt blocks get unknown entries too. (Poisoning them instead, tried 2026-12-06,
-/// lost data at a power cut between the target's recorded entries and their poisoning:
-/// simulator seed 15001394.)
+/// Copied with unknown entries instead, the two copies then agreed and read as confirmed by
+/// each other, rot included (simulator seed 30000869). The rebuilt block is poisoned: a read
+/// of it fails, as a read of the lone unchecked copy did before the rebuild.
 #[test]
 fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     let (a, _faults, _) = filled(Level::Raid1, 2, 65536, 7);
     a.fail(&MemberRef::Slot(1)).unwrap();
     let row = 2;
     unknown_entry(&a, 0, a.cell_offset(row, 4096));
+    let mut b = vec![0u8; 4096];
+    let before = a.read(&mut b, row * 65536 + 4096).unwrap_err();
+    assert_eq!(before.kind(), ErrorKind::Checksum, "{before}");
     let m = a.take_failed(&PathBuf::from("m1")).unwrap();
     a.add(m, &PathBuf::from("m1"), None).unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     let d = a.slots[1].usable().expect("rebuilt");
-    let mut b = vec![0u8; 4096];
     d.member.read_at(&mut b, a.cell_offset(row, 4096)).unwrap();
     let (bad, unknown) = a.csum_blocks(&d, row, a.cell_offset(row, 4096), &b);
-    assert!(bad.is_empty());
     assert_eq!(
-        unknown,
-        vec![0],
-        "the rebuilt block vouches for bytes nothing checked"
+        (bad, unknown),
+        (vec![0], vec![]),
+        "the rebuilt block vouches for bytes nothing checked, or agrees with them"
     );
+    let e = a.read(&mut b, row * 65536 + 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Checksum, "{e}");
     // Its neighbours came from checked blocks and vouch for themselves.
     d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
     assert_eq!(
@@ -487,6 +490,38 @@ fn a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one() {
         a.read(&mut buf, o).unwrap();
         assert!(buf[..] == model[o as usize..o as usize + 4096]);
     }
+}
+
+/// Simulator seed 29006602: RAID6 with the member holding a row's Q gone; a write the crash
+/// cut after its data block (and its entry) landed left P stale. The resync kept P, which
+/// matched its own (old) entry, and "recomputed" only the missing Q: nothing was written.
+/// With a data member gone too, a read rebuilt that member's block from the stale P and the
+/// new data: wrong data with no error. With a parity missing, the data decides.
+#[test]
+fn a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_stale() {
+    let chunk = 4096u64;
+    let (a, _faults, mut model) = filled(Level::Raid6, 4, chunk, 31);
+    let row = 6u64;
+    let d = a.layout().data_per_row() as u64;
+    a.fail_member(a.layout().q_slot(row), "test").unwrap();
+    // The cut write: data block 1's new bytes and entry, P untouched.
+    let at = ((row * d + 1) * chunk) as usize;
+    let new = vec![0x5au8; 4096];
+    a.repair_write(
+        a.layout().data_slot(row, 1),
+        a.judged_good(&new),
+        row,
+        0,
+        WriteKind::Data,
+    )
+    .unwrap();
+    model[at..at + 4096].copy_from_slice(&new);
+    let rep = resync(&a, row..row + 1);
+    assert_eq!(rep.problems.len(), 1, "P rewritten: {:?}", rep.problems);
+    a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
+    row_right_or_error(&a, &model, row, 0..d, None, " with a data member gone too");
+    let mut buf = vec![0u8; 4096];
+    a.read(&mut buf, row * d * chunk).unwrap();
 }
 
 /// Simulator seed 1322 (issue 31, the 1175 class): a RAID6 row with two members missing has no

@@ -1079,17 +1079,24 @@ fn mirror_blocks(
                 }
                 Some(copy)
             }
-            // A lone unchecked copy is copied with its entry unknown on the target (nothing
-            // vouches for it; reads of the block then need a second copy to agree). Poisoning
-            // the target there instead (tried 2026-12-06) lost data at a power cut between
-            // the target's recorded entries and their poisoning: simulator seed 15001394.
-            CopyChoice::Unverified { copy } | CopyChoice::Unconfirmed { copy } => {
+            // Unchecked copies that agree (two or more: independent redundancy) are copied
+            // with the target's entry unknown.
+            CopyChoice::Unverified { copy } => {
                 damage.unverified.push((ti, at + b * BLK));
                 Some(copy)
             }
-            CopyChoice::Disagree { .. } | CopyChoice::Corrupt { .. } | CopyChoice::Unavailable => {
-                None
-            }
+            // A lone unchecked copy is no majority: copied, the target would agree with it and
+            // the two would read as confirmed by each other, rot included (simulator seed
+            // 30000869: a re-add resumed after a power cut copied a rotten block whose table
+            // page was damaged, and it read back with no error). The target is poisoned, so
+            // the block reads as an error until it is written, as it did before the rebuild.
+            // (Poisoning was tried before and dropped on seed 15001394, when the target's
+            // entries were recorded after its write and a cut could keep one without the
+            // other; the lost entry is now recorded with the write itself.)
+            CopyChoice::Unconfirmed { .. }
+            | CopyChoice::Disagree { .. }
+            | CopyChoice::Corrupt { .. }
+            | CopyChoice::Unavailable => None,
         };
         match from {
             Some(o) => out[blk.clone()].copy_from_slice(&bytes[o][blk]),

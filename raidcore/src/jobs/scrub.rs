@@ -1660,29 +1660,38 @@ fn resync_degraded_block(
             "fails its checksum after an unclean stop with a member missing; restored from both parities, matching its checksum",
         );
     }
-    // The parity to keep: one matching its entry (P first); with a parity missing, the one
-    // left (the data, all present, decides then). With a data block missing and no parity
-    // verifying itself, rot in either parity cannot be told from the other gone stale
-    // (simulator seed 7001917: P rotten, Q recomputed from it, the missing block read back
-    // as the rot): left as it is below.
-    let keep = [d, d + 1]
-        .into_iter()
-        .find(|&p| p != m && states[p] == Cell::Good)
-        .or((m >= d).then_some(if m == d { d + 1 } else { d }));
-    if let Some(keep) =
-        keep.filter(|_| verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good))
-    {
-        // The data verifies: a parity is stale. Rebuild the missing block from the parity
-        // kept, and recompute the other.
-        let redo = if keep == d { d + 1 } else { d };
-        let fixed = rebuild(&[m, redo])?;
-        return apply(
-            rep,
-            &fixed,
-            &[],
-            Verified::parity,
-            "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
-        );
+    // The data verifies: a parity is stale.
+    if verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good) {
+        // With a parity missing, the data decides: the parity left is recomputed from it. (It
+        // used to be kept, when it matched its own entry, and only the missing parity was
+        // "recomputed": nothing was written, and a write the crash cut after its data block
+        // left P stale beside it; a later read with a data member gone rebuilt that block
+        // from the stale P: simulator seed 29006602.)
+        if m >= d {
+            return apply(
+                rep,
+                &by_p,
+                &[],
+                Verified::parity,
+                "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
+            );
+        }
+        // With a data block missing: the parity to keep is one matching its entry (P first);
+        // the missing block is rebuilt from it and the other parity recomputed. With no
+        // parity verifying itself, rot in either cannot be told from the other gone stale
+        // (simulator seed 7001917: P rotten, Q recomputed from it, the missing block read back
+        // as the rot): left as it is below.
+        if let Some(keep) = [d, d + 1].into_iter().find(|&p| states[p] == Cell::Good) {
+            let redo = if keep == d { d + 1 } else { d };
+            let fixed = rebuild(&[m, redo])?;
+            return apply(
+                rep,
+                &fixed,
+                &[],
+                Verified::parity,
+                "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
+            );
+        }
     }
     // No block fails its entry: only blocks whose entries are unknown (damaged table pages)
     // can be wrong. One such block is rebuilt, with the missing one, from the others, which
