@@ -38,6 +38,16 @@ fn resync(a: &Array, rows: std::ops::Range<u64>) -> crate::jobs::scrub::ScrubRep
     scrub::run(a, &[rows], Mode::Resync, None, &mut |_, _| {}).unwrap()
 }
 
+/// A scrub (with `repair`, scrub --repair) over member rows `rows`.
+fn scrub_rows(
+    a: &Array,
+    rows: std::ops::Range<u64>,
+    repair: bool,
+) -> crate::jobs::scrub::ScrubReport {
+    use crate::jobs::scrub::{self, Mode};
+    scrub::run(a, &[rows], Mode::Scrub { repair }, None, &mut |_, _| {}).unwrap()
+}
+
 fn unknown_entry(a: &Array, slot: usize, member_off: u64) {
     let d = a.slots[slot].usable().unwrap();
     let s = a.csum_of(&d).unwrap();
@@ -522,6 +532,46 @@ fn a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_
     row_right_or_error(&a, &model, row, 0..d, None, " with a data member gone too");
     let mut buf = vec![0u8; 4096];
     a.read(&mut buf, row * d * chunk).unwrap();
+}
+
+/// The same stale P found by a scrub instead: a scrub skipped every row with a member missing,
+/// though RAID6 with one missing keeps one parity equation, and reported 0 problems. Now the
+/// check reports it, the repair recomputes P from the data that verifies, and a second
+/// member's loss then rebuilds right.
+#[test]
+fn a_scrub_of_a_degraded_raid6_checks_the_parity_left() {
+    let chunk = 4096u64;
+    let (a, _faults, mut model) = filled(Level::Raid6, 4, chunk, 37);
+    let row = 5u64;
+    let d = a.layout().data_per_row() as u64;
+    a.fail_member(a.layout().q_slot(row), "test").unwrap();
+    let at = ((row * d + 1) * chunk) as usize;
+    let new = vec![0xa7u8; 4096];
+    a.repair_write(
+        a.layout().data_slot(row, 1),
+        a.judged_good(&new),
+        row,
+        0,
+        WriteKind::Data,
+    )
+    .unwrap();
+    model[at..at + 4096].copy_from_slice(&new);
+    let check = scrub_rows(&a, row..row + 1, false);
+    assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
+    assert_eq!(check.problems[0].slot, a.layout().p_slot(row));
+    assert!(!check.problems[0].repaired);
+    let fix = scrub_rows(&a, row..row + 1, true);
+    assert!(
+        fix.problems.len() == 1 && fix.problems[0].repaired,
+        "{:?}",
+        fix.problems
+    );
+    let again = scrub_rows(&a, row..row + 1, false);
+    assert!(again.problems.is_empty(), "{:?}", again.problems);
+    a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
+    let mut buf = vec![0u8; 4096];
+    a.read(&mut buf, row * d * chunk).unwrap();
+    assert!(buf[..] == model[(row * d * chunk) as usize..][..4096]);
 }
 
 /// Simulator seed 1322 (issue 31, the 1175 class): a RAID6 row with two members missing has no

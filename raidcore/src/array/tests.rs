@@ -3230,8 +3230,30 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
 /// parity before the process died; reopened writable with the pending entries restored
 /// (exactly one: the landed block's), and no resync run yet.
 fn reopened_with_stale_parity(n: usize) -> (crate::sim::member::Store, Array, Vec<u8>, u64, u64) {
+    let (store, backing, old, row, rb) = killed_with_stale_parity(n);
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+    let uuid = b.superblock().array_uuid;
+    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
+    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
+    (store, b, old, row, rb)
+}
+
+/// As [`reopened_with_stale_parity`], not reopened: the members, the pending store the killed
+/// process left, `old`, the row and the row's bytes.
+fn killed_with_stale_parity(
+    n: usize,
+) -> (
+    crate::sim::member::Store,
+    pending::Backing,
+    Vec<u8>,
+    u64,
+    u64,
+) {
     let (store, a, backing) = killable(Level::Raid5, n);
-    let uuid = a.superblock().array_uuid;
     let rb = (n as u64 - 1) * 4096;
     let old: Vec<u8> = (0..16 * rb)
         .map(|i| ((i / 4096) as u8 ^ 0x3c).wrapping_add(i as u8 / 17))
@@ -3246,14 +3268,45 @@ fn reopened_with_stale_parity(n: usize) -> (crate::sim::member::Store, Array, Ve
     a.write(&[0xeeu8; 4096], row * rb).unwrap();
     p.member.write_at(&oldp, a.cell_offset(row, 0)).unwrap();
     drop(a);
+    (store, backing, old, row, rb)
+}
+
+/// An outside attack: after a process crash, a read-only open (`raidctl read`) read a block a
+/// killed write had completed (its data landed, its parity did not) as the old data rebuilt
+/// from parity, and reads after the next writable open returned the new data. A read-only
+/// open now restores the noted entries in memory, as that open will: both read the new data,
+/// and the store is left for the writable open.
+#[test]
+fn a_read_only_open_after_a_kill_reads_what_the_next_writable_open_will() {
+    let (store, backing, _old, row, rb) = killed_with_stale_parity(4);
+    let ro = Array::open_from(
+        &store,
+        std::path::Path::new("/d/m0"),
+        &AssembleOptions::default(),
+    )
+    .unwrap();
+    assert!(!ro.superblock().clean);
+    let uuid = ro.superblock().array_uuid;
+    let found = pending::PendingStore::peek(&backing, &uuid, [1; 16]).unwrap();
+    assert_eq!(ro.restore_candidates(&found).restored, 1);
+    let mut buf = vec![0u8; 4096];
+    ro.read(&mut buf, row * rb).unwrap();
+    assert_eq!(buf, vec![0xee; 4096], "read-only, before any writable open");
+    drop(ro);
     let opts = AssembleOptions {
         writable: true,
         ..Default::default()
     };
     let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
     let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
-    (store, b, old, row, rb)
+    assert_eq!(
+        b.adopt_pending(found, ps).unwrap().restored,
+        1,
+        "the store was left as it was"
+    );
+    scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+    b.read(&mut buf, row * rb).unwrap();
+    assert_eq!(buf, vec![0xee; 4096], "after the writable open's resync");
 }
 
 /// After a power cut that took the member of slot `lost`: opens the array from another member
