@@ -320,8 +320,8 @@ pub enum CopyChoice {
     /// Copy `copy` vouches for itself: use it, and rewrite `rewrite` from it (the copies a
     /// member holds that failed their checksums, could not be read, or are unchecked).
     Use { copy: usize, rewrite: Vec<usize> },
-    /// No copy vouches for itself and none read fails its checksum, but the unchecked copies
-    /// agree: `copy` is the best there is, as on an array without checksums.
+    /// No copy vouches for itself, but the unchecked copies agree (or a strict majority of two
+    /// or more of them does): `copy` is the best there is, as on an array without checksums.
     Unverified { copy: usize },
     /// A chunk the layout keeps two or more copies of has one unchecked copy left and no
     /// other that vouches for itself: nothing can tell its rot from its data (no redundancy
@@ -338,7 +338,8 @@ pub enum CopyChoice {
 }
 
 /// Chooses among the copies of a mirror chunk: the first that vouches for itself; else the
-/// unchecked ones when they agree (`same(i, j)`: copies i and j hold the same bytes) and,
+/// unchecked ones when they agree (`same(i, j)`: copies i and j hold the same bytes), or a
+/// strict majority of two or more of them when they do not, and,
 /// where the layout keeps two or more copies (`redundant`), when there are two of them to
 /// agree; a copy failing its checksum is never used. (`cells` may leave out copies known to
 /// be gone, as a rebuild leaves out its targets and failed members.)
@@ -359,8 +360,21 @@ pub fn choose_copy(
         .filter(|&i| cells[i] == Cell::Unchecked)
         .collect();
     if let Some(&first) = unchecked.first() {
+        // Unchecked copies that differ: a strict majority of two or more of them decides, as
+        // in the scrub (copies fail independently, and two rotten alike are no likelier than
+        // a forged checksum). Before, a three-copy layout with one copy read rotten failed
+        // reads and writes there while the two others agreed (simulator seed 31003164).
+        let majority = || {
+            unchecked.iter().copied().find(|&i| {
+                let n = unchecked.iter().filter(|&&j| same(i, j)).count();
+                n >= 2 && n * 2 > unchecked.len()
+            })
+        };
         return if !unchecked.iter().all(|&i| same(first, i)) {
-            CopyChoice::Disagree { copies: unchecked }
+            match majority() {
+                Some(copy) => CopyChoice::Unverified { copy },
+                None => CopyChoice::Disagree { copies: unchecked },
+            }
         } else if redundant && unchecked.len() == 1 {
             CopyChoice::Unconfirmed { copy: first }
         } else {
@@ -787,6 +801,34 @@ mod tests {
             prop_assert_eq!(rec.method, Method::Reconstruct);
             prop_assert_eq!(rec.span, plan.span);
         }
+    }
+
+    /// Simulator seed 31003164 (RAID10, three copies, every table page damaged, one copy read
+    /// rotten): the two copies that agreed were outvoted by nothing, and reads and writes of
+    /// the block failed. A strict majority of two or more unchecked copies decides; a tie
+    /// does not.
+    #[test]
+    fn a_strict_majority_of_unchecked_copies_decides() {
+        let u = [Cell::Unchecked; 3];
+        let bytes = [7, 9, 7];
+        let same = |i: usize, j: usize| bytes[i] == bytes[j];
+        assert_eq!(
+            choose_copy(&u, true, same),
+            CopyChoice::Unverified { copy: 0 }
+        );
+        let bytes = [9, 7, 7];
+        let same = |i: usize, j: usize| bytes[i] == bytes[j];
+        assert_eq!(
+            choose_copy(&u, true, same),
+            CopyChoice::Unverified { copy: 1 }
+        );
+        let tie = [Cell::Unchecked, Cell::Unchecked, Cell::Bad];
+        let bytes = [7, 9, 7];
+        let same = |i: usize, j: usize| bytes[i] == bytes[j];
+        assert_eq!(
+            choose_copy(&tie, true, same),
+            CopyChoice::Disagree { copies: vec![0, 1] }
+        );
     }
 
     proptest! {

@@ -1299,6 +1299,29 @@ fn a_degraded_raid6_read_never_rebuilds_from_parity_a_torn_destage_left_stale() 
     pass_full(29006602);
 }
 
+/// The other failure of that soak (also failed on the build before): RAID6 N=5, damaged table
+/// pages, rot, a power cut during a rebuild. A row's P and Q both had unknown entries, one of
+/// them rotten, and the missing block's member was a rebuild target the cut left short of the
+/// row: which parity is rotten cannot be told, and the block read as an error. The simulator
+/// called that a needless loss, counting the target as in service; a slot out of service in
+/// the epoch now counts as doubtful in rows with rot or a tear and a damaged page, as the
+/// engine saw it when it decided the row.
+#[test]
+fn a_row_decided_while_its_member_was_rebuilt_counts_that_member_as_missing() {
+    pass_full(31001106);
+}
+
+/// Found by a 30-minute soak on 2026-12-07 (`sim --from 31000000 --seconds 1800`, 2 of 8,291
+/// failed; also failed on the build before that day's changes): RAID10 with three copies, every
+/// member's checksum table page damaged, one copy read rotten while the member was replaced. A
+/// client write needing the block failed ("copies differ and no checksum entry says which is
+/// right") while the two other copies agreed. A strict majority of unchecked copies decides now
+/// (`plan::tests::a_strict_majority_of_unchecked_copies_decides`).
+#[test]
+fn a_three_copy_mirror_reads_the_majority_where_no_entry_is_known() {
+    pass_full(31003164);
+}
+
 /// Found by a 5-minute soak on 2026-12-07 (`sim --from 30000000 --seconds 300`: 1 of 3,308
 /// failed). RAID1 N=2, 2-row bitmap regions, damaged checksum table pages and rot: a re-add's
 /// rebuild, resumed after a power cut, copied the survivor's rotten block whose table page was

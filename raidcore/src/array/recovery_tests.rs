@@ -1399,3 +1399,46 @@ fn a_raid6_row_whose_data_one_parity_agrees_with_is_kept_and_the_other_parity_re
         assert!(after[d] == p2 && after[d + 1] == q2, "P agrees: {p_agrees}");
     }
 }
+
+/// An outside attack on the mirror rebuild's poisoning: the one copy left of a block was
+/// rotten and its table page damaged, the rebuild poisoned the target there, and a later
+/// scrub --repair rewrote the damaged page from the blocks as they lay (the scrub reported the
+/// poisoned target but not the unchecked source), vouching for the rot: the next read returned
+/// it. The unchecked copy is now unconfirmed for the page repair, and the read keeps failing.
+#[test]
+fn a_scrub_repair_never_vouches_for_the_unchecked_copy_a_rebuild_poisoned_its_target_over() {
+    let (a, _f, model) = filled(Level::Raid1, 2, 65536, 7);
+    a.mark_clean().unwrap(); // entries folded into the table pages
+    a.fail(&MemberRef::Slot(1)).unwrap();
+    let off = a.cell_offset(2, 4096);
+    flip(&a, 0, off + 8);
+    let geo = a.checksum_geometry().unwrap();
+    let d0 = a.slots[0].usable().unwrap();
+    let s0 = a.csum_of(&d0).unwrap();
+    flip(
+        &a,
+        0,
+        geo.page_offset(s0.block_of(off) / csum::PER_PAGE) + 300,
+    );
+    s0.verify_table(d0.member.as_ref()).unwrap();
+    a.take_failed(&PathBuf::from("m1")).unwrap();
+    rebuild_onto_fresh(&a, "m1new");
+    let mut buf = vec![0u8; 4096];
+    right_or_error(
+        &a,
+        &model,
+        2 * 65536 + 4096,
+        &mut buf,
+        None,
+        "after the rebuild",
+    );
+    crate::jobs::scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
+    right_or_error(
+        &a,
+        &model,
+        2 * 65536 + 4096,
+        &mut buf,
+        None,
+        "after scrub --repair",
+    );
+}

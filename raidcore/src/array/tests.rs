@@ -3843,3 +3843,116 @@ fn a_rebuild_with_a_small_bitmap_chunk_copies_only_the_regions_that_hold_data() 
     let rep = scrub_whole(&a, false);
     assert!(rep.problems.is_empty(), "{:?}", rep.problems);
 }
+
+/// A RAID6 of `n` members killed (process crash) in a write of 0x5a into data block 1 of
+/// `row` that reached its member and not the parities, the member of slot `gone` dying with
+/// it (found blank at the next open). Reopened writable with the pending entries restored,
+/// and, when `unchecked`, data block 0's entry then unknown (as for a damaged table page),
+/// resynced. Returns the array and the model of what it holds.
+fn raid6_killed_in_a_degraded_write(
+    n: usize,
+    row: u64,
+    gone: impl Fn(&Array) -> usize,
+    unchecked: bool,
+) -> (Array, Vec<u8>) {
+    let (store, a, backing, mut model) = killable_filled(Level::Raid6, n, 71 + n as u64);
+    let uuid = a.superblock().array_uuid;
+    let slot = gone(&a);
+    let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
+    let old: Vec<Option<Vec<u8>>> = [p, q]
+        .iter()
+        .map(|&s| {
+            a.slots[s].usable().map(|d| {
+                let mut b = vec![0u8; 4096];
+                d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
+                b
+            })
+        })
+        .collect();
+    let d = a.layout().data_per_row() as u64;
+    let at = ((row * d + 1) * 4096) as usize;
+    a.write(&[0x5au8; 4096], at as u64).unwrap();
+    model[at..at + 4096].fill(0x5a);
+    // The parities never got it.
+    for (&s, o) in [p, q].iter().zip(&old) {
+        if let (Some(dev), Some(o)) = (a.slots[s].usable(), o) {
+            dev.member.write_at(o, a.cell_offset(row, 0)).unwrap();
+        }
+    }
+    drop(a);
+    let name = format!("/d/m{slot}");
+    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let blank = crate::sim::member::SimMember::new(&name, vec![0; 8 << 20], power);
+    store.insert(std::path::Path::new(&name), Arc::new(blank));
+    let b = reopen_without(&store, slot);
+    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
+    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
+    if unchecked {
+        let s0 = b.layout().data_slot(row, 0);
+        let d = b.slots[s0].usable().unwrap();
+        let s = b.csum_of(&d).unwrap();
+        s.record_digests(
+            s.block_of(b.cell_offset(row, 0)),
+            &[super::csum::UNKNOWN_ENTRY],
+        );
+    }
+    scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+    (b, model)
+}
+
+/// An outside attack on the degraded RAID6 resync: data block 0's member gone, a write cut
+/// after data block 1 (and its entry, restored from the pending store) landed, P and Q not.
+/// The resync kept P, which matched its own old entry, rebuilt block 0 from it beside the new
+/// block 1 and recomputed Q to agree: block 0 read back wrong with no error, and nothing was
+/// left to tell. Which parity is current cannot be told then: block 0 is listed (reads fail).
+#[test]
+fn a_degraded_raid6_resync_never_rebuilds_a_missing_block_from_a_parity_a_cut_write_left_stale() {
+    for n in [4, 5] {
+        let row = 6;
+        let (b, model) =
+            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), false);
+        let d = b.layout().data_per_row() as u64;
+        let mut buf = vec![0u8; 4096];
+        for i in 0..d {
+            let at = (row * d + i) * 4096;
+            match b.read(&mut buf, at) {
+                Err(_) => assert_eq!(i, 0, "n {n}: only the missing block may fail"),
+                Ok(()) => assert!(
+                    buf[..] == model[at as usize..at as usize + 4096],
+                    "n {n}: data block {i} read back wrong with no error"
+                ),
+            }
+        }
+    }
+}
+
+/// The same attack with a parity's member gone and data block 0's entry unknown (a damaged
+/// table page) beside the cut write's block: the resync rebuilt block 0 from the stale parity
+/// and recorded an entry for it, overwriting right data with wrong. It is now left as it is
+/// (unverified) beside data a cut write may have reached.
+#[test]
+fn a_degraded_raid6_resync_never_rebuilds_an_unchecked_block_from_a_parity_a_cut_write_left_stale()
+{
+    for (n, q_gone) in [(4, true), (4, false), (5, true), (5, false)] {
+        let row = 6;
+        let gone = move |a: &Array| {
+            if q_gone {
+                a.layout().q_slot(row)
+            } else {
+                a.layout().p_slot(row)
+            }
+        };
+        let (b, model) = raid6_killed_in_a_degraded_write(n, row, gone, true);
+        let d = b.layout().data_per_row() as u64;
+        let mut buf = vec![0u8; 4096];
+        for i in 0..d {
+            let at = (row * d + i) * 4096;
+            if b.read(&mut buf, at).is_ok() {
+                assert!(
+                    buf[..] == model[at as usize..at as usize + 4096],
+                    "n {n}, Q gone {q_gone}: data block {i} read back wrong with no error"
+                );
+            }
+        }
+    }
+}

@@ -1660,6 +1660,22 @@ fn resync_degraded_block(
             "fails its checksum after an unclean stop with a member missing; restored from both parities, matching its checksum",
         );
     }
+    // Whether every data block present that matches its entry has an entry a flush that
+    // returned made durable: none of them is then a cut write's, newer than a parity beside
+    // it. Otherwise a parity that matches its own entry may still be stale (a cut write
+    // reached the data block and not the parity), and nothing may be rebuilt from it.
+    let data_settled = {
+        let settled = array.settled_epoch();
+        (0..d)
+            .filter(|&i| i != m && states[i] == Cell::Good)
+            .all(|i| {
+                array.source(slots[i], row).is_some_and(|dev| {
+                    array.csum_of(&dev).is_some_and(|s| {
+                        s.entry_settled(s.block_of(array.cell_offset(row, within)), settled)
+                    })
+                })
+            })
+    };
     // The data verifies: a parity is stale.
     if verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good) {
         // With a parity missing, the data decides: the parity left is recomputed from it. (It
@@ -1676,11 +1692,30 @@ fn resync_degraded_block(
                 "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
             );
         }
-        // With a data block missing: the parity to keep is one matching its entry (P first);
-        // the missing block is rebuilt from it and the other parity recomputed. With no
-        // parity verifying itself, rot in either cannot be told from the other gone stale
-        // (simulator seed 7001917: P rotten, Q recomputed from it, the missing block read back
-        // as the rot): left as it is below.
+        // With a data block missing and a data block a cut write may have reached, P and Q
+        // disagreeing over the missing block can be either parity gone stale, or both (an
+        // outside attack: P kept because it matched its own old entry, the missing block
+        // rebuilt from it beside the new data, wrong with no error). Which is current cannot
+        // be told: the missing block is listed (reads of it fail until it is written).
+        if !data_settled {
+            rep.undecided.push((row, b, Left::Unverified));
+            push(
+                rep,
+                problem(
+                    m,
+                    "data",
+                    false,
+                    "after an unclean stop P and Q of this degraded row disagree over the missing member's block, beside data a cut write may have reached: which parity is current cannot be told, so the block is listed as lost (reads of it fail until it is written)",
+                ),
+            );
+            return Ok(());
+        }
+        // The data is as the last flush left it: the parities disagree over the missing block
+        // alone (a write into it cut between P and Q), and either gives a version of it. The
+        // parity to keep is one matching its entry (P first); the missing block is rebuilt
+        // from it and the other parity recomputed. With no parity verifying itself, rot in
+        // either cannot be told from the other gone stale (simulator seed 7001917: P rotten,
+        // Q recomputed from it, the missing block read back as the rot): left as it is below.
         if let Some(keep) = [d, d + 1].into_iter().find(|&p| states[p] == Cell::Good) {
             let redo = if keep == d { d + 1 } else { d };
             let fixed = rebuild(&[m, redo])?;
@@ -1702,7 +1737,11 @@ fn resync_degraded_block(
         let unchecked: Vec<usize> = (0..total)
             .filter(|&i| i != m && states[i] == Cell::Unchecked)
             .collect();
-        if let [x] = unchecked[..] {
+        // (Only where the data that verifies is as the last flush left it: beside a block a cut
+        // write may have reached, the parity the rebuild rests on may be stale, and the rebuild
+        // would overwrite a right block with a wrong one: an outside attack.)
+        if let ([x], true) = (&unchecked[..], data_settled) {
+            let x = *x;
             let fixed = rebuild(&[m, x])?;
             let vouch: Vec<usize> = (0..total).collect();
             return apply(
@@ -1712,6 +1751,24 @@ fn resync_degraded_block(
                 Verified::rebuilt,
                 "its checksum entry is unknown and it disagrees with the rest of a degraded row after an unclean stop; rebuilt from the members that verify",
             );
+        }
+        // Beside data a cut write may have reached, an unchecked data block left as it is
+        // would be "repaired" by the next read from the parity that may be stale: listed, with
+        // the missing member's data block of the column (reads fail until they are written).
+        if !data_settled && unchecked.iter().any(|&i| i < d) {
+            rep.undecided.push((row, b, Left::Unverified));
+            for i in (0..d).filter(|&i| i == m || states[i] == Cell::Unchecked) {
+                push(
+                    rep,
+                    problem(
+                        i,
+                        "data",
+                        false,
+                        "after an unclean stop this degraded row disagrees with its parity beside data a cut write may have reached, and this block's checksum entry is unknown (a damaged table page) or its member is missing: rot cannot be told from a stale parity, so the block is listed as lost (reads of it fail until it is written)",
+                    ),
+                );
+            }
+            return Ok(());
         }
         for i in unchecked {
             push(
@@ -1765,6 +1822,10 @@ enum Left {
     Degraded,
     /// Nothing: the missing members' data could only be rebuilt from the listed blocks.
     Nothing,
+    /// A member missing (RAID6) and a parity that may be stale beside data a cut write may have
+    /// reached: the column's data blocks that nothing verifies (missing, or their entries
+    /// unknown) are listed.
+    Unverified,
 }
 
 /// What a resync reports of a data block it leaves undecided.
@@ -1802,6 +1863,16 @@ fn list_undecided(
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
         let d = slots.len() - parity;
+        if left == Left::Unverified {
+            return (0..d)
+                .filter(|&i| {
+                    cells[slots[i]]
+                        .as_ref()
+                        .is_none_or(|cl| cl.unknown(rel, c, b))
+                })
+                .map(|i| (i, slots[i]))
+                .collect();
+        }
         let whole = left == Left::Whole;
         let failing = |i: usize| {
             cells[slots[i]]
@@ -2572,6 +2643,17 @@ fn mirror_batch(
                                 },
                             ),
                         );
+                    }
+                    // The copies left, their entries unknown, are confirmed by nothing: a table
+                    // page repaired over them must not vouch for them (an outside attack: a
+                    // rebuild poisoned its target where the one copy left was unchecked, and a
+                    // scrub --repair then rewrote the source's damaged page as it lay, rot
+                    // included, which the next read returned and copied onto the target).
+                    for &x in avail.iter().filter(|x| !bad.contains(x)) {
+                        if cell(x.0).unknown(x.1 - read_rows.start, c, b) {
+                            rep.unconfirmed
+                                .push((x.0, array.cell_offset(x.1, (b * B) as u64)));
+                        }
                     }
                 }
                 continue;

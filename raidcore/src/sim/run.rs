@@ -1830,6 +1830,13 @@ fn row_doubtful_slots(w: &World, a: &Array, row: u64) -> u64 {
     let unchecked_fail = faulty.count_ones() as usize >= l.tolerance();
     if (rotten != 0 || torn || unchecked_fail) && !damaged.is_empty() {
         m |= unchecked_slots(w, a, &damaged, row);
+        // A slot out of service at some moment of the epoch (a rebuild target whose rows past
+        // its checkpoint a power cut left unrebuilt) was no source when the resync or the
+        // rebuild decided the row, whatever it holds now (simulator seed 31001106: P and Q
+        // unchecked, one rotten, the missing block's member being rebuilt).
+        if rotten != 0 || torn {
+            m |= w.epoch_lost.load(Ordering::SeqCst);
+        }
     }
     m
 }
