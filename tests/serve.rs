@@ -1092,6 +1092,14 @@ fn a_bitmap_chunk_marks_only_the_region_a_write_lands_in() {
     let ex = raidctl(["examine", "--json", &ms[1]]).ok().json();
     let bm = &ex["areas"]["bitmap"];
     assert_eq!(bm["rows_per_region"], 4, "{ex}");
+    assert_eq!(bm["chunk_bytes"], 65536, "{ex}");
+    let ex = raidctl(["examine", &ms[1]]).ok().stdout;
+    let ex = String::from_utf8_lossy(&ex);
+    assert!(
+        ex.lines()
+            .any(|l| l.starts_with("bitmap") && l.ends_with("chunk 64.0 KiB")),
+        "{ex}"
+    );
     let text = status_run(["status", &ms[0]]).ok().stdout;
     assert!(
         String::from_utf8_lossy(&text).contains("one bit per 64.0 KiB of each member"),
@@ -1157,15 +1165,19 @@ fn a_bitmap_chunk_marks_only_the_region_a_write_lands_in() {
         &f,
         "keeps no write-intent bitmap",
     );
+    // An outside attack: 2^63 was taken (one region, and a product that overflows).
+    refused(
+        &["--bitmap-chunk", "8388608T"],
+        "5",
+        &f,
+        "larger than a member's data area",
+    );
     // 4 GiB members of 4 KiB rows: a bit per row would take 128 KiB of bitmap.
     let big = fresh("b");
     let mut args = vec!["create", "--level", "5", "--size", "4G", "--chunk", "4K"];
     args.extend(["--bitmap-chunk", "4K"]);
     args.extend(big.iter().map(|s| s.as_str()));
-    raidctl(&args).fails(
-        2,
-        &["more than the 65536 it may take: use at least 8192 bytes"],
-    );
+    raidctl(&args).fails(2, &["more than the 65536 it may take: use at least 8K"]);
     for n in &big {
         assert!(
             !Path::new(n).exists(),

@@ -55,6 +55,16 @@ pub struct BitmapGeometry {
     pub readd_map: bool,
 }
 
+/// A power of two of bytes as `--bitmap-chunk` takes it: 64K, 16M, 1G, 4096.
+fn pow2_size(b: u64) -> String {
+    for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
+            return format!("{}{suffix}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
 impl BitmapGeometry {
     /// Regions of `region_bytes` of member data when given (a power of two, at least the chunk;
     /// refused when its bitmap would pass 64 KiB or the metadata area), else of 64 MiB (coarser
@@ -85,8 +95,19 @@ impl BitmapGeometry {
                     }
                     crate::bail!(
                         InvalidInput,
-                        "bitmap chunk {b} bytes needs a bitmap of {bytes} bytes per member, more than the {limit} it may take: use at least {} bytes",
-                        least * chunk
+                        "bitmap chunk {b} bytes needs a bitmap of {bytes} bytes per member, more than the {limit} it may take: use at least {}",
+                        pow2_size(least * chunk)
+                    );
+                }
+                // One region already covers every row: a larger one means nothing more (and
+                // 2^63 overflows what multiplies it).
+                let whole = data_rows.max(1).next_power_of_two().saturating_mul(chunk);
+                if b > whole {
+                    crate::bail!(
+                        InvalidInput,
+                        "bitmap chunk {b} bytes is larger than a member's data area ({} bytes): use at most {}",
+                        data_rows * chunk,
+                        pow2_size(whole)
                     );
                 }
                 rows

@@ -79,8 +79,12 @@ fn areas_json(sb: &Superblock) -> Value {
         "data": {"offset": sb.data_offset, "bytes": sb.data_rows * sb.layout.chunk_bytes},
     });
     if let Some(g) = BitmapGeometry::from_superblock(sb) {
-        v["bitmap"] =
-            json!({"offset": g.offset, "bytes": g.bytes, "rows_per_region": g.region_rows});
+        v["bitmap"] = json!({
+            "offset": g.offset,
+            "bytes": g.bytes,
+            "rows_per_region": g.region_rows,
+            "chunk_bytes": g.region_rows * sb.layout.chunk_bytes,
+        });
         if g.data_map {
             v["data_map"] = json!({"offset": g.offset + g.bytes, "bytes": g.bytes});
         }
@@ -230,7 +234,15 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
                 .as_str()
                 .map(|h| format!(" hash {h}"))
                 .unwrap_or_default();
-            println!("{label} offset {} bytes {}{hash}", a["offset"], a["bytes"]);
+            // The bitmap chunk: member data per write-intent bit (create --bitmap-chunk).
+            let chunk = a["chunk_bytes"]
+                .as_u64()
+                .map(|c| format!(" chunk {}", crate::units::human(c)))
+                .unwrap_or_default();
+            println!(
+                "{label} offset {} bytes {}{hash}{chunk}",
+                a["offset"], a["bytes"]
+            );
         }
     }
     println!("array size   {} bytes", sb.array_bytes);
