@@ -822,6 +822,24 @@ mod tests {
             choose_copy(&u, true, same),
             CopyChoice::Unverified { copy: 1 }
         );
+        // Two against two is no majority.
+        let four = [Cell::Unchecked; 4];
+        let bytes = [7, 7, 9, 9];
+        let same = |i: usize, j: usize| bytes[i] == bytes[j];
+        assert_eq!(
+            choose_copy(&four, true, same),
+            CopyChoice::Disagree {
+                copies: vec![0, 1, 2, 3]
+            }
+        );
+        // Three of five is.
+        let five = [Cell::Unchecked; 5];
+        let bytes = [9, 7, 9, 7, 7];
+        let same = |i: usize, j: usize| bytes[i] == bytes[j];
+        assert_eq!(
+            choose_copy(&five, true, same),
+            CopyChoice::Unverified { copy: 1 }
+        );
         let tie = [Cell::Unchecked, Cell::Unchecked, Cell::Bad];
         let bytes = [7, 9, 7];
         let same = |i: usize, j: usize| bytes[i] == bytes[j];

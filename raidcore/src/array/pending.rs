@@ -188,36 +188,6 @@ impl PendingStore {
         Ok((found, store))
     }
 
-    /// The candidates an earlier session of this boot left in `dir` for array `uuid`, the
-    /// file left as it is (read-only opens: the next writable open restores and persists
-    /// them). None there: none.
-    pub fn peek_file(dir: &Path, uuid: &[u8; 16]) -> std::io::Result<Vec<Candidate>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = Self::path_in(dir, uuid);
-        let f = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        if !f.metadata()?.is_file() {
-            return Ok(Vec::new());
-        }
-        Self::peek(&Backing::File(Arc::new(f)), uuid, boot_id())
-    }
-
-    /// As [`PendingStore::peek_file`] over any backing, with the boot id given.
-    pub fn peek(
-        backing: &Backing,
-        uuid: &[u8; 16],
-        boot: [u8; 16],
-    ) -> std::io::Result<Vec<Candidate>> {
-        Ok(read_candidates(&backing.read_all()?, uuid, &boot).1)
-    }
-
     /// As [`PendingStore::open_file`] over any backing, with the boot id given.
     pub fn open(
         backing: Backing,
@@ -374,29 +344,6 @@ impl Array {
         self.adopt_pending(found, store)
     }
 
-    /// Read-only opens after an unclean stop: restores, in memory only, the entries an
-    /// earlier session of this boot noted for writes a crash cut off, as the next writable open
-    /// will (and persist them). Reads of those blocks then agree with what reads after that
-    /// open return; before, a block a killed write had completed failed its old entry here and
-    /// read back as the old data rebuilt from parity, and then as the new data once a writable
-    /// open had restored its entry (an outside attack).
-    pub fn peek_pending_entries(&self, dir: &Path) -> Result<PendingReport> {
-        if self.is_writable() || !self.has_checksums() || self.superblock().clean {
-            return Ok(PendingReport::default());
-        }
-        let uuid = self.superblock().array_uuid;
-        let found = PendingStore::peek_file(dir, &uuid).map_err(|e| {
-            Error::new(
-                ErrorKind::Io,
-                format!(
-                    "pending checksum entries in {}: {e}",
-                    PendingStore::path_in(dir, &uuid).display()
-                ),
-            )
-        })?;
-        Ok(self.restore_candidates(&found))
-    }
-
     /// As [`Array::keep_pending_entries`] over a store already opened (the simulator keeps one
     /// in memory across a simulated process crash).
     pub fn adopt_pending(
@@ -417,7 +364,7 @@ impl Array {
 
     /// Records, for each block with candidates in a region the bitmap marks, the candidate its
     /// contents match, when the checksums hold an older entry (see the module's text).
-    pub(crate) fn restore_candidates(&self, found: &[Candidate]) -> PendingReport {
+    fn restore_candidates(&self, found: &[Candidate]) -> PendingReport {
         let mut rep = PendingReport::default();
         let block_bytes = super::csum::BLOCK;
         let chunk = self.layout().chunk();

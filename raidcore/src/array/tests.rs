@@ -3271,14 +3271,15 @@ fn killed_with_stale_parity(
     (store, backing, old, row, rb)
 }
 
-/// An outside attack: after a process crash, a read-only open (`raidctl read`) read a block a
-/// killed write had completed (its data landed, its parity did not) as the old data rebuilt
-/// from parity, and reads after the next writable open returned the new data. A read-only
-/// open now restores the noted entries in memory, as that open will: both read the new data,
-/// and the store is left for the writable open.
+/// A read-only open after a process crash (`raidctl read`) does not restore the pending
+/// entries of writes the killed process completed (tried 2026-12-07 so that it would read them
+/// as the next writable open will): before the resync the parity beside such a block is stale,
+/// and with it restored (judged good) a read of a rotten neighbour rebuilt it from that parity
+/// and the new block: neither version, with no error (an outside attack). Without it the
+/// completed block fails its old entry, and the read returns old data or an error.
 #[test]
-fn a_read_only_open_after_a_kill_reads_what_the_next_writable_open_will() {
-    let (store, backing, _old, row, rb) = killed_with_stale_parity(4);
+fn a_read_only_open_after_a_kill_never_rebuilds_from_a_parity_the_killed_write_left_stale() {
+    let (store, _backing, old, row, rb) = killed_with_stale_parity(4);
     let ro = Array::open_from(
         &store,
         std::path::Path::new("/d/m0"),
@@ -3286,27 +3287,19 @@ fn a_read_only_open_after_a_kill_reads_what_the_next_writable_open_will() {
     )
     .unwrap();
     assert!(!ro.superblock().clean);
-    let uuid = ro.superblock().array_uuid;
-    let found = pending::PendingStore::peek(&backing, &uuid, [1; 16]).unwrap();
-    assert_eq!(ro.restore_candidates(&found).restored, 1);
+    let d1 = ro.layout().data_slot(row, 1);
+    flip(&ro, d1, ro.cell_offset(row, 100));
     let mut buf = vec![0u8; 4096];
-    ro.read(&mut buf, row * rb).unwrap();
-    assert_eq!(buf, vec![0xee; 4096], "read-only, before any writable open");
-    drop(ro);
-    let opts = AssembleOptions {
-        writable: true,
-        ..Default::default()
-    };
-    let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
-    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    assert_eq!(
-        b.adopt_pending(found, ps).unwrap().restored,
-        1,
-        "the store was left as it was"
-    );
-    scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
-    b.read(&mut buf, row * rb).unwrap();
-    assert_eq!(buf, vec![0xee; 4096], "after the writable open's resync");
+    for i in 0..3u64 {
+        let at = row * rb + i * 4096;
+        if ro.read(&mut buf, at).is_ok() {
+            let old = &old[at as usize..at as usize + 4096];
+            assert!(
+                buf[..] == *old || (i == 0 && buf == vec![0xee; 4096]),
+                "data block {i} read back wrong with no error"
+            );
+        }
+    }
 }
 
 /// After a power cut that took the member of slot `lost`: opens the array from another member
@@ -3844,22 +3837,33 @@ fn a_rebuild_with_a_small_bitmap_chunk_copies_only_the_regions_that_hold_data() 
     assert!(rep.problems.is_empty(), "{:?}", rep.problems);
 }
 
+/// How [`raid6_killed_in_a_degraded_write`] cuts its write and damages the row.
+#[derive(Clone, Copy)]
+struct DegradedCut {
+    /// The killed write reached P too (not Q).
+    reached_p: bool,
+    /// The data block (index in the row) whose entry is unknown at the reopen, if any.
+    unchecked: Option<u64>,
+}
+
 /// A RAID6 of `n` members killed (process crash) in a write of 0x5a into data block 1 of
-/// `row` that reached its member and not the parities, the member of slot `gone` dying with
-/// it (found blank at the next open). Reopened writable with the pending entries restored,
-/// and, when `unchecked`, data block 0's entry then unknown (as for a damaged table page),
-/// resynced. Returns the array and the model of what it holds.
+/// `row` that reached its member (and P, when `cut.reached_p`) and not the parities, the
+/// member of slot `gone` dying with it (found blank at the next open). Reopened writable with
+/// the pending entries restored, the entry of data block `cut.unchecked` then made unknown (as
+/// for a damaged table page), and resynced. Returns the array and the model of what it holds
+/// (0x5a in block 1: a read may return it, the old bytes, or an error there).
 fn raid6_killed_in_a_degraded_write(
     n: usize,
     row: u64,
     gone: impl Fn(&Array) -> usize,
-    unchecked: bool,
+    cut: DegradedCut,
 ) -> (Array, Vec<u8>) {
     let (store, a, backing, mut model) = killable_filled(Level::Raid6, n, 71 + n as u64);
     let uuid = a.superblock().array_uuid;
     let slot = gone(&a);
     let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
-    let old: Vec<Option<Vec<u8>>> = [p, q]
+    let reverted: Vec<usize> = if cut.reached_p { vec![q] } else { vec![p, q] };
+    let old: Vec<Option<Vec<u8>>> = reverted
         .iter()
         .map(|&s| {
             a.slots[s].usable().map(|d| {
@@ -3873,8 +3877,8 @@ fn raid6_killed_in_a_degraded_write(
     let at = ((row * d + 1) * 4096) as usize;
     a.write(&[0x5au8; 4096], at as u64).unwrap();
     model[at..at + 4096].fill(0x5a);
-    // The parities never got it.
-    for (&s, o) in [p, q].iter().zip(&old) {
+    // The parities never got it (or Q alone did not).
+    for (&s, o) in reverted.iter().zip(&old) {
         if let (Some(dev), Some(o)) = (a.slots[s].usable(), o) {
             dev.member.write_at(o, a.cell_offset(row, 0)).unwrap();
         }
@@ -3886,11 +3890,16 @@ fn raid6_killed_in_a_degraded_write(
     store.insert(std::path::Path::new(&name), Arc::new(blank));
     let b = reopen_without(&store, slot);
     let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
-    if unchecked {
-        let s0 = b.layout().data_slot(row, 0);
-        let d = b.slots[s0].usable().unwrap();
-        let s = b.csum_of(&d).unwrap();
+    let restored = b.adopt_pending(found, ps).unwrap().restored;
+    let landed = [
+        slot != b.layout().data_slot(row, 1),
+        cut.reached_p && slot != p,
+    ];
+    assert_eq!(restored, landed.iter().filter(|&&x| x).count() as u64);
+    if let Some(i) = cut.unchecked {
+        let s0 = b.layout().data_slot(row, i as usize);
+        let dev = b.slots[s0].usable().unwrap();
+        let s = b.csum_of(&dev).unwrap();
         s.record_digests(
             s.block_of(b.cell_offset(row, 0)),
             &[super::csum::UNKNOWN_ENTRY],
@@ -3900,6 +3909,22 @@ fn raid6_killed_in_a_degraded_write(
     (b, model)
 }
 
+/// Reads data blocks of `row`: each is `model`'s bytes there, or (block 1, the killed write's)
+/// the bytes before it (`before`), or an error. Never anything else.
+fn row_old_new_or_error(b: &Array, row: u64, model: &[u8], before: &[u8], what: &str) {
+    let d = b.layout().data_per_row() as u64;
+    let mut buf = vec![0u8; 4096];
+    for i in 0..d {
+        let at = ((row * d + i) * 4096) as usize;
+        if b.read(&mut buf, at as u64).is_ok() {
+            assert!(
+                buf[..] == model[at..at + 4096] || (i == 1 && buf[..] == before[at..at + 4096]),
+                "{what}: data block {i} read back wrong with no error"
+            );
+        }
+    }
+}
+
 /// An outside attack on the degraded RAID6 resync: data block 0's member gone, a write cut
 /// after data block 1 (and its entry, restored from the pending store) landed, P and Q not.
 /// The resync kept P, which matched its own old entry, rebuilt block 0 from it beside the new
@@ -3907,10 +3932,14 @@ fn raid6_killed_in_a_degraded_write(
 /// left to tell. Which parity is current cannot be told then: block 0 is listed (reads fail).
 #[test]
 fn a_degraded_raid6_resync_never_rebuilds_a_missing_block_from_a_parity_a_cut_write_left_stale() {
+    const CUT: DegradedCut = DegradedCut {
+        reached_p: false,
+        unchecked: None,
+    };
     for n in [4, 5] {
         let row = 6;
         let (b, model) =
-            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), false);
+            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), CUT);
         let d = b.layout().data_per_row() as u64;
         let mut buf = vec![0u8; 4096];
         for i in 0..d {
@@ -3942,7 +3971,11 @@ fn a_degraded_raid6_resync_never_rebuilds_an_unchecked_block_from_a_parity_a_cut
                 a.layout().p_slot(row)
             }
         };
-        let (b, model) = raid6_killed_in_a_degraded_write(n, row, gone, true);
+        let cut = DegradedCut {
+            reached_p: false,
+            unchecked: Some(0),
+        };
+        let (b, model) = raid6_killed_in_a_degraded_write(n, row, gone, cut);
         let d = b.layout().data_per_row() as u64;
         let mut buf = vec![0u8; 4096];
         for i in 0..d {
@@ -3954,5 +3987,29 @@ fn a_degraded_raid6_resync_never_rebuilds_an_unchecked_block_from_a_parity_a_cut
                 );
             }
         }
+    }
+}
+
+/// A second outside attack: the killed write reached data block 1 and P, not Q; data block
+/// 0's member died with it, and block 1's entry was unknown at the reopen. The resync rebuilt
+/// block 1 (and the missing block) from P and Q, which held two versions of the row, and
+/// recorded an entry for it: block 1 read back as neither version, with no error. A rebuild
+/// now rests only on blocks whose entries a returned flush made durable.
+#[test]
+fn a_degraded_raid6_resync_never_rebuilds_from_parities_of_two_versions() {
+    for n in [4, 5] {
+        let row = 6;
+        let cut = DegradedCut {
+            reached_p: true,
+            unchecked: Some(1),
+        };
+        let (b, model) =
+            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), cut);
+        let before = {
+            let mut m = vec![0u8; 1 << 20];
+            crate::rng::SplitMix64(71 + n as u64).fill(&mut m);
+            m
+        };
+        row_old_new_or_error(&b, row, &model, &before, &format!("n {n}"));
     }
 }

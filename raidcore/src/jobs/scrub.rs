@@ -1664,18 +1664,17 @@ fn resync_degraded_block(
     // returned made durable: none of them is then a cut write's, newer than a parity beside
     // it. Otherwise a parity that matches its own entry may still be stale (a cut write
     // reached the data block and not the parity), and nothing may be rebuilt from it.
-    let data_settled = {
-        let settled = array.settled_epoch();
-        (0..d)
-            .filter(|&i| i != m && states[i] == Cell::Good)
-            .all(|i| {
-                array.source(slots[i], row).is_some_and(|dev| {
-                    array.csum_of(&dev).is_some_and(|s| {
-                        s.entry_settled(s.block_of(array.cell_offset(row, within)), settled)
-                    })
-                })
+    let settled_epoch = array.settled_epoch();
+    let settled = |i: usize| {
+        array.source(slots[i], row).is_some_and(|dev| {
+            array.csum_of(&dev).is_some_and(|s| {
+                s.entry_settled(s.block_of(array.cell_offset(row, within)), settled_epoch)
             })
+        })
     };
+    let data_settled = (0..d)
+        .filter(|&i| i != m && states[i] == Cell::Good)
+        .all(settled);
     // The data verifies: a parity is stale.
     if verified.is_empty() && (0..d).all(|i| i == m || states[i] == Cell::Good) {
         // With a parity missing, the data decides: the parity left is recomputed from it. (It
@@ -1737,10 +1736,20 @@ fn resync_degraded_block(
         let unchecked: Vec<usize> = (0..total)
             .filter(|&i| i != m && states[i] == Cell::Unchecked)
             .collect();
-        // (Only where the data that verifies is as the last flush left it: beside a block a cut
-        // write may have reached, the parity the rebuild rests on may be stale, and the rebuild
-        // would overwrite a right block with a wrong one: an outside attack.)
-        if let ([x], true) = (&unchecked[..], data_settled) {
+        // (Only where every block it rests on that verifies is as the last flush left it:
+        // beside a data block a cut write may have reached, the parity may be stale, and the
+        // rebuild would overwrite a right block with a wrong one; and with a data block
+        // missing it rests on P and Q both, which a cut write that reached one of them left
+        // of two versions (P's entry restored, Q's old): two outside attacks.)
+        let rest_settled = |x: usize| {
+            (0..total)
+                .filter(|&i| i != m && i != x && states[i] == Cell::Good)
+                .all(settled)
+        };
+        if let ([x], true) = (
+            &unchecked[..],
+            unchecked.len() == 1 && rest_settled(unchecked[0]),
+        ) {
             let x = *x;
             let fixed = rebuild(&[m, x])?;
             let vouch: Vec<usize> = (0..total).collect();
@@ -1755,7 +1764,7 @@ fn resync_degraded_block(
         // Beside data a cut write may have reached, an unchecked data block left as it is
         // would be "repaired" by the next read from the parity that may be stale: listed, with
         // the missing member's data block of the column (reads fail until they are written).
-        if !data_settled && unchecked.iter().any(|&i| i < d) {
+        if unchecked.iter().any(|&i| i < d) && unchecked.iter().any(|&x| !rest_settled(x)) {
             rep.undecided.push((row, b, Left::Unverified));
             for i in (0..d).filter(|&i| i == m || states[i] == Cell::Unchecked) {
                 push(

@@ -131,11 +131,10 @@ pub fn assemble_from(
         after_writable_open(&array)?;
     } else if !array.superblock().clean && !report {
         eprintln!("raidctl: warning: the array was not stopped cleanly; the next writable command resyncs it");
-        // Reads then judge the blocks a killed process's writes completed as that command
-        // will (pending.rs); the store itself is left for it.
-        if let Err(e) = array.peek_pending_entries(&crate::daemon::run_dir()) {
-            eprintln!("raidctl: warning: {e}");
-        }
+        // The pending entries of writes a killed process completed are not restored here:
+        // before the resync a parity beside such a block may be stale, and a read rebuilding
+        // a damaged or missing block from it would return neither version (an outside attack
+        // on doing so). Those blocks read as their old data until a writable open.
     }
     // Hot spares go to work at the first writable open after a member failed.
     for slot in array.promote_spares()? {
