@@ -541,37 +541,66 @@ fn a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_
 #[test]
 fn a_scrub_of_a_degraded_raid6_checks_the_parity_left() {
     let chunk = 4096u64;
-    let (a, _faults, mut model) = filled(Level::Raid6, 4, chunk, 37);
-    let row = 5u64;
-    let d = a.layout().data_per_row() as u64;
-    a.fail_member(a.layout().q_slot(row), "test").unwrap();
-    let at = ((row * d + 1) * chunk) as usize;
-    let new = vec![0xa7u8; 4096];
-    a.repair_write(
-        a.layout().data_slot(row, 1),
-        a.judged_good(&new),
-        row,
-        0,
-        WriteKind::Data,
-    )
-    .unwrap();
-    model[at..at + 4096].copy_from_slice(&new);
-    let check = scrub_rows(&a, row..row + 1, false);
-    assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
-    assert_eq!(check.problems[0].slot, a.layout().p_slot(row));
-    assert!(!check.problems[0].repaired);
-    let fix = scrub_rows(&a, row..row + 1, true);
-    assert!(
-        fix.problems.len() == 1 && fix.problems[0].repaired,
-        "{:?}",
-        fix.problems
-    );
-    let again = scrub_rows(&a, row..row + 1, false);
-    assert!(again.problems.is_empty(), "{:?}", again.problems);
-    a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
-    let mut buf = vec![0u8; 4096];
-    a.read(&mut buf, row * d * chunk).unwrap();
-    assert!(buf[..] == model[(row * d * chunk) as usize..][..4096]);
+    for n in [4, 6] {
+        let (a, _faults, mut model) = filled(Level::Raid6, n, chunk, 37);
+        let row = 5u64;
+        let d = a.layout().data_per_row() as u64;
+        a.fail_member(a.layout().q_slot(row), "test").unwrap();
+        let at = ((row * d + 1) * chunk) as usize;
+        let new = vec![0xa7u8; 4096];
+        a.repair_write(
+            a.layout().data_slot(row, 1),
+            a.judged_good(&new),
+            row,
+            0,
+            WriteKind::Data,
+        )
+        .unwrap();
+        model[at..at + 4096].copy_from_slice(&new);
+        let check = scrub_rows(&a, row..row + 1, false);
+        assert_eq!(check.problems.len(), 1, "n {n}: {:?}", check.problems);
+        assert_eq!(check.problems[0].slot, a.layout().p_slot(row));
+        assert!(!check.problems[0].repaired);
+        let fix = scrub_rows(&a, row..row + 1, true);
+        assert!(
+            fix.problems.len() == 1 && fix.problems[0].repaired,
+            "n {n}: {:?}",
+            fix.problems
+        );
+        let again = scrub_rows(&a, row..row + 1, false);
+        assert!(again.problems.is_empty(), "n {n}: {:?}", again.problems);
+        a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
+        let mut buf = vec![0u8; 4096];
+        a.read(&mut buf, row * d * chunk).unwrap();
+        assert!(buf[..] == model[(row * d * chunk) as usize..][..4096]);
+    }
+}
+
+/// With a data member missing instead, P and Q disagreeing over its block cannot say which is
+/// stale: the scrub reports both, repairs neither, and writes nothing.
+#[test]
+fn a_scrub_of_a_degraded_raid6_reports_parities_that_disagree_over_the_missing_block() {
+    let chunk = 4096u64;
+    for n in [4, 6] {
+        let (a, _faults, _model) = filled(Level::Raid6, n, chunk, 43);
+        let row = 5u64;
+        a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
+        a.repair_write(
+            a.layout().data_slot(row, 1),
+            a.judged_good(&[0xa7u8; 4096]),
+            row,
+            0,
+            WriteKind::Data,
+        )
+        .unwrap();
+        let fix = scrub_rows(&a, row..row + 1, true);
+        let mut slots: Vec<usize> = fix.problems.iter().map(|p| p.slot).collect();
+        slots.sort_unstable();
+        let mut want = vec![a.layout().p_slot(row), a.layout().q_slot(row)];
+        want.sort_unstable();
+        assert_eq!(slots, want, "n {n}: {:?}", fix.problems);
+        assert!(fix.problems.iter().all(|p| !p.repaired) && fix.bytes_written == 0);
+    }
 }
 
 /// Simulator seed 1322 (issue 31, the 1175 class): a RAID6 row with two members missing has no
