@@ -3844,6 +3844,19 @@ struct DegradedCut {
     reached_p: bool,
     /// The data block (index in the row) whose entry is unknown at the reopen, if any.
     unchecked: Option<u64>,
+    /// The killed write did not reach its data block (only what `reached_p` says).
+    data_not_reached: bool,
+    /// The data block (index in the row) with a byte rotten at the reopen, if any.
+    rotten: Option<u64>,
+}
+
+impl DegradedCut {
+    const PLAIN: DegradedCut = DegradedCut {
+        reached_p: false,
+        unchecked: None,
+        data_not_reached: false,
+        rotten: None,
+    };
 }
 
 /// A RAID6 of `n` members killed (process crash) in a write of 0x5a into data block 1 of
@@ -3862,7 +3875,10 @@ fn raid6_killed_in_a_degraded_write(
     let uuid = a.superblock().array_uuid;
     let slot = gone(&a);
     let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
-    let reverted: Vec<usize> = if cut.reached_p { vec![q] } else { vec![p, q] };
+    let mut reverted: Vec<usize> = if cut.reached_p { vec![q] } else { vec![p, q] };
+    if cut.data_not_reached {
+        reverted.push(a.layout().data_slot(row, 1));
+    }
     let old: Vec<Option<Vec<u8>>> = reverted
         .iter()
         .map(|&s| {
@@ -3876,7 +3892,9 @@ fn raid6_killed_in_a_degraded_write(
     let d = a.layout().data_per_row() as u64;
     let at = ((row * d + 1) * 4096) as usize;
     a.write(&[0x5au8; 4096], at as u64).unwrap();
-    model[at..at + 4096].fill(0x5a);
+    if !cut.data_not_reached {
+        model[at..at + 4096].fill(0x5a);
+    }
     // The parities never got it (or Q alone did not).
     for (&s, o) in reverted.iter().zip(&old) {
         if let (Some(dev), Some(o)) = (a.slots[s].usable(), o) {
@@ -3892,7 +3910,7 @@ fn raid6_killed_in_a_degraded_write(
     let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
     let restored = b.adopt_pending(found, ps).unwrap().restored;
     let landed = [
-        slot != b.layout().data_slot(row, 1),
+        !cut.data_not_reached && slot != b.layout().data_slot(row, 1),
         cut.reached_p && slot != p,
     ];
     assert_eq!(restored, landed.iter().filter(|&&x| x).count() as u64);
@@ -3903,6 +3921,13 @@ fn raid6_killed_in_a_degraded_write(
         s.record_digests(
             s.block_of(b.cell_offset(row, 0)),
             &[super::csum::UNKNOWN_ENTRY],
+        );
+    }
+    if let Some(i) = cut.rotten {
+        flip(
+            &b,
+            b.layout().data_slot(row, i as usize),
+            b.cell_offset(row, 100),
         );
     }
     scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
@@ -3932,10 +3957,7 @@ fn row_old_new_or_error(b: &Array, row: u64, model: &[u8], before: &[u8], what: 
 /// left to tell. Which parity is current cannot be told then: block 0 is listed (reads fail).
 #[test]
 fn a_degraded_raid6_resync_never_rebuilds_a_missing_block_from_a_parity_a_cut_write_left_stale() {
-    const CUT: DegradedCut = DegradedCut {
-        reached_p: false,
-        unchecked: None,
-    };
+    const CUT: DegradedCut = DegradedCut::PLAIN;
     for n in [4, 5] {
         let row = 6;
         let (b, model) =
@@ -3972,8 +3994,8 @@ fn a_degraded_raid6_resync_never_rebuilds_an_unchecked_block_from_a_parity_a_cut
             }
         };
         let cut = DegradedCut {
-            reached_p: false,
             unchecked: Some(0),
+            ..DegradedCut::PLAIN
         };
         let (b, model) = raid6_killed_in_a_degraded_write(n, row, gone, cut);
         let d = b.layout().data_per_row() as u64;
@@ -4002,9 +4024,52 @@ fn a_degraded_raid6_resync_never_rebuilds_from_parities_of_two_versions() {
         let cut = DegradedCut {
             reached_p: true,
             unchecked: Some(1),
+            ..DegradedCut::PLAIN
         };
         let (b, model) =
             raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), cut);
+        let before = {
+            let mut m = vec![0u8; 1 << 20];
+            crate::rng::SplitMix64(71 + n as u64).fill(&mut m);
+            m
+        };
+        row_old_new_or_error(&b, row, &model, &before, &format!("n {n}"));
+    }
+}
+
+/// A third outside attack: the killed write reached P alone (not its data block, not Q), and
+/// data block 0's member died with it. The resync kept P, which matched its entry restored
+/// from the pending store, rebuilt block 0 from it beside the old block 1, and recomputed Q:
+/// block 0 read back as neither version. A parity is kept only where its own entry is settled.
+#[test]
+fn a_degraded_raid6_resync_never_keeps_a_parity_only_the_cut_write_reached() {
+    for n in [4, 5, 6] {
+        let row = 6;
+        let cut = DegradedCut {
+            reached_p: true,
+            data_not_reached: true,
+            ..DegradedCut::PLAIN
+        };
+        let (b, model) =
+            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), cut);
+        row_old_new_or_error(&b, row, &model, &model, &format!("n {n}"));
+    }
+}
+
+/// The same attack, undecided: the write reached data block 1 alone, P's member died with it,
+/// block 0's entry was unknown and block 1 rotted. The resync listed block 1 (nothing decides
+/// it) but not block 0, and a read of block 0, checked against Q and the listed block's
+/// placeholder, returned wrong data. Blocks with unknown entries are listed with them.
+#[test]
+fn an_undecided_degraded_raid6_row_lists_its_unchecked_blocks_too() {
+    for n in [4, 5] {
+        let row = 6;
+        let cut = DegradedCut {
+            unchecked: Some(0),
+            rotten: Some(1),
+            ..DegradedCut::PLAIN
+        };
+        let (b, model) = raid6_killed_in_a_degraded_write(n, row, |a| a.layout().p_slot(row), cut);
         let before = {
             let mut m = vec![0u8; 1 << 20];
             crate::rng::SplitMix64(71 + n as u64).fill(&mut m);

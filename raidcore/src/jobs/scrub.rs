@@ -1691,31 +1691,15 @@ fn resync_degraded_block(
                 "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
             );
         }
-        // With a data block missing and a data block a cut write may have reached, P and Q
-        // disagreeing over the missing block can be either parity gone stale, or both (an
-        // outside attack: P kept because it matched its own old entry, the missing block
-        // rebuilt from it beside the new data, wrong with no error). Which is current cannot
-        // be told: the missing block is listed (reads of it fail until it is written).
-        if !data_settled {
-            rep.undecided.push((row, b, Left::Unverified));
-            push(
-                rep,
-                problem(
-                    m,
-                    "data",
-                    false,
-                    "after an unclean stop P and Q of this degraded row disagree over the missing member's block, beside data a cut write may have reached: which parity is current cannot be told, so the block is listed as lost (reads of it fail until it is written)",
-                ),
-            );
-            return Ok(());
-        }
-        // The data is as the last flush left it: the parities disagree over the missing block
-        // alone (a write into it cut between P and Q), and either gives a version of it. The
-        // parity to keep is one matching its entry (P first); the missing block is rebuilt
-        // from it and the other parity recomputed. With no parity verifying itself, rot in
-        // either cannot be told from the other gone stale (simulator seed 7001917: P rotten,
-        // Q recomputed from it, the missing block read back as the rot): left as it is below.
-        if let Some(keep) = [d, d + 1].into_iter().find(|&p| states[p] == Cell::Good) {
+        // With a data block missing: the parity to keep is one matching its entry (P first)
+        // that a returned flush made durable, beside data that is as the last flush left it;
+        // the parities then disagree over the missing block alone (a write into it cut
+        // between P and Q), and the kept one gives a version of it: the missing block is
+        // rebuilt from it and the other parity recomputed.
+        let keep = [d, d + 1]
+            .into_iter()
+            .find(|&p| data_settled && states[p] == Cell::Good && settled(p));
+        if let Some(keep) = keep {
             let redo = if keep == d { d + 1 } else { d };
             let fixed = rebuild(&[m, redo])?;
             return apply(
@@ -1725,6 +1709,28 @@ fn resync_degraded_block(
                 Verified::parity,
                 "parity of a degraded row recomputed after an unclean stop from data that matches its checksums",
             );
+        }
+        // Otherwise, where a parity matches its entry: a cut write may have reached the data
+        // and not the parities (P kept because it matched its own old entry, the missing block
+        // rebuilt from it beside the new data: an outside attack), or that parity and not the
+        // data (the parity restored from the pending store kept, the missing block rebuilt from
+        // it beside the old data: a second one). Which is current cannot be told: the missing
+        // block is listed (reads of it fail until it is written). With no parity verifying
+        // itself, rot in either cannot be told from the other gone stale (simulator seed
+        // 7001917: P rotten, Q recomputed from it, the missing block read back as the rot):
+        // left as it is below.
+        if [d, d + 1].iter().any(|&p| states[p] == Cell::Good) {
+            rep.undecided.push((row, b, Left::Unverified));
+            push(
+                rep,
+                problem(
+                    m,
+                    "data",
+                    false,
+                    "after an unclean stop P and Q of this degraded row disagree over the missing member's block, and a cut write may have reached one of them or the data: which is current cannot be told, so the block is listed as lost (reads of it fail until it is written)",
+                ),
+            );
+            return Ok(());
         }
     }
     // No block fails its entry: only blocks whose entries are unknown (damaged table pages)
@@ -1883,10 +1889,15 @@ fn list_undecided(
                 .collect();
         }
         let whole = left == Left::Whole;
+        // Blocks whose entries are unknown go with the failing ones in degraded rows too:
+        // left off, a read of one was checked against the parity left and the listed block's
+        // placeholder, and returned wrong data (an outside attack: a cut write, rot, and a
+        // damaged table page in one degraded RAID6 row).
+        let unknown_counts = whole || left == Left::Degraded;
         let failing = |i: usize| {
             cells[slots[i]]
                 .as_ref()
-                .is_some_and(|cl| cl.bad(rel, c, b) || (whole && cl.unknown(rel, c, b)))
+                .is_some_and(|cl| cl.bad(rel, c, b) || (unknown_counts && cl.unknown(rel, c, b)))
         };
         // In a row with nothing left to check it, a failing parity block condemns the
         // missing members' data of its column as well.
