@@ -38,6 +38,33 @@ fn resync(a: &Array, rows: std::ops::Range<u64>) -> crate::jobs::scrub::ScrubRep
     scrub::run(a, &[rows], Mode::Resync, None, &mut |_, _| {}).unwrap()
 }
 
+/// A RAID6 of `n` members (4 KiB chunks, filled from `seed`) with the member of slot `gone`
+/// failed and then, as a write the crash cut after its data block landed would leave it, data
+/// block 1 of `row` holding 0x5a with its entry while the parities hold the row before it.
+/// Returns the array and the model (with the new block).
+fn raid6_with_a_cut_data_block(
+    n: usize,
+    seed: u64,
+    row: u64,
+    gone: impl Fn(&Array) -> usize,
+) -> (Array, Vec<u8>) {
+    let (a, _faults, mut model) = filled(Level::Raid6, n, 4096, seed);
+    let d = a.layout().data_per_row() as u64;
+    a.fail_member(gone(&a), "test").unwrap();
+    let new = vec![0x5au8; 4096];
+    a.repair_write(
+        a.layout().data_slot(row, 1),
+        a.judged_good(&new),
+        row,
+        0,
+        WriteKind::Data,
+    )
+    .unwrap();
+    let at = ((row * d + 1) * 4096) as usize;
+    model[at..at + 4096].copy_from_slice(&new);
+    (a, model)
+}
+
 /// A scrub (with `repair`, scrub --repair) over member rows `rows`.
 fn scrub_rows(
     a: &Array,
@@ -510,22 +537,9 @@ fn a_degraded_raid6_resync_never_recomputes_a_parity_from_an_unverified_one() {
 #[test]
 fn a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_stale() {
     let chunk = 4096u64;
-    let (a, _faults, mut model) = filled(Level::Raid6, 4, chunk, 31);
     let row = 6u64;
+    let (a, model) = raid6_with_a_cut_data_block(4, 31, row, |a| a.layout().q_slot(row));
     let d = a.layout().data_per_row() as u64;
-    a.fail_member(a.layout().q_slot(row), "test").unwrap();
-    // The cut write: data block 1's new bytes and entry, P untouched.
-    let at = ((row * d + 1) * chunk) as usize;
-    let new = vec![0x5au8; 4096];
-    a.repair_write(
-        a.layout().data_slot(row, 1),
-        a.judged_good(&new),
-        row,
-        0,
-        WriteKind::Data,
-    )
-    .unwrap();
-    model[at..at + 4096].copy_from_slice(&new);
     let rep = resync(&a, row..row + 1);
     assert_eq!(rep.problems.len(), 1, "P rewritten: {:?}", rep.problems);
     a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
@@ -542,21 +556,9 @@ fn a_degraded_raid6_resync_recomputes_the_parity_left_where_a_cut_write_made_it_
 fn a_scrub_of_a_degraded_raid6_checks_the_parity_left() {
     let chunk = 4096u64;
     for n in [4, 6] {
-        let (a, _faults, mut model) = filled(Level::Raid6, n, chunk, 37);
         let row = 5u64;
+        let (a, model) = raid6_with_a_cut_data_block(n, 37, row, |a| a.layout().q_slot(row));
         let d = a.layout().data_per_row() as u64;
-        a.fail_member(a.layout().q_slot(row), "test").unwrap();
-        let at = ((row * d + 1) * chunk) as usize;
-        let new = vec![0xa7u8; 4096];
-        a.repair_write(
-            a.layout().data_slot(row, 1),
-            a.judged_good(&new),
-            row,
-            0,
-            WriteKind::Data,
-        )
-        .unwrap();
-        model[at..at + 4096].copy_from_slice(&new);
         let check = scrub_rows(&a, row..row + 1, false);
         assert_eq!(check.problems.len(), 1, "n {n}: {:?}", check.problems);
         assert_eq!(check.problems[0].slot, a.layout().p_slot(row));
@@ -580,19 +582,9 @@ fn a_scrub_of_a_degraded_raid6_checks_the_parity_left() {
 /// stale: the scrub reports both, repairs neither, and writes nothing.
 #[test]
 fn a_scrub_of_a_degraded_raid6_reports_parities_that_disagree_over_the_missing_block() {
-    let chunk = 4096u64;
     for n in [4, 6] {
-        let (a, _faults, _model) = filled(Level::Raid6, n, chunk, 43);
         let row = 5u64;
-        a.fail_member(a.layout().data_slot(row, 0), "test").unwrap();
-        a.repair_write(
-            a.layout().data_slot(row, 1),
-            a.judged_good(&[0xa7u8; 4096]),
-            row,
-            0,
-            WriteKind::Data,
-        )
-        .unwrap();
+        let (a, _model) = raid6_with_a_cut_data_block(n, 43, row, |a| a.layout().data_slot(row, 0));
         let fix = scrub_rows(&a, row..row + 1, true);
         let mut slots: Vec<usize> = fix.problems.iter().map(|p| p.slot).collect();
         slots.sort_unstable();
