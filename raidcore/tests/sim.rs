@@ -1341,7 +1341,10 @@ fn a_mirror_rebuild_never_copies_a_lone_unchecked_block_into_a_confirming_second
 ///   by the resync and slot 0's block (data position 1) holding the cut write's bytes; rot then
 ///   hit that block (member offset 2297660), slot 4's writes failed in the next session, and
 ///   the final read returns the rotten byte (0x5a) where 0x00 is durable
-///   (`SIM_DEBUG_OFFSET=2297660`: nothing rewrote the block after the cut).
+///   (`SIM_DEBUG_OFFSET=2297660`: nothing rewrote the block after the cut). The resync after
+///   the cut reported both blocks listed as lost, and no client write or trim covered block 145
+///   afterwards, so the listing was lost or bypassed by the time of the final read: the lead
+///   to follow.
 /// - 34000065 (with table damage): the final read returns 0x00 where 0x25 is durable (array
 ///   byte 565248).
 #[test]
