@@ -1343,7 +1343,9 @@ fn a_mirror_rebuild_never_copies_a_lone_unchecked_block_into_a_confirming_second
 ///   the final read returns the rotten byte (0x5a) where 0x00 is durable
 ///   (`SIM_DEBUG_OFFSET=2297660`: nothing rewrote the block after the cut). The resync after
 ///   the cut reported both blocks listed as lost, and no client write or trim covered block 145
-///   afterwards, so the listing was lost or bypassed by the time of the final read: the lead
+///   afterwards. At the final read the list still holds slot 0's and slot 3's block 48 (a
+///   temporary print of `lost_data_ranges()`), slot 4 is out of service, and the read returns
+///   slot 0's block anyway: the read path bypasses the listing in this degraded row. The lead
 ///   to follow.
 /// - 34000065 (with table damage): the final read returns 0x00 where 0x25 is durable (array
 ///   byte 565248).
