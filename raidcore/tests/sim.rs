@@ -1344,9 +1344,16 @@ fn a_mirror_rebuild_never_copies_a_lone_unchecked_block_into_a_confirming_second
 ///   (`SIM_DEBUG_OFFSET=2297660`: nothing rewrote the block after the cut). The resync after
 ///   the cut reported both blocks listed as lost, and no client write or trim covered block 145
 ///   afterwards. At the final read the list still holds slot 0's and slot 3's block 48 (a
-///   temporary print of `lost_data_ranges()`), slot 4 is out of service, and the read returns
-///   slot 0's block anyway: the read path bypasses the listing in this degraded row. The lead
-///   to follow.
+///   temporary print of `lost_data_ranges()`). Block 145 is slot 4's (out of service, row 48's
+///   data slots are 3, 4, 0), rebuilt from the others: slot 0's listed block counts as a
+///   placeholder consistent with the row (row.rs `judge_blocks`: listed blocks are not judged
+///   by their entries), but it rotted after the resync recorded its entry as it lay, and the
+///   rot went into the rebuilt block. Tried: judging a listed block by a known entry other
+///   than LOST_ENTRY (bad when it fails it) fixes this seed, but breaks
+///   `a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry`: rebuilds list
+///   survivors that fail known entries without re-recording them, and those placeholders must
+///   not be judged. The fix needs every listing to record its placeholder's entry (or mark
+///   which entries were made to match), then the rule above.
 /// - 34000065 (with table damage): the final read returns 0x00 where 0x25 is durable (array
 ///   byte 565248).
 #[test]
