@@ -1445,21 +1445,8 @@ fn a_scrub_repair_never_vouches_for_the_unchecked_copy_a_rebuild_poisoned_its_ta
     a.take_failed(&PathBuf::from("m1")).unwrap();
     rebuild_onto_fresh(&a, "m1new");
     let mut buf = vec![0u8; 4096];
-    right_or_error(
-        &a,
-        &model,
-        2 * 65536 + 4096,
-        &mut buf,
-        None,
-        "after the rebuild",
-    );
+    let mut check = |when: &str| right_or_error(&a, &model, 2 * 65536 + 4096, &mut buf, None, when);
+    check("after the rebuild");
     crate::jobs::scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
-    right_or_error(
-        &a,
-        &model,
-        2 * 65536 + 4096,
-        &mut buf,
-        None,
-        "after scrub --repair",
-    );
+    check("after scrub --repair");
 }

@@ -1556,9 +1556,7 @@ fn resync_degraded_block(
     let within = (b * B) as u64;
     let checksums = array.has_checksums();
     let cell = |i: usize| cells[slots[i]].as_ref();
-    let read: Vec<Vec<u8>> = (0..total)
-        .map(|i| cell(i).map_or_else(|| vec![0u8; B], |cl| cl.block(rel, c, b).to_vec()))
-        .collect();
+    let read = column_blocks(slots, cells, rel, c, b);
     let states: Vec<Cell> = (0..total)
         .map(|i| match cell(i) {
             None => Cell::Absent,
@@ -1621,7 +1619,7 @@ fn resync_degraded_block(
             Ok::<(), crate::Error>(())
         };
     // The parity rebuilt with the missing block: Q, unless Q is the missing one.
-    let other = if m == d + 1 { d } else { d + 1 };
+    let other = parity_left_to_check(m, d);
     let by_p = rebuild(&[m, other])?;
     if by_p[other] == read[other] {
         // Consistent as read (or no checksums to doubt it): entries that differ lag.
@@ -1804,6 +1802,35 @@ fn resync_degraded_block(
         push(rep, problem(i, cell_kind(i, d, true), false, UNDECIDED));
     }
     Ok(())
+}
+
+/// Block `b` of every cell of a row's column (`slots` in row order, their batch reads in
+/// `cells`, relative row `rel`, chunk `c`): zeros where the member is missing.
+fn column_blocks(
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    rel: u64,
+    c: u64,
+    b: usize,
+) -> Vec<Vec<u8>> {
+    slots
+        .iter()
+        .map(|&s| {
+            cells[s]
+                .as_ref()
+                .map_or_else(|| vec![0u8; B], |cl| cl.block(rel, c, b).to_vec())
+        })
+        .collect()
+}
+
+/// A RAID6 row with cell `m` missing (`d` data cells): the parity rebuilt with it so that the
+/// one left can be checked against what was read: Q, unless Q is the missing one.
+fn parity_left_to_check(m: usize, d: usize) -> usize {
+    if m == d + 1 {
+        d
+    } else {
+        d + 1
+    }
 }
 
 /// Whether block `within` of `slot`'s cell in `row`, found failing its checksum entry in a
@@ -2358,16 +2385,10 @@ fn check_degraded_raid6_block(
     rep: &mut ScrubReport,
 ) -> Result<()> {
     let c = array.layout().chunk();
-    let (total, d) = (slots.len(), slots.len() - 2);
-    let mut bufs: Vec<Vec<u8>> = (0..total)
-        .map(|i| {
-            cells[slots[i]]
-                .as_ref()
-                .map_or_else(|| vec![0u8; B], |cl| cl.block(rel, c, b).to_vec())
-        })
-        .collect();
+    let d = slots.len() - 2;
+    let mut bufs = column_blocks(slots, cells, rel, c, b);
     // The missing cell and the parity it leaves to be checked, rebuilt from the rest.
-    let other = if m == d + 1 { d } else { d + 1 };
+    let other = parity_left_to_check(m, d);
     let read = bufs[other].clone();
     {
         let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|x| &mut x[..]).collect();
