@@ -1335,30 +1335,23 @@ fn a_mirror_rebuild_never_copies_a_lone_unchecked_block_into_a_confirming_second
 }
 
 /// Found by a 15-minute soak of the final build of 2026-12-07 (`sim --from 34000000 --seconds
-/// 900`), not yet diagnosed; both fail on the build before that day's changes too (9e28ff0).
-/// RAID6 N=5, stripe cache, rot:
-/// - 34003322 (no table damage): a write cut by the power at row 48 left slot 3's block listed
-///   by the resync and slot 0's block (data position 1) holding the cut write's bytes; rot then
-///   hit that block (member offset 2297660), slot 4's writes failed in the next session, and
-///   the final read returns the rotten byte (0x5a) where 0x00 is durable
-///   (`SIM_DEBUG_OFFSET=2297660`: nothing rewrote the block after the cut). The resync after
-///   the cut reported both blocks listed as lost, and no client write or trim covered block 145
-///   afterwards. At the final read the list still holds slot 0's and slot 3's block 48 (a
-///   temporary print of `lost_data_ranges()`). Block 145 is slot 4's (out of service, row 48's
-///   data slots are 3, 4, 0), rebuilt from the others: slot 0's listed block counts as a
-///   placeholder consistent with the row (row.rs `judge_blocks`: listed blocks are not judged
-///   by their entries), but it rotted after the resync recorded its entry as it lay, and the
-///   rot went into the rebuilt block. Tried: judging a listed block by a known entry other
-///   than LOST_ENTRY (bad when it fails it) fixes this seed, but breaks
-///   `a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry`: rebuilds list
-///   survivors that fail known entries without re-recording them, and those placeholders must
-///   not be judged. The fix needs every listing to record its placeholder's entry (or mark
-///   which entries were made to match), then the rule above.
-/// - 34000065 (with table damage): the final read returns 0x00 where 0x25 is durable (array
-///   byte 565248).
+/// 900`); both failed on the build before that day's changes too (9e28ff0). RAID6 N=5, stripe
+/// cache, rot, a cut write, a failed member:
+/// - 34003322: the resync after the cut listed a data block it could not decide and recorded
+///   its entry as it lay (a placeholder consistent with the row); rot then hit the placeholder,
+///   a member's writes failed, and the final read rebuilt that member's block from the rotten
+///   placeholder: listed blocks were never judged by their entries. Now a listed block failing
+///   an entry other than a rebuild's poison changed since its listing and counts as missing
+///   (row.rs `judge_blocks`); every listing records its placeholder's entry (the rebuild's
+///   lost survivors too, once the list is durable).
+/// - 34000065 (table damage): a cut write reached a data block and not P or Q; the row's
+///   other unverified blocks (a data block, P and Q, damaged pages) outnumbered what parity
+///   can check, and the resync left the row as it was: P and Q, stale together, agreed on the
+///   old bytes, which a read returned once the new block's member died (0x00 where 0x25 was
+///   read before). Such rows are now listed and parity recomputed over them, as every
+///   undecided whole row is.
 #[test]
-#[ignore = "wrong data from RAID6 N=5 after a cut write, rot and a failed member: not yet diagnosed"]
-fn raid6_soak_seeds_of_2026_12_07_that_still_return_wrong_data() {
+fn raid6_soak_seeds_of_2026_12_07_that_returned_wrong_data() {
     for seed in [34003322, 34000065] {
         pass_full(seed);
     }

@@ -343,9 +343,16 @@ fn a_mirror_rebuilt_from_an_unchecked_copy_does_not_vouch_for_it() {
     );
 }
 
+/// Sets the entry of the 4 KiB block of `slot` at member offset `member_off` to `entry`.
+fn set_entry(a: &Array, slot: usize, member_off: u64, entry: super::csum::Digest) {
+    let d = a.slots[slot].usable().unwrap();
+    let s = a.csum_of(&d).unwrap();
+    s.record_digests(s.block_of(member_off), &[entry]);
+}
+
 /// Mutation gap (issue 31, row.rs judge_blocks): the bad-block lookup's offset (row times
-/// chunk plus within, in blocks) was never checked away from row 0 and block 0: a block on the list
-/// whose placeholder fails its entry must not be judged bad, and a block beside it must.
+/// chunk plus within, in blocks) was never checked away from row 0 and block 0: a block on the
+/// list whose entry a rebuild poisoned must not be judged bad, and a block beside it must.
 #[test]
 fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
     let chunk = 8192u64;
@@ -358,6 +365,7 @@ fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
     // Unlisted: the flipped block fails its entry.
     assert_eq!(a.judge_blocks(slot, &buf, row, 4096, false).0, vec![0]);
     assert!(a.mark_lost_block(slot, row * chunk + 4096));
+    set_entry(&a, slot, a.cell_offset(row, 4096), super::csum::LOST_ENTRY);
     assert_eq!(
         a.judge_blocks(slot, &buf, row, 4096, false),
         (vec![], vec![])
@@ -373,8 +381,47 @@ fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
     flip(&a, slot, a.cell_offset(row, 100));
     flip(&a, slot, a.cell_offset(row, 4096 + 100));
     assert!(a.mark_lost_block(slot, row * chunk));
+    set_entry(&a, slot, a.cell_offset(row, 0), super::csum::LOST_ENTRY);
     a.member_read(slot, &mut buf, row, 0).unwrap();
     assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![1]);
+}
+
+/// Simulator seed 34003322 (issue 31): a resync listed a RAID6 data block it could not decide
+/// and recorded its entry as it lay (a placeholder consistent with the row); rot then hit the
+/// placeholder, a member failed, and a read rebuilt that member's block from the rotten
+/// placeholder, returning the rot: listed blocks were never judged by their entries. Now a
+/// listed block failing the entry its listing recorded changed since, and counts as missing.
+#[test]
+fn a_listed_placeholder_that_rots_after_its_listing_never_feeds_a_reconstruction() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid6, 5, chunk, 17);
+    let row = 5u64;
+    let listed = a.layout().data_slot(row, 0);
+    let gone = a.layout().data_slot(row, 1);
+    // Listed as a listing does it: durably on the list, then its entry made to match it.
+    assert!(a.mark_lost_block(listed, row * chunk));
+    a.persist().unwrap();
+    let mut b = vec![0u8; chunk as usize];
+    a.member_read(listed, &mut b, row, 0).unwrap();
+    let d = a.slots[listed].usable().unwrap();
+    a.csum_record(&d, a.cell_offset(row, 0), Verified::listed(&b));
+    assert_eq!(a.judge_blocks(listed, &b, row, 0, false), (vec![], vec![]));
+    // Rot of the placeholder is seen.
+    flip(&a, listed, a.cell_offset(row, 100));
+    a.member_read(listed, &mut b, row, 0).unwrap();
+    assert_eq!(a.judge_blocks(listed, &b, row, 0, false).0, vec![0]);
+    // The neighbour's member fails: its block comes back right (from P and Q, the rotten
+    // placeholder counted missing), never with the rot in it.
+    a.fail(&MemberRef::Slot(gone)).unwrap();
+    let d_per_row = a.layout().data_per_row() as u64;
+    let at = (row * d_per_row + 1) * chunk;
+    let mut out = vec![0u8; chunk as usize];
+    a.read(&mut out, at).unwrap();
+    assert_eq!(
+        out,
+        model[at as usize..(at + chunk) as usize],
+        "rot returned"
+    );
 }
 
 /// Simulator seed 10003712 (issue 31): a RAID6 row whose checksum pages are all damaged, one

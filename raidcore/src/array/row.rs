@@ -378,20 +378,32 @@ impl Array {
             // Blocks on the bad-block list are known lost: their contents are a placeholder
             // consistent with the row's parity (what the rebuild, the resync or a write
             // resting on them computed it from), which reads of them never return (check_bad)
-            // but parity updates and reconstructions of other blocks need. Their entries
-            // (poisoned by a rebuild, or unknown) do not judge them: a block a write listed
-            // because nothing could verify it is still what the write's parity assumed, so
-            // the missing block that write put in parity reads back (an outside attack: it
-            // was refused, and a rebuild then listed it too).
+            // but parity updates and reconstructions of other blocks need. An entry poisoned
+            // by a rebuild, or unknown, does not judge them: a block a write listed because
+            // nothing could verify it is still what the write's parity assumed, so the missing
+            // block that write put in parity reads back (an outside attack: it was refused, and
+            // a rebuild then listed it too). Any other entry is the placeholder's own (every
+            // listing records it as the block lies, once the list holding it is durable), and
+            // a block failing it changed since: rot of the placeholder, which a reconstruction
+            // resting on it would carry into the block it rebuilds (simulator seed 34003322).
             let first = (row * self.layout.chunk() + within) / BLOCK;
             let list = self.bad.lock().expect("bad-block lock");
             if !list.is_empty() {
-                let unlisted = |i: &usize| {
-                    list.first_bad(slot, first + *i as u64..first + *i as u64 + 1)
-                        .is_none()
+                let listed = |i: usize| {
+                    list.first_bad(slot, first + i as u64..first + i as u64 + 1)
+                        .is_some()
                 };
-                bad.retain(unlisted);
-                unknown.retain(unlisted);
+                let poisoned = |i: usize| {
+                    self.csum_of(d).is_some_and(|s| {
+                        let off = self.cell_offset(row, within) + i as u64 * BLOCK;
+                        matches!(
+                            s.expected(d.member.as_ref(), s.block_of(off), 1)[..],
+                            [super::csum::Expect::Known(k)] if k == super::csum::LOST_ENTRY
+                        )
+                    })
+                };
+                bad.retain(|&i| !listed(i) || !poisoned(i));
+                unknown.retain(|&i| !listed(i));
             }
         }
         if count {

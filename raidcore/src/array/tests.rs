@@ -4069,3 +4069,74 @@ fn an_undecided_degraded_raid6_row_lists_its_unchecked_blocks_too() {
         row_old_new_or_error(&b, row, &model, &before, &format!("n {n}"));
     }
 }
+
+/// Simulator seed 34000065 (issue 31): a RAID6 write killed after its data block landed and
+/// before P and Q did, in a row whose other unverified blocks (a data block, P and Q: damaged
+/// table pages) outnumbered what parity can check. The resync left the row as it was, so P
+/// and Q stayed stale together and agreed on the data block's old bytes; reads returned the
+/// new bytes (verified by their entry) until the block's member failed, then the old ones with
+/// no error. Now the unverified data block is listed and parity recomputed over the row: the
+/// new bytes stay recoverable, or the read fails; never the old bytes once the new were read.
+#[test]
+fn a_raid6_row_of_unknown_entries_never_rebuilds_old_data_from_parities_a_cut_write_left_stale() {
+    for n in [5, 6] {
+        let (store, a, backing, model) = killable_filled(Level::Raid6, n, 91 + n as u64);
+        let uuid = a.superblock().array_uuid;
+        let row = 9u64;
+        let d = a.layout().data_per_row() as u64;
+        let (p, q) = (a.layout().p_slot(row), a.layout().q_slot(row));
+        let old_pq: Vec<Vec<u8>> = [p, q]
+            .iter()
+            .map(|&s| {
+                let mut b = vec![0u8; 4096];
+                let dev = a.slots[s].usable().unwrap();
+                dev.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
+                b
+            })
+            .collect();
+        let at = row * d * 4096;
+        a.write(&[0x5au8; 4096], at).unwrap();
+        // The parities never got it; the process dies.
+        for (&s, o) in [p, q].iter().zip(&old_pq) {
+            let dev = a.slots[s].usable().unwrap();
+            dev.member.write_at(o, a.cell_offset(row, 0)).unwrap();
+        }
+        drop(a);
+        let opts = AssembleOptions {
+            writable: true,
+            ..Default::default()
+        };
+        let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+        let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
+        assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
+        // Damaged table pages: data block 1, P and Q have unknown entries.
+        for s in [b.layout().data_slot(row, 1), p, q] {
+            let dev = b.slots[s].usable().unwrap();
+            let st = b.csum_of(&dev).unwrap();
+            st.record_digests(
+                st.block_of(b.cell_offset(row, 0)),
+                &[super::csum::UNKNOWN_ENTRY],
+            );
+        }
+        scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+        let mut got = vec![0u8; 4096];
+        b.read(&mut got, at).unwrap();
+        assert!(got.iter().all(|&x| x == 0x5a), "n={n}: the new bytes read");
+        b.fail(&MemberRef::Slot(b.layout().data_slot(row, 0)))
+            .unwrap();
+        if b.read(&mut got, at).is_ok() {
+            assert!(
+                got.iter().all(|&x| x == 0x5a),
+                "n={n}: the old bytes came back after the new were read (old: {})",
+                got[..] == model[at as usize..at as usize + 4096]
+            );
+        }
+        // The other data blocks of the row: right or an error.
+        for i in 1..d {
+            let o = ((row * d + i) * 4096) as usize;
+            if b.read(&mut got, o as u64).is_ok() {
+                assert!(got[..] == model[o..o + 4096], "n={n}: block {i} wrong");
+            }
+        }
+    }
+}

@@ -545,7 +545,7 @@ fn land(
     };
     let (bufs, written) = h.join().expect("writer thread");
     *spare = Some(bufs);
-    poison(pass.array, &pass.targets, r0, &damage);
+    poison(pass.array, &pass.targets, r0, &damage)?;
     pass.advance(r1, written?, progress)?;
     drop(guard);
     Ok(())
@@ -584,6 +584,10 @@ struct Damage {
     /// (slot, byte offset in the batch) of survivor blocks lost with them (unreadable or
     /// failing their checksums where parity no longer covers the column).
     lost: Vec<(usize, usize)>,
+    /// The bytes of those of them that fail their entries, as read (slot, byte offset in the
+    /// batch, bytes): once the list holds them, durably, their entries are made to match them,
+    /// so that a later change of the placeholder (rot) is seen (row.rs `judge_blocks`).
+    relisted: Vec<(usize, usize, Vec<u8>)>,
 }
 
 impl Damage {
@@ -965,6 +969,13 @@ fn recover_block(
                     })
                     .map(|(&s, _)| (s, at)),
             );
+            damage.relisted.extend(
+                order
+                    .iter()
+                    .zip(&cells)
+                    .filter(|(_, cell)| **cell == Cell::Bad)
+                    .map(|(&s, _)| (s, at, ins[s][at..at + BLK].to_vec())),
+            );
         }
     }
     Ok(())
@@ -1122,13 +1133,32 @@ fn mirror_blocks(
 /// they read as errors: on the bad-block list (parity levels, with or without checksums,
 /// persisted with the checkpoint that follows). The targets' write gave them entries that
 /// can never match any content ([`Damage::marks`]).
-fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) {
+fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) -> Result<()> {
     let c = array.layout().chunk();
     for &(ti, at) in &damage.poisoned {
         array.mark_lost_block(targets[ti].0, r0 * c + at as u64);
     }
     for &(slot, at) in &damage.lost {
         array.mark_lost_block(slot, r0 * c + at as u64);
+    }
+    if !damage.relisted.is_empty() {
+        // The list holding them durably first: a crash between the two must not leave an
+        // unlisted block whose entry matches its rot.
+        array.persist()?;
+        // (Data blocks only: a parity block is never listed, and is judged by its entry.)
+        for (slot, at, bytes) in &damage.relisted {
+            let (row, within) = (r0 + (*at as u64) / c, (*at as u64) % c);
+            if !array.is_lost_block(*slot, r0 * c + *at as u64) {
+                continue;
+            }
+            if let Some(dev) = array.source(*slot, row) {
+                array.csum_record(
+                    &dev,
+                    array.cell_offset(row, within),
+                    Verified::listed(bytes),
+                );
+            }
+        }
     }
     if !damage.poisoned.is_empty() {
         array.event(
@@ -1140,6 +1170,7 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
             ),
         );
     }
+    Ok(())
 }
 
 /// The entries a replace batch's target write gives the blocks the read could neither verify

@@ -1347,9 +1347,15 @@ fn resync_parity_block(
         Recovered::Intact => {}
         Recovered::Inconsistent { unchecked } if !states.contains(&Cell::Bad) => {
             // Only blocks whose entries are unknown disagree with the parity, more of them
-            // than it can locate: rot in one cannot be told from a write the crash cut.
-            // Parity made to agree would vouch for whichever it is; the row is reported and
-            // left as it is, and reads of those blocks fail rather than guess.
+            // than it can locate: rot in one cannot be told from a write the crash cut. Left as
+            // it was, the parity may be stale beside a verified block the cut write reached,
+            // and P and Q stale together agree on that block's old bytes: when its member
+            // failed, a read rebuilt the old data with no error (simulator seed 34000065).
+            // So the data blocks nothing verifies are listed (reads of them fail until they
+            // are written, as they failed unverified before) and parity is recomputed over
+            // them, as for any undecided whole row (list_undecided): the verified blocks stay
+            // recoverable, and writes to the row work again.
+            rep.undecided.push((row, b, Left::Whole));
             for i in unchecked {
                 push(
                     rep,
@@ -1357,7 +1363,12 @@ fn resync_parity_block(
                         i,
                         cell_kind(i, d, false),
                         false,
-                        "after an unclean stop this row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: left as it is, unverified".into(),
+                        if i < d {
+                            "after an unclean stop this row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: rot cannot be told from a write the crash cut, so the block is listed as lost (reads of it fail until it is written) and parity is recomputed over it"
+                        } else {
+                            "after an unclean stop this row disagrees with its parity, and more of its blocks have unknown checksum entries (damaged table pages) than parity can check: recomputed over the data, whose unverified blocks are listed as lost"
+                        }
+                        .into(),
                     ),
                 );
             }

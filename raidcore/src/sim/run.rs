@@ -1040,10 +1040,15 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
                     }
                     let rep = scrub::run(&a, &dirty, Mode::Resync, None, &mut |_, _| {})
                         .map_err(|e| format!("resync after restart: {e}"))?;
+                    // The first 8 problems; `SIM_ALL_PROBLEMS=1` lists every one.
                     let probs: Vec<String> = rep
                         .problems
                         .iter()
-                        .take(8)
+                        .take(if std::env::var_os("SIM_ALL_PROBLEMS").is_some() {
+                            usize::MAX
+                        } else {
+                            8
+                        })
                         .map(|p| {
                             format!(
                                 "row {} slot {} {} {}{}",
