@@ -1960,7 +1960,12 @@ fn list_undecided(
         let slots = array.row_slots(row, parity);
         let rel = row - rows.start;
         let listed: Vec<usize> = doubtful(row, b, left).into_iter().map(|(i, _)| i).collect();
-        if left == Left::Whole {
+        // Every data cell present (a whole row, or a parity missing): the parity left is made
+        // to agree too. Kept as it was, it may be stale beside a verified block a cut write
+        // reached, and rebuild that block's old bytes once its member fails (a degraded RAID6
+        // row, P missing: the degraded form of simulator seed 34000065).
+        let d = slots.len() - parity;
+        if (0..d).all(|i| cells[slots[i]].is_some()) {
             rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
         } else {
             record_listed(array, row, rel, b, &slots, cells, &listed);
@@ -1994,10 +1999,11 @@ fn record_listed(
     }
 }
 
-/// Block `b` of a whole parity row whose data cells `listed` (row indexes) are on the
-/// bad-block list, durably: their entries are made to match them as they lie and parity is
-/// recomputed over the data, so that the row's other cells, which verify, stay recoverable
-/// when their member fails, and writes to the row find it consistent. The listed bytes are
+/// Block `b` of a parity row with every data cell present whose data cells `listed` (row
+/// indexes) are on the bad-block list, durably: their entries are made to match them as they
+/// lie and the parity present is recomputed over the data, so that the row's other cells,
+/// which verify, stay recoverable when their member fails, and writes to the row find it
+/// consistent. The listed bytes are
 /// never read as data: reads of them fail until a write covers them. Returns the bytes
 /// written.
 #[allow(clippy::too_many_arguments)]
@@ -2014,7 +2020,7 @@ fn freeze_listed(
     let c = array.layout().chunk();
     let d = slots.len() - parity;
     let at = array.cell_offset(row, (b * B) as u64);
-    let cell = |i: usize| cells[slots[i]].as_ref().expect("whole row");
+    let cell = |i: usize| cells[slots[i]].as_ref().expect("data cells present");
     let doubtful = |i: usize| cell(i).bad(rel, c, b) || cell(i).unknown(rel, c, b);
     record_listed(array, row, rel, b, slots, cells, listed);
     let data: Vec<&[u8]> = (0..d).map(|i| cell(i).block(rel, c, b)).collect();
@@ -2024,7 +2030,7 @@ fn freeze_listed(
         (array.kernel().gen_pq)(&data, p, (parity == 2).then_some(&mut q[..]));
     }
     let mut written = 0;
-    for i in d..slots.len() {
+    for i in (d..slots.len()).filter(|&i| cells[slots[i]].is_some()) {
         let fresh = Verified::listed(&pq[i - d]);
         if pq[i - d] == cell(i).block(rel, c, b) {
             if doubtful(i) {

@@ -722,6 +722,33 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         }
                     }
                 }
+                // Every member keeps its durable image and some of what was unflushed; a
+                // process crash keeps it all (and the pending entries, below).
+                let keep = [0u64, 50, 100][rng.below(3) as usize];
+                let kill = keep == 100
+                    && spec.kills
+                    && SplitMix64(seed ^ KILL_STREAM ^ epoch as u64).below(2) == 0;
+                if kill && array.layout().parity_count() == 2 {
+                    // Half the time a RAID6 member in service dies with the process: the
+                    // resync then meets the killed writes' rows with a member missing, their
+                    // entries restored from the pending store (the degraded resync's branches
+                    // that decide by them, never reached before).
+                    let mut die = SplitMix64(seed ^ KILL_STREAM ^ 0xdead ^ epoch as u64);
+                    let usable: Vec<usize> = (0..array.layout().members())
+                        .filter(|&s| !slot_faulty(&world, &array, s))
+                        .collect();
+                    if usable.len() == array.layout().members() && die.below(2) == 0 {
+                        let slot = usable[die.below(usable.len() as u64) as usize];
+                        if let Some(m) = array.slot_path_of(slot).and_then(|p| world.store.get(&p))
+                        {
+                            let mut f = m.faults();
+                            f.dead = true;
+                            m.set_faults(f);
+                            world
+                                .note(sched, format!("slot {slot}: the drive dies with the crash"));
+                        }
+                    }
+                }
                 let mut lost_mask = world.epoch_lost.load(Ordering::SeqCst);
                 for s in 0..array.layout().members() {
                     if slot_faulty(&world, &array, s) {
@@ -763,11 +790,6 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                     crate::array::bitmap::BitmapGeometry::from_superblock(&array.superblock());
                 let caused = caused_regions(&world, &array);
                 drop(array);
-                // Every member keeps its durable image and some of what was unflushed.
-                let keep = [0u64, 50, 100][rng.below(3) as usize];
-                let kill = keep == 100
-                    && spec.kills
-                    && SplitMix64(seed ^ KILL_STREAM ^ epoch as u64).below(2) == 0;
                 if kill {
                     world.note(sched, "a process crash: the pending entries survive".into());
                 } else {
