@@ -1381,6 +1381,7 @@ impl Array {
                 // blocks off the list: listed here, the client's data read as an error,
                 // simulator seed 11003132).
                 let mut listed = false;
+                let mut listed_blocks = Vec::new();
                 let own = |i: usize, b: u64| {
                     touched
                         .iter()
@@ -1393,6 +1394,7 @@ impl Array {
                         .filter(|&b| !own(*i, b))
                     {
                         listed |= self.mark_lost_block(slots[*i], row * chunk + b);
+                        listed_blocks.push((*i, b));
                     }
                 }
                 if listed {
@@ -1414,6 +1416,27 @@ impl Array {
                             span.start + run.start as u64,
                             WriteKind::Data,
                         )?;
+                    }
+                }
+                // The list holding them durably, each listed block's entry is made to match
+                // the placeholder the new parity assumes, where the span holds all of it (an
+                // outside attack: a listed block whose entry stayed unknown rotted, and a
+                // neighbour rebuilt from it read back wrong). Elsewhere its entry stays as it
+                // was, failing or unknown: reconstructions then count it missing.
+                for (i, b) in listed_blocks {
+                    if b < span.start
+                        || b + BLOCK > span.end
+                        || !self.is_lost_block(slots[i], row * chunk + b)
+                    {
+                        continue;
+                    }
+                    if let Some(dev) = self.source(slots[i], row) {
+                        let o = (b - span.start) as usize;
+                        self.csum_record(
+                            &dev,
+                            self.cell_offset(row, b),
+                            Verified::listed(&bufs[i][o..o + BLOCK as usize]),
+                        );
                     }
                 }
                 let (data, pq) = bufs.split_at_mut(d_count);

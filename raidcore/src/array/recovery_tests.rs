@@ -350,40 +350,42 @@ fn set_entry(a: &Array, slot: usize, member_off: u64, entry: super::csum::Digest
     s.record_digests(s.block_of(member_off), &[entry]);
 }
 
-/// Mutation gap (issue 31, row.rs judge_blocks): the bad-block lookup's offset (row times
-/// chunk plus within, in blocks) was never checked away from row 0 and block 0: a block on the
-/// list whose entry a rebuild poisoned must not be judged bad, and a block beside it must.
+/// A listed block is judged by its entry like any other (row.rs `judge_blocks`), away from
+/// the row start too: one whose entry its listing made match its placeholder is good, one that
+/// changed since (rot) or whose entry is a rebuild's poison is bad, and a block beside it is
+/// judged on its own.
 #[test]
-fn a_listed_block_away_from_the_row_start_is_not_judged_by_its_entry() {
+fn a_listed_block_is_judged_by_the_entry_its_listing_recorded() {
     let chunk = 8192u64;
     let (a, _faults, _) = filled(Level::Raid5, 3, chunk, 11);
     let row = 3u64;
     let slot = a.layout().data_slot(row, 0);
+    let d = a.slots[slot].usable().unwrap();
     flip(&a, slot, a.cell_offset(row, 4096 + 100));
     let mut buf = vec![0u8; 4096];
     a.member_read(slot, &mut buf, row, 4096).unwrap();
     // Unlisted: the flipped block fails its entry.
     assert_eq!(a.judge_blocks(slot, &buf, row, 4096, false).0, vec![0]);
+    // Listed, its entry made to match it as it lies: good.
     assert!(a.mark_lost_block(slot, row * chunk + 4096));
-    set_entry(&a, slot, a.cell_offset(row, 4096), super::csum::LOST_ENTRY);
+    a.csum_record(&d, a.cell_offset(row, 4096), Verified::listed(&buf));
     assert_eq!(
         a.judge_blocks(slot, &buf, row, 4096, false),
         (vec![], vec![])
     );
-    // The whole chunk: block 1 is listed, block 0 is fine; a flip in block 0 is judged.
+    // Poisoned: bad.
+    set_entry(&a, slot, a.cell_offset(row, 4096), super::csum::LOST_ENTRY);
+    assert_eq!(a.judge_blocks(slot, &buf, row, 4096, false).0, vec![0]);
+    // The whole chunk, block 1 listed with its placeholder's entry: a flip in block 0 is
+    // judged, and a flip of block 1 since its listing too.
+    a.csum_record(&d, a.cell_offset(row, 4096), Verified::listed(&buf));
     flip(&a, slot, a.cell_offset(row, 100));
     let mut buf = vec![0u8; chunk as usize];
     a.member_read(slot, &mut buf, row, 0).unwrap();
     assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![0]);
-    // Next row: block 0 listed, block 1 not; both flipped: only block 1 is judged bad.
-    let row = 4u64;
-    let slot = a.layout().data_slot(row, 0);
-    flip(&a, slot, a.cell_offset(row, 100));
-    flip(&a, slot, a.cell_offset(row, 4096 + 100));
-    assert!(a.mark_lost_block(slot, row * chunk));
-    set_entry(&a, slot, a.cell_offset(row, 0), super::csum::LOST_ENTRY);
+    flip(&a, slot, a.cell_offset(row, 4096 + 200));
     a.member_read(slot, &mut buf, row, 0).unwrap();
-    assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![1]);
+    assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![0, 1]);
 }
 
 /// Simulator seed 34003322 (issue 31): a resync listed a RAID6 data block it could not decide
@@ -1496,4 +1498,84 @@ fn a_scrub_repair_never_vouches_for_the_unchecked_copy_a_rebuild_poisoned_its_ta
     check("after the rebuild");
     crate::jobs::scrub::scrub_array(&a, true, &Default::default(), &mut |_, _| {}).unwrap();
     check("after scrub --repair");
+}
+
+/// An outside attack (issue 31): a rebuild that could not settle a column (a survivor rotten,
+/// no redundancy left) poisoned its target's block and listed it, the placeholder written
+/// there with an entry matching nothing; listed blocks with such entries were never judged, so
+/// when the placeholder rotted and a neighbour's member failed, the neighbour was rebuilt from
+/// the rot and read back wrong with no error. The rebuild now makes a listed target block's
+/// entry match its placeholder once the list is durable, and listed blocks are judged by it.
+#[test]
+fn a_rebuilds_poisoned_placeholder_that_rots_never_feeds_a_reconstruction() {
+    for (level, n) in [(Level::Raid5, 4), (Level::Raid6, 5), (Level::Raid6, 6)] {
+        let chunk = 4096u64;
+        let (a, _faults, model) = filled(level, n, chunk, 101 + n as u64);
+        let row = 7u64;
+        let d = a.layout().data_per_row() as u64;
+        let gone = a.layout().data_slot(row, 0);
+        let victim = a.layout().data_slot(row, d as usize - 1);
+        a.fail(&MemberRef::Slot(gone)).unwrap();
+        // The column lost beyond what is left to check it: survivors rotten (RAID5 one data
+        // block; RAID6 two blocks, P among them when only the victim's data is left).
+        let rotten: Vec<usize> = match (level, n) {
+            (Level::Raid5, _) => vec![a.layout().data_slot(row, 1)],
+            (_, 5) => vec![a.layout().data_slot(row, 1), a.layout().p_slot(row)],
+            _ => vec![a.layout().data_slot(row, 1), a.layout().data_slot(row, 2)],
+        };
+        for &s in &rotten {
+            flip(&a, s, a.cell_offset(row, 100));
+        }
+        rebuild_onto_fresh(&a, "new");
+        let what = format!("{level:?} n={n}");
+        assert!(
+            a.is_lost_block(gone, row * chunk),
+            "{what}: poisoned and listed"
+        );
+        let at = (row * d + d - 1) * chunk;
+        let mut buf = vec![0u8; 4096];
+        a.read(&mut buf, at).unwrap();
+        assert!(buf[..] == model[at as usize..at as usize + 4096], "{what}");
+        // The poisoned placeholder rots; the victim's member fails (and Q's, on RAID6).
+        flip(&a, gone, a.cell_offset(row, 200));
+        a.fail(&MemberRef::Slot(victim)).unwrap();
+        if level == Level::Raid6 {
+            a.fail(&MemberRef::Slot(a.layout().q_slot(row))).unwrap();
+        }
+        right_or_error(&a, &model, at, &mut buf, None, &what);
+    }
+}
+
+/// An outside attack (issue 31): a write into a degraded RAID5 row beside a block whose entry
+/// was unknown (a damaged table page) listed that block and left its entry unknown; listed
+/// blocks were never judged, so when the listed placeholder rotted (after a rebuild) and the
+/// written block's member failed, the client's acknowledged write was rebuilt from the rot and
+/// read back wrong with no error. The write now makes the listed block's entry match the
+/// placeholder its new parity assumes.
+#[test]
+fn a_placeholder_a_write_listed_with_an_unknown_entry_that_rots_never_feeds_a_reconstruction() {
+    let chunk = 4096u64;
+    let (a, _faults, _model) = filled(Level::Raid5, 4, chunk, 31);
+    let row = 6u64;
+    let d = a.layout().data_per_row() as u64;
+    let gone = a.layout().data_slot(row, 0);
+    let sick = a.layout().data_slot(row, 1);
+    let victim = a.layout().data_slot(row, 2);
+    a.fail_member(gone, "test").unwrap();
+    unknown_entry(&a, sick, a.cell_offset(row, 0));
+    let at = (row * d + 2) * chunk;
+    a.write(&[0x3c; 4096], at).unwrap();
+    assert!(a.is_lost_block(sick, row * chunk));
+    rebuild_onto_fresh(&a, "new");
+    let mut buf = vec![0u8; 4096];
+    a.read(&mut buf, at).unwrap();
+    assert!(buf.iter().all(|&x| x == 0x3c));
+    flip(&a, sick, a.cell_offset(row, 300));
+    a.fail(&MemberRef::Slot(victim)).unwrap();
+    if a.read(&mut buf, at).is_ok() {
+        assert!(
+            buf.iter().all(|&x| x == 0x3c),
+            "the client's write read back wrong with no error"
+        );
+    }
 }

@@ -334,7 +334,7 @@ impl Array {
         count: bool,
     ) -> Result<(Vec<usize>, Vec<usize>)> {
         let d = self.member_read_on(slot, buf, row, within)?;
-        Ok(self.judge_blocks_of(&d, slot, buf, row, within, count))
+        Ok(self.judge_blocks_of(&d, buf, row, within, count))
     }
 
     /// The checks of [`Array::member_read_blocks`] over `buf`, just read from `slot`'s member
@@ -349,7 +349,7 @@ impl Array {
         count: bool,
     ) -> (Vec<usize>, Vec<usize>) {
         match self.source(slot, row) {
-            Some(d) => self.judge_blocks_of(&d, slot, buf, row, within, count),
+            Some(d) => self.judge_blocks_of(&d, buf, row, within, count),
             None if self.csum_geo.is_none() => (Vec::new(), Vec::new()),
             // Failed since the read: nothing vouches for the bytes (simulator seed 3000135
             // took them as good, and a flipped read reached the client).
@@ -364,7 +364,6 @@ impl Array {
     fn judge_blocks_of(
         &self,
         d: &Dev,
-        slot: usize,
         buf: &[u8],
         row: u64,
         within: u64,
@@ -373,39 +372,20 @@ impl Array {
         if self.csum_geo.is_none() {
             return (Vec::new(), Vec::new());
         }
-        let (mut bad, mut unknown) = self.csum_blocks(d, row, self.cell_offset(row, within), buf);
-        if !bad.is_empty() || !unknown.is_empty() {
-            // Blocks on the bad-block list are known lost: their contents are a placeholder
-            // consistent with the row's parity (what the rebuild, the resync or a write
-            // resting on them computed it from), which reads of them never return (check_bad)
-            // but parity updates and reconstructions of other blocks need. An entry poisoned
-            // by a rebuild, or unknown, does not judge them: a block a write listed because
-            // nothing could verify it is still what the write's parity assumed, so the missing
-            // block that write put in parity reads back (an outside attack: it was refused, and
-            // a rebuild then listed it too). Any other entry is the placeholder's own (every
-            // listing records it as the block lies, once the list holding it is durable), and
-            // a block failing it changed since: rot of the placeholder, which a reconstruction
-            // resting on it would carry into the block it rebuilds (simulator seed 34003322).
-            let first = (row * self.layout.chunk() + within) / BLOCK;
-            let list = self.bad.lock().expect("bad-block lock");
-            if !list.is_empty() {
-                let listed = |i: usize| {
-                    list.first_bad(slot, first + i as u64..first + i as u64 + 1)
-                        .is_some()
-                };
-                let poisoned = |i: usize| {
-                    self.csum_of(d).is_some_and(|s| {
-                        let off = self.cell_offset(row, within) + i as u64 * BLOCK;
-                        matches!(
-                            s.expected(d.member.as_ref(), s.block_of(off), 1)[..],
-                            [super::csum::Expect::Known(k)] if k == super::csum::LOST_ENTRY
-                        )
-                    })
-                };
-                bad.retain(|&i| !listed(i) || !poisoned(i));
-                unknown.retain(|&i| !listed(i));
-            }
-        }
+        // Blocks on the bad-block list (known lost) are judged like any other: their contents
+        // are a placeholder consistent with the row's parity (what the rebuild, the resync or
+        // a write resting on them computed it from), which reads of them never return
+        // (check_bad) but parity updates and reconstructions of other blocks need, and every
+        // listing makes their entries match the placeholder once the list holding them is
+        // durable (the resync's `record_listed`, the rebuild's `poison`, the replace's
+        // `list_kept`, the write's listing in io.rs). One failing its entry changed since (rot
+        // of the placeholder), and one whose entry is unknown cannot be checked: used as they
+        // lie, they carried rot into the blocks rebuilt from them (simulator seed 34003322, and
+        // two outside attacks: a rebuild's poisoned target block and a write's listed block
+        // with an unknown entry, each rotten, fed a neighbour's reconstruction). A crash
+        // between a listing and its entries leaves the old entry: the placeholder then counts
+        // as missing, an error at worst.
+        let (bad, unknown) = self.csum_blocks(d, row, self.cell_offset(row, within), buf);
         if count {
             if let Some(&i) = bad.first() {
                 d.csum_error(

@@ -544,8 +544,15 @@ fn land(
         return Ok(());
     };
     let (bufs, written) = h.join().expect("writer thread");
+    let wrote = written.as_ref().is_ok_and(|&n| n > 0);
+    poison(
+        pass.array,
+        &pass.targets,
+        r0,
+        &damage,
+        wrote.then_some(&bufs[..]),
+    )?;
     *spare = Some(bufs);
-    poison(pass.array, &pass.targets, r0, &damage)?;
     pass.advance(r1, written?, progress)?;
     drop(guard);
     Ok(())
@@ -584,9 +591,10 @@ struct Damage {
     /// (slot, byte offset in the batch) of survivor blocks lost with them (unreadable or
     /// failing their checksums where parity no longer covers the column).
     lost: Vec<(usize, usize)>,
-    /// The bytes of those of them that fail their entries, as read (slot, byte offset in the
-    /// batch, bytes): once the list holds them, durably, their entries are made to match them,
-    /// so that a later change of the placeholder (rot) is seen (row.rs `judge_blocks`).
+    /// The bytes of those of them that fail their entries or have none, as read (slot, byte
+    /// offset in the batch, bytes): once the list holds them, durably, their entries are made
+    /// to match them, so that a later change of the placeholder (rot) is seen (row.rs
+    /// `judge_blocks`).
     relisted: Vec<(usize, usize, Vec<u8>)>,
 }
 
@@ -973,7 +981,7 @@ fn recover_block(
                 order
                     .iter()
                     .zip(&cells)
-                    .filter(|(_, cell)| **cell == Cell::Bad)
+                    .filter(|(_, cell)| matches!(cell, Cell::Bad | Cell::Unchecked))
                     .map(|(&s, _)| (s, at, ins[s][at..at + BLK].to_vec())),
             );
         }
@@ -1130,10 +1138,20 @@ fn mirror_blocks(
 }
 
 /// Lists target blocks that could not be rebuilt, and the survivor blocks lost with them, so
-/// they read as errors: on the bad-block list (parity levels, with or without checksums,
-/// persisted with the checkpoint that follows). The targets' write gave them entries that
-/// can never match any content ([`Damage::marks`]).
-fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Damage) -> Result<()> {
+/// they read as errors: on the bad-block list (parity levels, with or without checksums).
+/// The targets' write gave them entries that can never match any content, or unknown ones
+/// ([`Damage::marks`]). Once the list holding them is durable, every listed block's entry is
+/// made to match its placeholder (the bytes the target's write put there, `written`, one
+/// buffer per target; the survivors' as read), so that rot of a placeholder is seen and never
+/// feeds the reconstruction of another block (row.rs `judge_blocks`; an outside attack: a
+/// poisoned target block rotted and a neighbour rebuilt from it read back wrong).
+fn poison(
+    array: &Array,
+    targets: &[(usize, Arc<Target>)],
+    r0: u64,
+    damage: &Damage,
+    written: Option<&[AlignedBuf]>,
+) -> Result<()> {
     let c = array.layout().chunk();
     for &(ti, at) in &damage.poisoned {
         array.mark_lost_block(targets[ti].0, r0 * c + at as u64);
@@ -1141,14 +1159,34 @@ fn poison(array: &Array, targets: &[(usize, Arc<Target>)], r0: u64, damage: &Dam
     for &(slot, at) in &damage.lost {
         array.mark_lost_block(slot, r0 * c + at as u64);
     }
-    if !damage.relisted.is_empty() {
+    let listed = |slot: usize, at: usize| array.is_lost_block(slot, r0 * c + at as u64);
+    let target_listed: Vec<(usize, usize)> = match written {
+        Some(_) if array.has_checksums() => damage
+            .poisoned
+            .iter()
+            .chain(&damage.unverified)
+            .copied()
+            .filter(|&(ti, at)| listed(targets[ti].0, at))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !damage.relisted.is_empty() || !target_listed.is_empty() {
         // The list holding them durably first: a crash between the two must not leave an
         // unlisted block whose entry matches its rot.
         array.persist()?;
+        for (ti, at) in target_listed {
+            let bufs = written.expect("written");
+            let (row, within) = (r0 + (at as u64) / c, (at as u64) % c);
+            array.csum_record(
+                &targets[ti].1.dev,
+                array.cell_offset(row, within),
+                Verified::listed(&bufs[ti][at..at + BLK]),
+            );
+        }
         // (Data blocks only: a parity block is never listed, and is judged by its entry.)
         for (slot, at, bytes) in &damage.relisted {
             let (row, within) = (r0 + (*at as u64) / c, (*at as u64) % c);
-            if !array.is_lost_block(*slot, r0 * c + *at as u64) {
+            if !listed(*slot, *at) {
                 continue;
             }
             if let Some(dev) = array.source(*slot, row) {
@@ -1190,18 +1228,42 @@ fn kept_marks(kept: &[KeptAsIs]) -> Vec<(usize, Digest)> {
         .collect()
 }
 
-/// After a replace batch from row `r0` was written to the target with [`kept_marks`]: lists
-/// the blocks the read could not read at all as lost, and says what was kept. Returns how
-/// many were lost.
-fn list_kept(array: &Array, slot: usize, r0: u64, kept: &[KeptAsIs]) -> u64 {
+/// After a replace batch from row `r0` was written to the target `dev` with [`kept_marks`]
+/// (`written`: the batch's bytes): lists the blocks the read could not read at all as lost,
+/// and says what was kept. Once the list holding them is durable, their entries on the target
+/// are made to match the placeholders written there (as [`poison`] does). Returns how many
+/// were lost.
+fn list_kept(
+    array: &Array,
+    (slot, dev): (usize, &crate::array::Dev),
+    r0: u64,
+    kept: &[KeptAsIs],
+    written: &[u8],
+) -> Result<u64> {
     if kept.is_empty() {
-        return 0;
+        return Ok(0);
     }
     let c = array.layout().chunk();
     let mut lost = 0;
+    let mut listed = Vec::new();
     for k in kept.iter().filter(|k| k.entry.is_none()) {
         lost += 1;
-        array.mark_lost_block(slot, r0 * c + k.at as u64);
+        if array.mark_lost_block(slot, r0 * c + k.at as u64)
+            || array.is_lost_block(slot, r0 * c + k.at as u64)
+        {
+            listed.push(k.at);
+        }
+    }
+    if !listed.is_empty() && array.has_checksums() {
+        array.persist()?;
+        for at in listed {
+            let (row, within) = (r0 + at as u64 / c, at as u64 % c);
+            array.csum_record(
+                dev,
+                array.cell_offset(row, within),
+                Verified::listed(&written[at..at + BLK]),
+            );
+        }
     }
     array.event(
         "bad-blocks",
@@ -1211,7 +1273,7 @@ fn list_kept(array: &Array, slot: usize, r0: u64, kept: &[KeptAsIs]) -> u64 {
             kept.len()
         ),
     );
-    lost
+    Ok(lost)
 }
 
 /// Copies slot `slot`'s live member onto its replace target.
@@ -1298,7 +1360,8 @@ fn replace_pass(
         let good = array.judged_good(&buf[..len]);
         let ok = array.target_write(slot, &t.dev, good, r0, &kept_marks(&kept))?;
         if ok {
-            pass.report.unrecoverable_blocks += list_kept(array, slot, r0, &kept);
+            pass.report.unrecoverable_blocks +=
+                list_kept(array, (slot, &t.dev), r0, &kept, &buf[..len])?;
         }
         pass.advance(r1, if ok { len as u64 } else { 0 }, progress)?;
         drop(guard);
@@ -1344,7 +1407,7 @@ pub(crate) fn refresh_replace_targets(
                         array.read_rows_verified(slot, &mut buf[..len], r0..r1, None)?;
                     let good = array.judged_good(&buf[..len]);
                     if array.target_write(slot, &t.dev, good, r0, &kept_marks(&kept))? {
-                        list_kept(array, slot, r0, &kept);
+                        list_kept(array, (slot, &t.dev), r0, &kept, &buf[..len])?;
                     }
                 }
                 r0 = r1.max(r0 + 1);

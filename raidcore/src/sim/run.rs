@@ -728,16 +728,19 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 let kill = keep == 100
                     && spec.kills
                     && SplitMix64(seed ^ KILL_STREAM ^ epoch as u64).below(2) == 0;
-                if kill && array.layout().parity_count() == 2 {
-                    // Half the time a RAID6 member in service dies with the process: the
-                    // resync then meets the killed writes' rows with a member missing, their
-                    // entries restored from the pending store (the degraded resync's branches
-                    // that decide by them, never reached before).
+                if array.layout().parity_count() == 2 {
+                    // A RAID6 member in service dies with the crash (half the process crashes,
+                    // a quarter of the power cuts): the resync then meets the cut writes' rows
+                    // with a member missing, after a process crash with their entries restored
+                    // from the pending store (the degraded resync's branches that decide by
+                    // them, never reached before).
                     let mut die = SplitMix64(seed ^ KILL_STREAM ^ 0xdead ^ epoch as u64);
                     let usable: Vec<usize> = (0..array.layout().members())
                         .filter(|&s| !slot_faulty(&world, &array, s))
                         .collect();
-                    if usable.len() == array.layout().members() && die.below(2) == 0 {
+                    if usable.len() == array.layout().members()
+                        && die.below(if kill { 2 } else { 4 }) == 0
+                    {
                         let slot = usable[die.below(usable.len() as u64) as usize];
                         if let Some(m) = array.slot_path_of(slot).and_then(|p| world.store.get(&p))
                         {
