@@ -1356,3 +1356,24 @@ fn raid6_soak_seeds_of_2026_12_07_that_returned_wrong_data() {
         pass_full(seed);
     }
 }
+
+/// Found by a 30-minute soak on 2026-12-07 (`sim --from 36000000 --seconds 1800`). RAID6 N=6,
+/// table damage, rot, three power cuts: a degraded resync listed a rotten block whose entry was
+/// unknown and recorded its entry as it lay, though parity could not be made to agree with it
+/// (a data cell missing); the next resync took it as verified and rebuilt a neighbour from it,
+/// which read back as the rot (0x44 where 0x00 is durable). Such listings now keep their
+/// entries as they were.
+#[test]
+fn a_degraded_resync_listing_never_makes_rot_verify() {
+    pass_full(36001070);
+}
+
+/// Found by an outside attack's run on 2026-12-07 (`sim --from 37000000`; a needless loss,
+/// older than that day). RAID6 N=5, table damage, rot: a row no write touched held two data
+/// blocks whose table pages were damaged, one rotten; the resync after a power cut rebuilt both
+/// from P and Q, had nothing left to check them and listed both. Exactly one of them, rebuilt
+/// from P, makes Q agree, and it is now restored.
+#[test]
+fn a_raid6_resync_locates_one_rotten_block_among_unchecked_ones() {
+    pass_full(37000313);
+}

@@ -4220,3 +4220,84 @@ fn a_degraded_raid6_row_of_unknown_entries_never_rebuilds_old_data_from_stale_pa
         }
     }
 }
+
+/// Simulator seed 36001070 (issue 31): a degraded RAID6 resync (a data member missing, a cut
+/// write's block beside a block with an unknown entry and rot) listed the unverified block and
+/// recorded its entry as it lay, though parity could not be made to agree with it (a data cell
+/// missing); the rotten block then verified, and a later resync rebuilt a neighbour from it.
+/// Here the cut write's member fails after the resync: its block must read as the new bytes or
+/// fail, never as a reconstruction resting on the listed rot.
+#[test]
+fn a_block_a_degraded_resync_lists_without_fixing_parity_never_verifies_as_it_lay() {
+    for n in [5, 6] {
+        let row = 6;
+        let cut = DegradedCut {
+            unchecked: Some(2),
+            rotten: Some(2),
+            ..DegradedCut::PLAIN
+        };
+        let (b, model) =
+            raid6_killed_in_a_degraded_write(n, row, |a| a.layout().data_slot(row, 0), cut);
+        let d = b.layout().data_per_row() as u64;
+        let at = (row * d + 1) * 4096;
+        let mut buf = vec![0u8; 4096];
+        b.read(&mut buf, at).unwrap();
+        assert!(buf[..] == model[at as usize..at as usize + 4096], "n={n}");
+        let listed = b.layout().data_slot(row, 2);
+        assert!(b.is_lost_block(listed, row * 4096), "n={n}: listed");
+        b.fail(&MemberRef::Slot(b.layout().data_slot(row, 1)))
+            .unwrap();
+        if b.read(&mut buf, at).is_ok() {
+            assert!(
+                buf[..] == model[at as usize..at as usize + 4096],
+                "n={n}: the cut write's block rebuilt from the listed rot"
+            );
+        }
+    }
+}
+
+/// Simulator seed 37000313 (issue 31, a needless loss): a RAID6 row no write touched, two data
+/// blocks with unknown entries (damaged table pages), one of them rotten, P and Q matching
+/// settled entries. After an unclean stop the resync rebuilt both unchecked blocks from P and
+/// Q, which left nothing to check the result, and listed both. One of them, rebuilt from P,
+/// makes Q agree: the rotten one, now restored; the other is vouched for by P and Q.
+#[test]
+fn a_raid6_resync_locates_the_one_rotten_block_among_unchecked_ones() {
+    for n in [5, 6] {
+        let (store, a, backing, model) = killable_filled(Level::Raid6, n, 57 + n as u64);
+        let uuid = a.superblock().array_uuid;
+        // A write elsewhere marks the region for the resync; the process dies.
+        a.write(&model[..4096], 0).unwrap();
+        drop(a);
+        let opts = AssembleOptions {
+            writable: true,
+            ..Default::default()
+        };
+        let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
+        let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
+        b.adopt_pending(found, ps).unwrap();
+        let row = 5u64;
+        for i in [0, 1] {
+            let s = b.layout().data_slot(row, i);
+            let dev = b.slots[s].usable().unwrap();
+            let st = b.csum_of(&dev).unwrap();
+            st.record_digests(
+                st.block_of(b.cell_offset(row, 0)),
+                &[super::csum::UNKNOWN_ENTRY],
+            );
+        }
+        flip(&b, b.layout().data_slot(row, 1), b.cell_offset(row, 700));
+        let rep = scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
+        assert!(
+            b.lost_data_ranges().is_empty(),
+            "n={n}: listed {:?}; {:?}",
+            b.lost_data_ranges(),
+            rep.problems
+        );
+        let d = b.layout().data_per_row() as u64;
+        let at = (row * d * 4096) as usize;
+        let mut got = vec![0u8; 2 * 4096];
+        b.read(&mut got, at as u64).unwrap();
+        assert!(got == model[at..at + 2 * 4096], "n={n}: the row reads back");
+    }
+}

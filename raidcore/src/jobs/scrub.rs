@@ -1440,6 +1440,34 @@ fn resync_parity_block(
         }
         Recovered::Lost { .. }
         | Recovered::Contradicted { .. }
+        | Recovered::Inconsistent { .. }
+            if parity == 2
+                && let Some((x, fixed)) = one_unchecked_block_both_parities_locate(
+                    array, row, within, slots, &states, &block,
+                ) =>
+        {
+            // RAID6, no block failing its entry, P and Q matching entries a returned flush made
+            // durable beside settled data, several data blocks with unknown entries: exactly one
+            // of them, rebuilt from P, makes Q agree. No cut write explains that (one that
+            // reached a data block and not P or Q leaves that block the one located, and
+            // rolling it back is allowed: it was never flushed); rot of that block does. Before,
+            // both unchecked blocks were listed though the row had one error (simulator seed
+            // 37000313: a needless loss, no write in the row).
+            restore(
+                rep,
+                x,
+                &fixed,
+                [
+                    "fails its checksum after an unclean stop; located by P and Q and restored",
+                    "its checksum page is damaged and it disagrees with P and Q after an unclean stop; located by them and restored",
+                ],
+            )?;
+            for i in (0..d).filter(|&i| i != x && states[i] == Cell::Unchecked) {
+                record(i, Verified::rebuilt);
+            }
+        }
+        Recovered::Lost { .. }
+        | Recovered::Contradicted { .. }
         | Recovered::Inconsistent { .. } => {
             // More blocks fail their entries than parity can check: a write the crash cut
             // across several blocks (their entries not logged yet) looks exactly like rot in
@@ -1463,6 +1491,65 @@ fn resync_parity_block(
         }
     }
     Ok(())
+}
+
+/// A RAID6 row block (cells in row order, `states` their verdicts) with no cell failing its
+/// entry, P and Q matching entries a returned flush made durable, every data block that
+/// matches its entry settled too, and two or more data blocks with unknown entries: each of
+/// those is tried as the one wrong, rebuilt from P and the rest as read; where exactly one
+/// trial makes Q agree, returns its index and bytes. A cut write that reached one data block
+/// and neither parity is located and rolled back (never flushed); one that reached several
+/// makes no trial agree.
+fn one_unchecked_block_both_parities_locate<'a>(
+    array: &Array,
+    row: u64,
+    within: u64,
+    slots: &[usize],
+    states: &[Cell],
+    block: &dyn Fn(usize) -> &'a [u8],
+) -> Option<(usize, Vec<u8>)> {
+    let total = slots.len();
+    let d = total - 2;
+    let unchecked: Vec<usize> = (0..d).filter(|&i| states[i] == Cell::Unchecked).collect();
+    if states.contains(&Cell::Bad) || unchecked.len() < 2 || !array.has_checksums() {
+        return None;
+    }
+    let epoch = array.settled_epoch();
+    let settled = |i: usize| {
+        array.source(slots[i], row).is_some_and(|dev| {
+            array
+                .csum_of(&dev)
+                .is_some_and(|s| s.entry_settled(s.block_of(array.cell_offset(row, within)), epoch))
+        })
+    };
+    if !(0..total).filter(|&i| states[i] == Cell::Good).all(settled)
+        || states[d] != Cell::Good
+        || states[d + 1] != Cell::Good
+    {
+        return None;
+    }
+    let mut found = None;
+    for &x in &unchecked {
+        let mut fixed = block(d).to_vec();
+        for i in (0..d).filter(|&i| i != x) {
+            for (f, b) in fixed.iter_mut().zip(block(i)) {
+                *f ^= b;
+            }
+        }
+        let data: Vec<&[u8]> = (0..d)
+            .map(|i| if i == x { &fixed[..] } else { block(i) })
+            .collect();
+        let mut p = vec![0u8; B];
+        let mut q = vec![0u8; B];
+        (array.kernel().gen_pq)(&data, &mut p, Some(&mut q[..]));
+        if q == block(d + 1) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((x, fixed));
+        }
+    }
+    found
 }
 
 /// For a row block that more cells fail than parity can locate: each cell failing its entry
@@ -1887,9 +1974,11 @@ const UNDECIDED: &str = "after an unclean stop this row disagrees with its parit
 /// After a resync batch: the data blocks it could not decide (rot cannot be told from a write
 /// the crash cut) go on the bad-block list, which is made durable first; reads of them fail
 /// until a write covers them, instead of returning bytes nothing verified or a reconstruction
-/// from cells of different writes. Then, the list holding them, their entries are made to match
-/// them as they lie and, in whole rows, parity is recomputed over them: the row's verified
-/// cells stay recoverable if their member fails, and writes to the row work again.
+/// from cells of different writes. Then, the list holding them, in rows with every data cell
+/// present, their entries are made to match them as they lie and parity is recomputed over
+/// them: the row's verified cells stay recoverable if their member fails, and writes to the row
+/// work again. With a data cell missing their entries stay as they were (no placeholder the
+/// parity agrees with).
 fn list_undecided(
     array: &Array,
     rows: &Range<u64>,
@@ -1965,10 +2054,12 @@ fn list_undecided(
         // reached, and rebuild that block's old bytes once its member fails (a degraded RAID6
         // row, P missing: the degraded form of simulator seed 34000065).
         let d = slots.len() - parity;
+        // With a data cell missing, parity cannot be made to agree with the listed blocks, so
+        // they are no placeholders consistent with the row, and their entries stay as they
+        // were (failing or unknown): recorded as they lay, they verified, and a later resync
+        // rebuilt a neighbour from a listed block's rot (simulator seed 36001070).
         if (0..d).all(|i| cells[slots[i]].is_some()) {
             rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
-        } else {
-            record_listed(array, row, rel, b, &slots, cells, &listed);
         }
     }
     Ok(())

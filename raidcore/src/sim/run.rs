@@ -292,6 +292,10 @@ struct World {
     /// A job that writes member rows (add, replace, rebuild, resync, scrub --repair) ran since
     /// the last clean stop: its writes mark write-intent regions the clients never touched.
     jobs_wrote: AtomicBool,
+    /// The lifecycle actor changed something this epoch (a fail, add, replace, rebuild...):
+    /// the members' durable superblocks may then lag their state in memory (a rebuild that
+    /// finished after the power went), so no member is made to die with the crash.
+    lifecycle_acted: AtomicBool,
     /// Persistent rot by content: (member rotted, member offset, the rotten bytes) of every rot
     /// injected. A member in service that is that member or a copy of it ([`lineage`]) and
     /// holds those bytes there holds the rot: a replace or a role move copies what it cannot
@@ -598,6 +602,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         damaged_pages: Mutex::new(BTreeSet::new()),
         rot_at_crash: Mutex::new(BTreeMap::new()),
         jobs_wrote: AtomicBool::new(false),
+        lifecycle_acted: AtomicBool::new(false),
         rot_marks: Mutex::new(Vec::new()),
         exposed_rows: Mutex::new(BTreeSet::new()),
         torn_rows: Mutex::new(BTreeSet::new()),
@@ -652,6 +657,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         let mut rot_rng = SplitMix64(seed ^ ROT_STREAM ^ 0xc0ffee);
         for epoch in 0..spec.epochs {
             world.epoch_lost.store(0, Ordering::SeqCst);
+            world.lifecycle_acted.store(false, Ordering::SeqCst);
             observe_slots(&world, &array);
             let cut = rng.below(100) < 45;
             let base = sched.steps();
@@ -739,6 +745,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                         .filter(|&s| !slot_faulty(&world, &array, s))
                         .collect();
                     if usable.len() == array.layout().members()
+                        && !world.lifecycle_acted.load(Ordering::SeqCst)
                         && die.below(if kill { 2 } else { 4 }) == 0
                     {
                         let slot = usable[die.below(usable.len() as u64) as usize];
@@ -2459,6 +2466,7 @@ fn lifecycle(w: &World, a: &Array, spec: &Spec, sched: &Sched, seed: u64) {
         };
         observe_slots(w, a);
         if !msg.is_empty() {
+            w.lifecycle_acted.store(true, Ordering::SeqCst);
             w.note(sched, format!("lifecycle: {msg}"));
         }
     }
