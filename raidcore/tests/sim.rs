@@ -1377,3 +1377,15 @@ fn a_degraded_resync_listing_never_makes_rot_verify() {
 fn a_raid6_resync_locates_one_rotten_block_among_unchecked_ones() {
     pass_full(37000313);
 }
+
+/// Found by a 30-minute soak on 2026-12-07 (`sim --from 38000000 --seconds 1800`). RAID6 N=6,
+/// table damage, rot, no power cut: a rebuild could not settle a column (a survivor rotten
+/// with its entry unknown), listed the survivors and made their entries match them as read;
+/// but the target, rebuilt from P beside the rot, left Q disagreeing with those placeholders,
+/// and after a member died a read rebuilt a block through Q from the rotten placeholder
+/// (0x5a where 0x00 is durable). Entries are now made to match only where the column's
+/// placeholders agree with every parity.
+#[test]
+fn a_rebuild_never_vouches_for_placeholders_one_parity_disagrees_with() {
+    pass_full(38000292);
+}

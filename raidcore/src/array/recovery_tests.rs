@@ -1552,7 +1552,10 @@ fn a_rebuilds_poisoned_placeholder_that_rots_never_feeds_a_reconstruction() {
         if level == Level::Raid6 {
             a.fail(&MemberRef::Slot(a.layout().q_slot(row))).unwrap();
         }
-        if rots {
+        if rots || level == Level::Raid6 {
+            // (RAID6 unrotten: the target, rebuilt from P beside rotten survivors, disagrees
+            // with Q, so the listed blocks keep entries that do not match them and count as
+            // missing: an error, where only P could have rebuilt the victim right.)
             right_or_error(&a, &model, at, &mut buf, None, &what);
         } else {
             // Unrotten, the placeholders (the target's, and the rotten survivors' as the

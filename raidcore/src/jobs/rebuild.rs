@@ -596,6 +596,12 @@ struct Damage {
     /// to match them, so that a later change of the placeholder (rot) is seen (row.rs
     /// `judge_blocks`).
     relisted: Vec<(usize, usize, Vec<u8>)>,
+    /// Byte offsets in the batch of the columns among them whose placeholders (the targets'
+    /// blocks and the survivors' as read) agree with every parity of the row: only there are
+    /// the listed blocks' entries made to match them. Elsewhere (RAID6 with a survivor
+    /// rotten: the target rebuilt from P disagrees with Q) a placeholder that verified would
+    /// feed a reconstruction through the other parity (simulator seed 38000292).
+    consistent: Vec<usize>,
 }
 
 impl Damage {
@@ -984,6 +990,30 @@ fn recover_block(
                     .filter(|(_, cell)| matches!(cell, Cell::Bad | Cell::Unchecked))
                     .map(|(&s, _)| (s, at, ins[s][at..at + BLK].to_vec())),
             );
+            let column: Option<Vec<&[u8]>> = order
+                .iter()
+                .zip(&cells)
+                .map(|(&s, cell)| match target_of[s] {
+                    Some(ti) => Some(&outs[ti][at..at + BLK]),
+                    None if cell.present() => Some(&ins[s][at..at + BLK]),
+                    None => None,
+                })
+                .collect();
+            if let Some(col) = column {
+                let d_count = col.len() - parity;
+                let mut pq = [vec![0u8; BLK], vec![0u8; BLK]];
+                {
+                    let [p, q] = &mut pq;
+                    (array.kernel().gen_pq)(
+                        &col[..d_count],
+                        p,
+                        (parity == 2).then_some(&mut q[..]),
+                    );
+                }
+                if (d_count..col.len()).all(|i| pq[i - d_count] == col[i]) {
+                    damage.consistent.push(at);
+                }
+            }
         }
     }
     Ok(())
@@ -1166,7 +1196,7 @@ fn poison(
             .iter()
             .chain(&damage.unverified)
             .copied()
-            .filter(|&(ti, at)| listed(targets[ti].0, at))
+            .filter(|&(ti, at)| listed(targets[ti].0, at) && damage.consistent.contains(&at))
             .collect(),
         _ => Vec::new(),
     };
@@ -1186,7 +1216,7 @@ fn poison(
         // (Data blocks only: a parity block is never listed, and is judged by its entry.)
         for (slot, at, bytes) in &damage.relisted {
             let (row, within) = (r0 + (*at as u64) / c, (*at as u64) % c);
-            if !listed(*slot, *at) {
+            if !listed(*slot, *at) || !damage.consistent.contains(at) {
                 continue;
             }
             if let Some(dev) = array.source(*slot, row) {

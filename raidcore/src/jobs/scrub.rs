@@ -1499,7 +1499,9 @@ fn resync_parity_block(
 /// those is tried as the one wrong, rebuilt from P and the rest as read; where exactly one
 /// trial makes Q agree, returns its index and bytes. A cut write that reached one data block
 /// and neither parity is located and rolled back (never flushed); one that reached several
-/// makes no trial agree.
+/// makes no trial agree, unless its bytes were chosen to (an outside attack crafted a
+/// two-block write whose change looks like one error in a third block: with three unknown
+/// entries, `plan::check_unchecked` takes such a row first, an open weakness of locating).
 fn one_unchecked_block_both_parities_locate<'a>(
     array: &Array,
     row: u64,
