@@ -1601,3 +1601,54 @@ fn a_placeholder_a_write_listed_with_an_unknown_entry_that_rots_never_feeds_a_re
         );
     }
 }
+
+/// The rebuild's own reads took listed blocks as placeholders consistent with their rows
+/// without judging them (as reads once did): a listed block that rotted after its listing was
+/// rebuilt into the target of a failed neighbour, which then held the rot with a fresh entry.
+/// Listed blocks are judged by the entry their listing recorded there too.
+#[test]
+fn a_rebuild_never_rebuilds_a_target_from_a_listed_placeholder_that_rotted() {
+    let chunk = 4096u64;
+    let (a, _faults, model) = filled(Level::Raid5, 4, chunk, 23);
+    let row = 5u64;
+    let listed = a.layout().data_slot(row, 1);
+    let gone = a.layout().data_slot(row, 0);
+    assert!(a.mark_lost_block(listed, row * chunk));
+    a.persist().unwrap();
+    let mut b = vec![0u8; chunk as usize];
+    a.member_read(listed, &mut b, row, 0).unwrap();
+    let d = a.slots[listed].usable().unwrap();
+    a.csum_record(&d, a.cell_offset(row, 0), Verified::listed(&b));
+    flip(&a, listed, a.cell_offset(row, 300));
+    a.fail(&MemberRef::Slot(gone)).unwrap();
+    rebuild_onto_fresh(&a, "new");
+    let at = row * a.layout().data_per_row() as u64 * chunk;
+    let mut buf = vec![0u8; chunk as usize];
+    right_or_error(&a, &model, at, &mut buf, None, "the rebuilt neighbour");
+}
+
+/// Mutation gap (cargo-mutants on the rebuild's `poison`): only listed blocks get their
+/// entries made to match them. A rebuild that cannot settle a column (a data block's entry
+/// unknown, P rotten, a member gone) lists the unchecked data block; P, a parity, is never
+/// listed, and its entry must keep failing its rot, or later reads would trust it.
+#[test]
+fn a_rebuild_that_cannot_settle_a_column_never_records_a_rotten_paritys_entry() {
+    let chunk = 4096u64;
+    let (a, _faults, _model) = filled(Level::Raid5, 4, chunk, 29);
+    let row = 4u64;
+    let gone = a.layout().data_slot(row, 0);
+    let unchecked = a.layout().data_slot(row, 1);
+    let p = a.layout().p_slot(row);
+    unknown_entry(&a, unchecked, a.cell_offset(row, 0));
+    flip(&a, p, a.cell_offset(row, 50));
+    a.fail(&MemberRef::Slot(gone)).unwrap();
+    rebuild_onto_fresh(&a, "new");
+    let d = a.slots[p].usable().unwrap();
+    let mut b = vec![0u8; chunk as usize];
+    d.member.read_at(&mut b, a.cell_offset(row, 0)).unwrap();
+    assert_eq!(
+        a.csum_blocks(&d, row, a.cell_offset(row, 0), &b).0,
+        vec![0],
+        "the rotten parity's entry was made to match its rot"
+    );
+}

@@ -670,14 +670,12 @@ fn fill_batch(
                 let d = array.source(slot, r0)?;
                 let (mut bad, mut unknown) =
                     array.csum_blocks(&d, r0, array.cell_offset(r0, 0), &buf[..b * c]);
-                // Blocks on the bad-block list are placeholders consistent with their rows, as
-                // reads judge them (row.rs `judge_blocks`): a block a write listed would
-                // otherwise count as unchecked here and cost the block that write put in
-                // parity (an outside attack).
-                let listed =
-                    |x: &usize| array.is_lost_block(slot, r0 * c as u64 + (x * BLK) as u64);
-                bad.retain(|x| unreadable.binary_search(x).is_err() && !listed(x));
-                unknown.retain(|x| unreadable.binary_search(x).is_err() && !listed(x));
+                // Blocks on the bad-block list are judged by their entries, as reads judge them
+                // (row.rs `judge_blocks`): every listing makes a placeholder's entry match it
+                // where the row agrees with it, so one failing it rotted since, and rebuilt
+                // from, it would carry the rot into the target.
+                bad.retain(|x| unreadable.binary_search(x).is_err());
+                unknown.retain(|x| unreadable.binary_search(x).is_err());
                 Some(Survivor {
                     bad,
                     unreadable,
