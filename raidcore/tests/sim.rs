@@ -1389,3 +1389,13 @@ fn a_raid6_resync_locates_one_rotten_block_among_unchecked_ones() {
 fn a_rebuild_never_vouches_for_placeholders_one_parity_disagrees_with() {
     pass_full(38000292);
 }
+
+/// Found by a 30-minute soak on 2026-12-07 (`sim --from 38000000 --seconds 1800`). F1 N=4,
+/// stripe cache, rot, a member lost with a power cut: a client write starting and ending
+/// inside blocks and covering a listed block whole read its whole span first, met the listed
+/// block and was refused, so the block that write would have restored stayed lost (a needless
+/// loss). Only the partly written blocks are read now.
+#[test]
+fn a_write_covering_a_listed_block_whole_goes_in() {
+    pass_full(38002895);
+}

@@ -1652,3 +1652,37 @@ fn a_rebuild_that_cannot_settle_a_column_never_records_a_rotten_paritys_entry() 
         "the rotten parity's entry was made to match its rot"
     );
 }
+
+/// Simulator seed 38002895 (F1, a needless loss): a write starting and ending inside blocks,
+/// covering a listed block whole between them, read its whole span first to fill in the
+/// partial blocks, met the listed block and was refused: the client's data, which would have
+/// restored the block, never went in. Only the partly written blocks are read now.
+#[test]
+fn a_write_over_a_listed_block_with_partial_ends_goes_in_and_restores_it() {
+    for level in [Level::Raid5, Level::Raid6, Level::Raid1] {
+        let n = if level == Level::Raid1 { 2 } else { 4 };
+        let chunk = 16384u64;
+        let (a, _faults, _model) = filled(level, n, chunk, 37);
+        let at = 3 * chunk + 4096; // block 1 of logical chunk 3
+        let (slot, row) = match level {
+            Level::Raid1 => a.layout().mirror_cell(3, 0),
+            _ => {
+                let (row, d) = a.layout().parity_locate(3);
+                (a.layout().data_slot(row, d), row)
+            }
+        };
+        let listed = if level == Level::Raid1 {
+            a.mark_lost_copy_block(3, 4096)
+        } else {
+            a.mark_lost_block(slot, row * chunk + 4096)
+        };
+        assert!(listed, "{level:?}");
+        a.persist().unwrap();
+        let data = vec![0x6bu8; 4096 + 2 * 1000];
+        a.write(&data, at - 1000)
+            .unwrap_or_else(|e| panic!("{level:?}: the write was refused: {e}"));
+        let mut got = vec![0u8; data.len()];
+        a.read(&mut got, at - 1000).unwrap();
+        assert!(got == data, "{level:?}");
+    }
+}
