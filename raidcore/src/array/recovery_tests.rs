@@ -388,6 +388,18 @@ fn a_listed_block_is_judged_by_the_entry_its_listing_recorded() {
     assert_eq!(a.judge_blocks(slot, &buf, row, 0, false).0, vec![0, 1]);
 }
 
+/// Lists the first 4 KiB block of `slot`'s cell in `row` as a listing does it: durably on the
+/// list, then its entry made to match it as it lies. Returns the block as read.
+fn list_as_a_listing_does(a: &Array, slot: usize, row: u64) -> Vec<u8> {
+    assert!(a.mark_lost_block(slot, row * a.layout().chunk()));
+    a.persist().unwrap();
+    let mut b = vec![0u8; 4096];
+    a.member_read(slot, &mut b, row, 0).unwrap();
+    let d = a.slots[slot].usable().unwrap();
+    a.csum_record(&d, a.cell_offset(row, 0), Verified::listed(&b));
+    b
+}
+
 /// Simulator seed 34003322 (issue 31): a resync listed a RAID6 data block it could not decide
 /// and recorded its entry as it lay (a placeholder consistent with the row); rot then hit the
 /// placeholder, a member failed, and a read rebuilt that member's block from the rotten
@@ -400,13 +412,7 @@ fn a_listed_placeholder_that_rots_after_its_listing_never_feeds_a_reconstruction
     let row = 5u64;
     let listed = a.layout().data_slot(row, 0);
     let gone = a.layout().data_slot(row, 1);
-    // Listed as a listing does it: durably on the list, then its entry made to match it.
-    assert!(a.mark_lost_block(listed, row * chunk));
-    a.persist().unwrap();
-    let mut b = vec![0u8; chunk as usize];
-    a.member_read(listed, &mut b, row, 0).unwrap();
-    let d = a.slots[listed].usable().unwrap();
-    a.csum_record(&d, a.cell_offset(row, 0), Verified::listed(&b));
+    let mut b = list_as_a_listing_does(&a, listed, row);
     assert_eq!(a.judge_blocks(listed, &b, row, 0, false), (vec![], vec![]));
     // Rot of the placeholder is seen.
     flip(&a, listed, a.cell_offset(row, 100));
@@ -1613,12 +1619,7 @@ fn a_rebuild_never_rebuilds_a_target_from_a_listed_placeholder_that_rotted() {
     let row = 5u64;
     let listed = a.layout().data_slot(row, 1);
     let gone = a.layout().data_slot(row, 0);
-    assert!(a.mark_lost_block(listed, row * chunk));
-    a.persist().unwrap();
-    let mut b = vec![0u8; chunk as usize];
-    a.member_read(listed, &mut b, row, 0).unwrap();
-    let d = a.slots[listed].usable().unwrap();
-    a.csum_record(&d, a.cell_offset(row, 0), Verified::listed(&b));
+    list_as_a_listing_does(&a, listed, row);
     flip(&a, listed, a.cell_offset(row, 300));
     a.fail(&MemberRef::Slot(gone)).unwrap();
     rebuild_onto_fresh(&a, "new");

@@ -1493,6 +1493,17 @@ fn resync_parity_block(
     Ok(())
 }
 
+/// Whether the entry of the 4 KiB block at byte `within` of `slot`'s cell in `row` was made
+/// durable by a flush that returned (`epoch`: [`Array::settled_epoch`]): no write the crash
+/// cut can have changed the block since.
+fn block_settled(array: &Array, slot: usize, row: u64, within: u64, epoch: Option<u64>) -> bool {
+    array.source(slot, row).is_some_and(|dev| {
+        array
+            .csum_of(&dev)
+            .is_some_and(|s| s.entry_settled(s.block_of(array.cell_offset(row, within)), epoch))
+    })
+}
+
 /// A RAID6 row block (cells in row order, `states` their verdicts) with no cell failing its
 /// entry, P and Q matching entries a returned flush made durable, every data block that
 /// matches its entry settled too, and two or more data blocks with unknown entries: each of
@@ -1517,13 +1528,7 @@ fn one_unchecked_block_both_parities_locate<'a>(
         return None;
     }
     let epoch = array.settled_epoch();
-    let settled = |i: usize| {
-        array.source(slots[i], row).is_some_and(|dev| {
-            array
-                .csum_of(&dev)
-                .is_some_and(|s| s.entry_settled(s.block_of(array.cell_offset(row, within)), epoch))
-        })
-    };
+    let settled = |i: usize| block_settled(array, slots[i], row, within, epoch);
     if !(0..total).filter(|&i| states[i] == Cell::Good).all(settled)
         || states[d] != Cell::Good
         || states[d + 1] != Cell::Good
@@ -1763,13 +1768,7 @@ fn resync_degraded_block(
     // it. Otherwise a parity that matches its own entry may still be stale (a cut write
     // reached the data block and not the parity), and nothing may be rebuilt from it.
     let settled_epoch = array.settled_epoch();
-    let settled = |i: usize| {
-        array.source(slots[i], row).is_some_and(|dev| {
-            array.csum_of(&dev).is_some_and(|s| {
-                s.entry_settled(s.block_of(array.cell_offset(row, within)), settled_epoch)
-            })
-        })
-    };
+    let settled = |i: usize| block_settled(array, slots[i], row, within, settled_epoch);
     let data_settled = (0..d)
         .filter(|&i| i != m && states[i] == Cell::Good)
         .all(settled);
