@@ -28,7 +28,7 @@ fn filled(
     (a, faults, model)
 }
 
-use super::tests::flip;
+use super::tests::{flip, right_or_error};
 
 /// Makes the checksum entry of the 4 KiB block at `member_off` of `slot` unknown (as a fold
 /// does for a page it could not read).
@@ -94,29 +94,6 @@ fn two_bad_blocks_in_different_columns(a: &Array, chunk: u64) -> (u64, u64) {
         a.cell_offset(row, 4096 + 100),
     );
     (row * d * chunk, d)
-}
-
-/// Reads `buf.len()` bytes at `at`: either they equal `model` there, or the read fails (with
-/// error kind `kind`, when given). Never wrong data with no error; `what` names the read.
-fn right_or_error(
-    a: &Array,
-    model: &[u8],
-    at: u64,
-    buf: &mut [u8],
-    kind: Option<crate::ErrorKind>,
-    what: &str,
-) {
-    match a.read(buf, at) {
-        Err(e) => {
-            if let Some(k) = kind {
-                assert_eq!(e.kind(), k, "{what}: {e}");
-            }
-        }
-        Ok(()) => assert!(
-            buf[..] == model[at as usize..at as usize + buf.len()],
-            "{what} read back wrong with no error"
-        ),
-    }
 }
 
 /// [`right_or_error`] for the first 4 KiB of each data chunk `data` of row `row`.

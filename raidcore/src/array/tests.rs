@@ -3934,6 +3934,29 @@ fn raid6_killed_in_a_degraded_write(
     (b, model)
 }
 
+/// Reads `buf.len()` bytes at `at`: either they equal `model` there, or the read fails (with
+/// error kind `kind`, when given). Never wrong data with no error; `what` names the read.
+pub(super) fn right_or_error(
+    a: &Array,
+    model: &[u8],
+    at: u64,
+    buf: &mut [u8],
+    kind: Option<crate::ErrorKind>,
+    what: &str,
+) {
+    match a.read(buf, at) {
+        Err(e) => {
+            if let Some(k) = kind {
+                assert_eq!(e.kind(), k, "{what}: {e}");
+            }
+        }
+        Ok(()) => assert!(
+            buf[..] == model[at as usize..at as usize + buf.len()],
+            "{what} read back wrong with no error"
+        ),
+    }
+}
+
 /// Reads data blocks of `row`: each is `model`'s bytes there, or (block 1, the killed write's)
 /// the bytes before it (`before`), or an error. Never anything else.
 fn row_old_new_or_error(b: &Array, row: u64, model: &[u8], before: &[u8], what: &str) {
@@ -4162,10 +4185,8 @@ fn raid6_cut_beside_unknown_entries(
     }
     // The other data blocks of the row: right or an error.
     for i in 1..d {
-        let o = ((row * d + i) * 4096) as usize;
-        if b.read(&mut got, o as u64).is_ok() {
-            assert!(got[..] == model[o..o + 4096], "{what}: block {i} wrong");
-        }
+        let o = (row * d + i) * 4096;
+        right_or_error(&b, &model, o, &mut got, None, &format!("{what}: block {i}"));
     }
 }
 
@@ -4247,12 +4268,8 @@ fn a_block_a_degraded_resync_lists_without_fixing_parity_never_verifies_as_it_la
         assert!(b.is_lost_block(listed, row * 4096), "n={n}: listed");
         b.fail(&MemberRef::Slot(b.layout().data_slot(row, 1)))
             .unwrap();
-        if b.read(&mut buf, at).is_ok() {
-            assert!(
-                buf[..] == model[at as usize..at as usize + 4096],
-                "n={n}: the cut write's block rebuilt from the listed rot"
-            );
-        }
+        let what = format!("n={n}: the cut write's block, rebuilt beside the listed rot,");
+        right_or_error(&b, &model, at, &mut buf, None, &what);
     }
 }
 
@@ -4377,12 +4394,7 @@ fn a_crafted_cut_write_never_makes_the_resync_rewrite_an_untouched_block() {
         // Block 2 was never written after the flush: it must read back as the model or fail.
         let at2 = at + 2 * 4096;
         let mut got = vec![0u8; 4096];
-        if b.read(&mut got, at2 as u64).is_ok() {
-            assert!(
-                got[..] == model[at2..at2 + 4096],
-                "n={n}: untouched block 2 read back changed with no error; problems {:#?}",
-                rep.problems
-            );
-        }
+        let what = format!("n={n}: untouched block 2 (problems {:#?})", rep.problems);
+        right_or_error(&b, &model, at2 as u64, &mut got, None, &what);
     }
 }
