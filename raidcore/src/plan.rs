@@ -2,7 +2,7 @@
 //! read-modify-write, reconstruct-write, or reconstructed first) and how a row's missing or
 //! damaged cells are recovered, decided from the row's shape and what each cell's read said.
 //! No I/O and no locks: the array executes these plans under its row locks (array/io.rs for
-//! reads and writes, jobs/rebuild.rs and jobs/scrub.rs for jobs), and the tests below check
+//! reads and writes, array/refill.rs and array/check.rs for the jobs), and the tests below check
 //! every plan against a model row.
 //!
 //! [`recover`] is the one row-recovery routine: the read path, reconstruct-writes, rebuild,

@@ -500,7 +500,7 @@ fn rot_is_never_laundered_without_a_resync_or_replace() {
 ///   so row 2 comes back degraded; P rotted before the cut and fails its entry; the resync,
 ///   finding the row degraded past what parity can check, cannot tell rot from a completed
 ///   write whose entry was not logged yet, keeps P as read and marks its entry unknown
-///   (`jobs/scrub.rs`, `unvouch`); the read rebuilds the missing data chunk from the rotten P.
+///   (`array/check.rs`, `unvouch`); the read rebuilds the missing data chunk from the rotten P.
 ///   The fix needs entries that cannot lag durable data (or a persisted record of the rows
 ///   written since the last flush, issue 30), so a failing entry outside it is rot;
 /// - an error where the oracle proves the data readable: 362, 558 (a client write during a

@@ -5,19 +5,23 @@
 mod assemble;
 pub mod badblocks;
 pub mod bitmap;
+mod check;
 mod create;
 pub mod csum;
 pub mod events;
 pub mod health;
 mod io;
+pub mod job;
 mod row;
 pub(crate) use io::KeptAsIs;
 pub(crate) use row::Verified;
 pub mod journal;
 mod lifecycle;
 mod locks;
+mod pace;
 pub mod pending;
 pub mod readd;
+mod refill;
 mod stripe;
 mod unflushed;
 

@@ -120,7 +120,7 @@ impl Verified<'_> {
 
     /// A rebuild batch for a target: cells rebuilt from cells that verified; a block nothing
     /// verified is written with an unknown entry, and a block that could not be rebuilt with
-    /// an entry matching nothing, then listed bad (jobs/rebuild.rs, `marks`, `poison`), so
+    /// an entry matching nothing, then listed bad (array/refill.rs, `marks`, `poison`), so
     /// neither is ever vouched for.
     pub(crate) fn rebuilt_batch<'a>(bytes: &'a [u8]) -> Verified<'a> {
         Verified {
