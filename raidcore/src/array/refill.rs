@@ -786,9 +786,14 @@ pub(crate) fn refresh_replace_targets(
                     // From the slot's member, or from redundancy where it cannot be read: the
                     // member being replaced may have died since (the resync before this
                     // settled the rows, so they can be rebuilt).
-                    let (kept, _) =
+                    let (kept, end) =
                         array.read_rows_verified(slot, &mut buf[..len], r0..r1, None)?;
-                    write_replace_batch(array, slot, &t, r0, &kept, &buf[..len])?;
+                    let read = ReplaceRead {
+                        kept,
+                        end,
+                        agreed: false,
+                    };
+                    write_replace_batch(array, slot, &t, r0, &read, &buf[..len])?;
                 }
                 r0 = r1.max(r0 + 1);
             }
@@ -825,8 +830,8 @@ pub(crate) fn write_rebuilt(
 
 /// Reads rows `r0..r1` of slot `slot` for its replace target into `buf`, each block verified or
 /// rebuilt from the rest of its row (and rewritten on the member); `slow` bounds how long the
-/// read may take the slow path before it stops early. Returns what nothing could verify or
-/// rebuild (copied as it is, with its old entry) and the row the read reached; None when the
+/// read may take the slow path before it stops early; without checksums, RAID6 checks the
+/// blocks by both parities ([`check_by_syndromes`]). Returns what it read; None when the
 /// slot's member failed (the replace becomes a rebuild: [`Array::replace_source_lost`], with
 /// the batch's rows unlocked).
 pub(crate) fn read_for_replace(
@@ -836,7 +841,7 @@ pub(crate) fn read_for_replace(
     r0: u64,
     r1: u64,
     slow: Option<std::time::Duration>,
-) -> Result<Option<(Vec<KeptAsIs>, u64)>> {
+) -> Result<Option<ReplaceRead>> {
     let read = if array.slot_usable(slot) {
         // Unreadable blocks on the source are rebuilt from redundancy (and rewritten).
         array.read_rows_verified(slot, buf, r0..r1, slow)
@@ -850,23 +855,139 @@ pub(crate) fn read_for_replace(
         return Ok(None);
     }
     // The array failed: the replace stops with the error.
-    read.map(Some)
-        .map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))
+    let (kept, end) =
+        read.map_err(|e| e.context(format!("replacing slot {slot}, rows {r0}..{r1}")))?;
+    let mut agreed = false;
+    if !array.has_checksums() {
+        let c = array.layout().chunk() as usize;
+        let len = (end - r0) as usize * c;
+        let cells = &mut buf[..len];
+        agreed =
+            check_by_syndromes(array, slot, cells, r0) || check_by_majority(array, slot, cells, r0);
+    }
+    Ok(Some(ReplaceRead { kept, end, agreed }))
+}
+
+/// What [`read_for_replace`] read.
+pub(crate) struct ReplaceRead {
+    /// The blocks nothing could verify or rebuild, copied as they are with their old entries.
+    pub(crate) kept: Vec<KeptAsIs>,
+    /// The row the read reached (it stops early after a slow row).
+    pub(crate) end: u64,
+    /// Without checksums: every block was checked against both parities of its row (RAID6,
+    /// no member missing), so the copy is verified by agreement, not merely as read.
+    agreed: bool,
+}
+
+/// Without checksums nothing vouches for the old member's bytes a replace copies. RAID6 checks
+/// each 4 KiB block read (`buf`, slot `slot`'s cells of the rows from `r0`) against both
+/// parities of its row, as scrub does: where the syndromes name this slot's data block, or
+/// the one parity that disagrees is this slot's, the block is rebuilt from the rest of the row
+/// (P and Q agree on it: independent redundancy) in `buf`, and the rotten bytes never reach
+/// the target. Before, a replace copied what it read (a failing member's rot, or a read that
+/// came back rotten). Rows with another member missing, and RAID5 and F1 (one parity: nothing
+/// tells which block of a disagreeing row is wrong), are copied as read, as md does and as
+/// scrub takes their data as right. Mirrors: [`check_by_majority`]. Returns whether every row
+/// was checked.
+fn check_by_syndromes(array: &Array, slot: usize, buf: &mut [u8], r0: u64) -> bool {
+    const B: usize = BLK;
+    let layout = array.layout();
+    if layout.redundancy() != (Redundancy::Parity { parity: 2 }) {
+        return false;
+    }
+    let mut checked = true;
+    let c = layout.chunk() as usize;
+    let d = layout.members() - 2;
+    let mut fixed = 0;
+    let mut others: Vec<AlignedBuf> = Vec::new();
+    for (k, cell) in buf.chunks_mut(c).enumerate() {
+        let row = r0 + k as u64;
+        let slots = array.row_slots(row, 2);
+        let Some(pos) = slots.iter().position(|&s| s == slot) else {
+            continue;
+        };
+        if slots
+            .iter()
+            .any(|&s| s != slot && array.source(s, row).is_none())
+        {
+            checked = false;
+            continue; // degraded: one parity equation left, nothing to locate with
+        }
+        others.resize_with(slots.len(), || AlignedBuf::zeroed(c));
+        let mut readable = true;
+        for (i, &s) in slots.iter().enumerate() {
+            if i != pos && array.member_read(s, &mut others[i], row, 0).is_err() {
+                readable = false;
+            }
+        }
+        if !readable {
+            checked = false;
+            continue; // another member's cell cannot be read: as read, as when degraded
+        }
+        for b in 0..c / B {
+            let at = b * B..(b + 1) * B;
+            let block = |i: usize| -> &[u8] {
+                if i == pos {
+                    &cell[at.clone()]
+                } else {
+                    &others[i][at.clone()]
+                }
+            };
+            let data: Vec<&[u8]> = (0..d).map(block).collect();
+            let mut p = [0u8; B];
+            let mut q = [0u8; B];
+            (array.kernel().gen_pq)(&data, &mut p, Some(&mut q[..]));
+            let pd: Vec<u8> = p.iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
+            let qd: Vec<u8> = q.iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
+            let (p_bad, q_bad) = (pd.iter().any(|&x| x != 0), qd.iter().any(|&x| x != 0));
+            let right: Option<Vec<u8>> = match (p_bad, q_bad) {
+                (false, false) => None,
+                // Both disagree: the syndromes name the one data block that is wrong.
+                (true, true) => plan::locate(&pd, &qd)
+                    .filter(|&z| z == pos && z < d)
+                    .map(|_| block(pos).iter().zip(&pd).map(|(a, b)| a ^ b).collect()),
+                // One parity disagrees and the other agrees with the data: that parity.
+                (true, false) => (pos == d).then(|| p.to_vec()),
+                (false, true) => (pos == d + 1).then(|| q.to_vec()),
+            };
+            if let Some(right) = right {
+                cell[at].copy_from_slice(&right);
+                fixed += 1;
+            } else if p_bad || q_bad {
+                checked = false; // nothing located: as read
+            }
+        }
+    }
+    if fixed > 0 {
+        array.event(
+            "member-errors",
+            Some(slot),
+            format!(
+                "replace from row {r0}: {fixed} blocks read from the old member disagreed with both parities of their rows, which named them: copied as rebuilt from the rest of the row"
+            ),
+        );
+    }
+    checked
 }
 
 /// Writes a replace batch read by [`read_for_replace`] (`buf`, rows from `r0`) to slot
-/// `slot`'s target `t`, keeping the old entries of the blocks in `kept` and listing the ones it
-/// could not read at all. Returns (bytes written, blocks lost): nothing is written when the
+/// `slot`'s target `t`, keeping the old entries of the blocks it kept as they are and listing
+/// the ones it could not read at all. Returns (bytes written, blocks lost): nothing is written when the
 /// target failed meanwhile.
 pub(crate) fn write_replace_batch(
     array: &Array,
     slot: usize,
     t: &Target,
     r0: u64,
-    kept: &[KeptAsIs],
+    read: &ReplaceRead,
     buf: &[u8],
 ) -> Result<(u64, u64)> {
-    let good = array.judged_good(buf);
+    let kept = &read.kept[..];
+    let good = if read.agreed {
+        Verified::agreed(buf)
+    } else {
+        array.judged_good(buf)
+    };
     if !array.target_write(slot, &t.dev, good, r0, &kept_marks(kept))? {
         return Ok((0, 0));
     }
@@ -905,4 +1026,67 @@ pub(crate) fn make_targets_durable(array: &Array, targets: &[(usize, Arc<Target>
             .store(t.checkpoint.load(Ordering::Acquire), Ordering::Release);
     }
     Ok(())
+}
+
+/// [`check_by_syndromes`] for mirrors of three or more copies without checksums: each 4 KiB
+/// block read from the old member is checked against the chunk's other copies. A block a strict
+/// majority of the copies read agrees with is copied; where two or more of the others agree on
+/// other bytes and make a strict majority, those are copied instead (rot on the old member, or a
+/// read that came back rotten); otherwise it is copied as read, as md does. Two copies cannot
+/// outvote each other: copied as read. Returns whether every block was decided by a majority.
+fn check_by_majority(array: &Array, slot: usize, buf: &mut [u8], r0: u64) -> bool {
+    const B: usize = BLK;
+    let layout = array.layout();
+    let Redundancy::Mirror { copies } = layout.redundancy() else {
+        return false;
+    };
+    if copies < 3 {
+        return false;
+    }
+    let c = layout.chunk() as usize;
+    let mut others: Vec<AlignedBuf> = (0..copies).map(|_| AlignedBuf::zeroed(c)).collect();
+    let (mut checked, mut fixed) = (true, 0);
+    for (k, cell) in buf.chunks_mut(c).enumerate() {
+        let row = r0 + k as u64;
+        let Some((chunk, me)) = layout.mirror_chunk_at(array.data_rows, slot, row) else {
+            continue; // a cell no chunk uses
+        };
+        let read: Vec<usize> = (0..copies)
+            .filter(|&i| i != me)
+            .filter(|&i| {
+                let (s, r) = layout.mirror_cell(chunk, i);
+                array.source(s, r).is_some() && array.member_read(s, &mut others[i], r, 0).is_ok()
+            })
+            .collect();
+        if read.len() < 2 {
+            checked = false;
+            continue; // fewer than three copies to vote
+        }
+        for b in 0..c / B {
+            let at = b * B..(b + 1) * B;
+            let mut votes: Vec<&[u8]> = vec![&cell[at.clone()]];
+            votes.extend(read.iter().map(|&i| &others[i][at.clone()]));
+            let count = |x: &[u8]| votes.iter().filter(|&&y| y == x).count();
+            let majority = |x: &[u8]| count(x) >= 2 && count(x) * 2 > votes.len();
+            if majority(votes[0]) {
+                continue;
+            }
+            let Some(right) = votes[1..].iter().find(|x| majority(x)).map(|x| x.to_vec()) else {
+                checked = false; // no majority: as read
+                continue;
+            };
+            cell[at].copy_from_slice(&right);
+            fixed += 1;
+        }
+    }
+    if fixed > 0 {
+        array.event(
+            "member-errors",
+            Some(slot),
+            format!(
+                "replace from row {r0}: {fixed} blocks read from the old member differed from a majority of their chunks' other copies: copied from those"
+            ),
+        );
+    }
+    checked
 }

@@ -587,7 +587,7 @@ fn replace_pass(
         let len = (r1 - r0) as usize * c;
         let read =
             job::read_for_replace(array, slot, &mut buf[..len], r0, r1, Some(job::SLOW_BATCH))?;
-        let Some((kept, r1)) = read else {
+        let Some(read) = read else {
             // The member is failed now: the replace becomes a rebuild (the next pass).
             drop(guard);
             array.replace_source_lost(slot)?;
@@ -595,7 +595,8 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         };
-        // (A read that took the slow path for long stopped early, at row r1.)
+        // (A read that took the slow path for long stopped early.)
+        let r1 = read.end;
         let len = (r1 - r0) as usize * c;
         if !pass.targets_alive() {
             // The source failed during the read (its blocks came from redundancy): the replace
@@ -607,7 +608,7 @@ fn replace_pass(
             pass.report.seconds = pass.start.elapsed().as_secs_f64();
             return Ok(pass.report);
         }
-        let (written, lost) = job::write_replace_batch(array, slot, &t, r0, &kept, &buf[..len])?;
+        let (written, lost) = job::write_replace_batch(array, slot, &t, r0, &read, &buf[..len])?;
         pass.report.unrecoverable_blocks += lost;
         pass.advance(r1, written, progress)?;
         drop(guard);
