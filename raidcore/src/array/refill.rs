@@ -890,84 +890,121 @@ pub(crate) struct ReplaceRead {
 /// scrub takes their data as right. Mirrors: [`check_by_majority`]. Returns whether every row
 /// was checked.
 fn check_by_syndromes(array: &Array, slot: usize, buf: &mut [u8], r0: u64) -> bool {
-    const B: usize = BLK;
+    thread_local! {
+        /// The other members' cells of a batch, and a row's P and Q: kept between batches
+        /// (fresh multi-MiB buffers per batch cost more in page faults than the check).
+        static SCRATCH: std::cell::RefCell<(Vec<AlignedBuf>, AlignedBuf, AlignedBuf)> =
+            std::cell::RefCell::new((Vec::new(), AlignedBuf::zeroed(0), AlignedBuf::zeroed(0)));
+    }
     let layout = array.layout();
     if layout.redundancy() != (Redundancy::Parity { parity: 2 }) {
         return false;
     }
-    let mut checked = true;
     let c = layout.chunk() as usize;
-    let d = layout.members() - 2;
-    let mut fixed = 0;
-    let mut others: Vec<AlignedBuf> = Vec::new();
-    for (k, cell) in buf.chunks_mut(c).enumerate() {
-        let row = r0 + k as u64;
-        let slots = array.row_slots(row, 2);
-        let Some(pos) = slots.iter().position(|&s| s == slot) else {
-            continue;
-        };
-        if slots
-            .iter()
-            .any(|&s| s != slot && array.source(s, row).is_none())
-        {
-            checked = false;
-            continue; // degraded: one parity equation left, nothing to locate with
+    let n = layout.members();
+    SCRATCH.with(|scratch| {
+        let (whole, p, q) = &mut *scratch.borrow_mut();
+        if whole.len() != n || whole[0].len() != buf.len() {
+            *whole = (0..n).map(|_| AlignedBuf::zeroed(buf.len())).collect();
         }
-        others.resize_with(slots.len(), || AlignedBuf::zeroed(c));
-        let mut readable = true;
-        for (i, &s) in slots.iter().enumerate() {
-            if i != pos && array.member_read(s, &mut others[i], row, 0).is_err() {
-                readable = false;
-            }
+        if p.len() != c {
+            *p = AlignedBuf::zeroed(c);
+            *q = AlignedBuf::zeroed(c);
         }
-        if !readable {
-            checked = false;
-            continue; // another member's cell cannot be read: as read, as when degraded
-        }
-        for b in 0..c / B {
-            let at = b * B..(b + 1) * B;
-            let block = |i: usize| -> &[u8] {
-                if i == pos {
-                    &cell[at.clone()]
-                } else {
-                    &others[i][at.clone()]
+        // The other members' cells of the batch's rows, one sequential read each (a member
+        // whose batch read fails is read row by row).
+        let batch_read: Vec<bool> = (0..n)
+            .map(|s| s != slot && array.member_read(s, &mut whole[s], r0, 0).is_ok())
+            .collect();
+        let (mut checked, mut fixed) = (true, 0);
+        for (k, cell) in buf.chunks_mut(c).enumerate() {
+            let row = r0 + k as u64;
+            let at = k * c..(k + 1) * c;
+            let slots = array.row_slots(row, 2);
+            let Some(pos) = slots.iter().position(|&s| s == slot) else {
+                continue;
+            };
+            let mut readable = true;
+            for &s in slots.iter().filter(|&&s| s != slot) {
+                if array.source(s, row).is_none() {
+                    readable = false; // degraded: one parity equation left
+                } else if !batch_read[s]
+                    && array
+                        .member_read(s, &mut whole[s][at.clone()], row, 0)
+                        .is_err()
+                {
+                    readable = false; // another member's cell cannot be read
                 }
-            };
-            let data: Vec<&[u8]> = (0..d).map(block).collect();
-            let mut p = [0u8; B];
-            let mut q = [0u8; B];
-            (array.kernel().gen_pq)(&data, &mut p, Some(&mut q[..]));
-            let pd: Vec<u8> = p.iter().zip(block(d)).map(|(a, b)| a ^ b).collect();
-            let qd: Vec<u8> = q.iter().zip(block(d + 1)).map(|(a, b)| a ^ b).collect();
-            let (p_bad, q_bad) = (pd.iter().any(|&x| x != 0), qd.iter().any(|&x| x != 0));
-            let right: Option<Vec<u8>> = match (p_bad, q_bad) {
-                (false, false) => None,
-                // Both disagree: the syndromes name the one data block that is wrong.
-                (true, true) => plan::locate(&pd, &qd)
-                    .filter(|&z| z == pos && z < d)
-                    .map(|_| block(pos).iter().zip(&pd).map(|(a, b)| a ^ b).collect()),
-                // One parity disagrees and the other agrees with the data: that parity.
-                (true, false) => (pos == d).then(|| p.to_vec()),
-                (false, true) => (pos == d + 1).then(|| q.to_vec()),
-            };
-            if let Some(right) = right {
-                cell[at].copy_from_slice(&right);
-                fixed += 1;
-            } else if p_bad || q_bad {
-                checked = false; // nothing located: as read
             }
+            if !readable {
+                checked = false; // as read, as md does
+                continue;
+            }
+            for s in slots.iter().filter(|&&s| s == slot) {
+                whole[*s][at.clone()].copy_from_slice(cell);
+            }
+            let row_cells: Vec<&[u8]> = slots.iter().map(|&s| &whole[s][at.clone()]).collect();
+            fixed += check_row_by_syndromes(array, &row_cells, pos, p, q, cell, &mut checked);
+        }
+        if fixed > 0 {
+            array.event(
+                "member-errors",
+                Some(slot),
+                format!(
+                    "replace from row {r0}: {fixed} blocks read from the old member disagreed with both parities of their rows, which named them: copied as rebuilt from the rest of the row"
+                ),
+            );
+        }
+        checked
+    })
+}
+
+/// One RAID6 row of [`check_by_syndromes`]: `cells` in row order (data, P, Q), the old
+/// member's at `pos` (also in `cell`, which is fixed in place). The whole row is checked at
+/// once; only a row that disagrees is looked at block by block. Returns the blocks fixed;
+/// clears `checked` where a disagreement names no block.
+fn check_row_by_syndromes(
+    array: &Array,
+    cells: &[&[u8]],
+    pos: usize,
+    p: &mut [u8],
+    q: &mut [u8],
+    cell: &mut [u8],
+    checked: &mut bool,
+) -> u64 {
+    const B: usize = BLK;
+    let d = cells.len() - 2;
+    (array.kernel().gen_pq)(&cells[..d], p, Some(&mut *q));
+    if p[..] == *cells[d] && q[..] == *cells[d + 1] {
+        return 0;
+    }
+    let mut fixed = 0;
+    for b in (0..cell.len() / B).map(|b| b * B..(b + 1) * B) {
+        let syndrome = |ours: &[u8], theirs: &[u8]| -> Vec<u8> {
+            ours.iter().zip(theirs).map(|(a, b)| a ^ b).collect()
+        };
+        let pd = syndrome(&p[b.clone()], &cells[d][b.clone()]);
+        let qd = syndrome(&q[b.clone()], &cells[d + 1][b.clone()]);
+        let (p_bad, q_bad) = (pd.iter().any(|&x| x != 0), qd.iter().any(|&x| x != 0));
+        let right: Option<Vec<u8>> = match (p_bad, q_bad) {
+            (false, false) => continue,
+            // Both disagree: the syndromes name the one data block that is wrong.
+            (true, true) => plan::locate(&pd, &qd)
+                .filter(|&z| z == pos && z < d)
+                .map(|_| syndrome(&cells[pos][b.clone()], &pd)),
+            // One parity disagrees and the other agrees with the data: that parity.
+            (true, false) => (pos == d).then(|| p[b.clone()].to_vec()),
+            (false, true) => (pos == d + 1).then(|| q[b.clone()].to_vec()),
+        };
+        match right {
+            Some(right) => {
+                cell[b].copy_from_slice(&right);
+                fixed += 1;
+            }
+            None => *checked = false, // nothing located: as read
         }
     }
-    if fixed > 0 {
-        array.event(
-            "member-errors",
-            Some(slot),
-            format!(
-                "replace from row {r0}: {fixed} blocks read from the old member disagreed with both parities of their rows, which named them: copied as rebuilt from the rest of the row"
-            ),
-        );
-    }
-    checked
+    fixed
 }
 
 /// Writes a replace batch read by [`read_for_replace`] (`buf`, rows from `r0`) to slot
