@@ -185,6 +185,34 @@ fn an_interrupted_rebuild_shows_as_interrupted() {
     assert!(v["job"].is_null(), "{v}");
 }
 
+/// A rebuild whose target fails says which device failed and why (the operation, the member
+/// offset, the error): before, it said only "a rebuild target failed; see status", and status,
+/// reopened, called the failed device stale.
+#[test]
+fn a_rebuild_whose_target_fails_names_it_and_why() {
+    let dir = tempdir();
+    let m = members_created(dir.path(), "5", 3, "64M");
+    fill(&m[0], dir.path());
+    raidctl(["fail", "--no-rebuild", &m[0], "2"]).ok();
+    raidctl(["remove", &m[0], &m[2]]).ok();
+    let new = dir.path().join("new");
+    sized_like(&new, Path::new(&m[2]));
+    raidctl(["add", "--no-rebuild", &m[0], new.to_str().unwrap()]).ok();
+    let fault = format!("{}:write-errors=40000000-40100000", new.display());
+    let r = raidctl(["rebuild", &m[0], "--inject", &fault]);
+    assert_ne!(r.code, 0, "the target failed: {}", r.stderr);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("rebuild target failed"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(
+        line.contains(new.to_str().unwrap()),
+        "names the target: {line}"
+    );
+    assert!(line.contains("write"), "names the operation: {line}");
+}
+
 #[test]
 fn monitor_runs_the_program_when_a_member_fails_through_the_daemon_and_a_rebuild_finishes() {
     let dir = tempdir();

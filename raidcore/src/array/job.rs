@@ -7,6 +7,8 @@
 
 use std::sync::atomic::Ordering;
 
+use super::Array;
+
 pub(crate) use super::check::{
     check_tables, halted as scrub_halted, repair_tables, report_listed_losses,
     run_rows as scrub_rows,
@@ -27,6 +29,7 @@ pub(crate) use super::{RowGuard, Target, TargetKind};
 /// superblocks, events and the scrub record. None of them reads or writes a member cell.
 pub const DRIVER_METHODS: &[&str] = &[
     "complete_target",
+    "target_failure",
     "data_rows_from",
     "empty_rows_from",
     "event",
@@ -49,6 +52,27 @@ pub const DRIVER_METHODS: &[&str] = &[
     "slot_readding",
     "slot_target",
 ];
+
+impl Array {
+    /// Why the targets of `slots` that are no longer attached failed, one line each (the
+    /// device, the operation and offset where it failed), for the error a pass stops with:
+    /// the reason is otherwise only in the event log, and a later `status` reads the failed
+    /// device as merely stale.
+    pub(crate) fn target_failure(&self, slots: &[usize]) -> String {
+        let why: Vec<String> = slots
+            .iter()
+            .filter_map(|&s| {
+                let reason = self.slots[s].reason.lock().expect("reason lock").clone();
+                reason.map(|r| format!("slot {s}: {r}"))
+            })
+            .collect();
+        if why.is_empty() {
+            "the target was detached (see status)".into()
+        } else {
+            why.join("; ")
+        }
+    }
+}
 
 impl Target {
     /// Moves the in-memory checkpoint to `row` (never back). Call with rows up to `row`

@@ -398,7 +398,12 @@ fn rebuild_pass(
         let mut inflight: Option<InFlight<'_, '_>> = None;
         while r0 < rows {
             if !pass.targets_alive() {
-                crate::bail!(Io, "a rebuild target failed; see status");
+                let slots: Vec<usize> = pass.targets.iter().map(|(s, _)| *s).collect();
+                crate::bail!(
+                    Io,
+                    "a rebuild target failed: {}",
+                    array.target_failure(&slots)
+                );
             }
             if opts.stop_requested() {
                 break;
