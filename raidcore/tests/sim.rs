@@ -1399,3 +1399,29 @@ fn a_rebuild_never_vouches_for_placeholders_one_parity_disagrees_with() {
 fn a_write_covering_a_listed_block_whole_goes_in() {
     pass_full(38002895);
 }
+
+/// Found by the 30-minute soak of 2026-12-07 (`sim --from 42000000 --seconds 1800`), also on the
+/// build before: RAID6 N=4, checksum table pages of slots 1 and 2 damaged, slot 1 rotten in rows
+/// 22 and 30, slot 3 failed and rebuilt. In those columns one cell verifies, two are unchecked
+/// and one is missing: either unchecked cell may be the rotten one, so the rebuild listed the
+/// target's blocks (a loss the model agrees with). Every later scrub then reported each listed
+/// block as a checksum failure it could not repair ("the reconstruction does not match it
+/// either"), besides the full scrub's "lost" report, and `scrub --repair` never settled.
+/// Listed blocks are now left to that report.
+#[test]
+fn a_block_a_rebuild_listed_is_reported_lost_not_as_a_checksum_failure_no_repair_settles() {
+    pass_full(42001957);
+}
+
+/// Found by the same soak, also on the build before (wrong data): RAID6 N=6, rot, a power cut
+/// in which slot 4's drive died. In row 4 the resync found P and Q disagreeing over slot 4's
+/// missing data block (a cut write may have reached either) and listed it, but left P and Q
+/// disagreeing. With slot 3 failed as well, a read rebuilt slot 3's verified block from both
+/// parities and the listed block's unknown value, and returned wrong bytes with exit 0. Now the
+/// parity that verifies is kept and the other recomputed over the missing block's placeholder
+/// (`freeze_over_missing`), after the listing is durable.
+#[test]
+fn a_degraded_raid6_row_whose_parities_disagree_over_the_missing_block_never_rebuilds_another_from_both(
+) {
+    pass_full(42002891);
+}

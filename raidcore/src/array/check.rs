@@ -1886,9 +1886,75 @@ fn list_undecided(
         // rebuilt a neighbour from a listed block's rot (simulator seed 36001070).
         if (0..d).all(|i| cells[slots[i]].is_some()) {
             rep.bytes_written += freeze_listed(array, row, rel, b, parity, &slots, cells, &listed)?;
+        } else if parity == 2 && left == Left::Unverified {
+            rep.bytes_written += freeze_over_missing(array, row, rel, b, &slots, cells, &listed)?;
         }
     }
     Ok(())
+}
+
+/// [`freeze_listed`] for a degraded RAID6 row whose one missing member's data block is listed
+/// (`Left::Unverified`: P and Q disagree over it after an unclean stop): the parity that
+/// verifies is kept, the missing block's placeholder is what it implies, and the other parity
+/// is recomputed over the data and that placeholder, so P and Q agree again. Left disagreeing,
+/// a read with a second member gone rebuilt that member's block from both parities and the
+/// listed block's unknown value, and returned wrong data with exit 0 (simulator seed 42002891,
+/// a power cut with rot and a member dying with it). The placeholder is never read as data
+/// (the block stays listed); reads of the others, rebuilt from P and Q, are right. Returns
+/// the bytes written.
+fn freeze_over_missing(
+    array: &Array,
+    row: u64,
+    rel: u64,
+    b: usize,
+    slots: &[usize],
+    cells: &[Option<Cells>],
+    listed: &[usize],
+) -> Result<u64> {
+    let c = array.layout().chunk();
+    let d = slots.len() - 2;
+    let missing: Vec<usize> = (0..slots.len())
+        .filter(|&i| cells[slots[i]].is_none())
+        .collect();
+    let [m] = missing[..] else {
+        return Ok(0);
+    };
+    if m >= d || !listed.contains(&m) {
+        return Ok(0);
+    }
+    let present = |i: usize| cells[slots[i]].as_ref().expect("one member missing");
+    let verifies = |i: usize| !present(i).bad(rel, c, b) && !present(i).unknown(rel, c, b);
+    let Some(keep) = [d, d + 1].into_iter().find(|&p| verifies(p)) else {
+        return Ok(0);
+    };
+    let redo = if keep == d { d + 1 } else { d };
+    let mut blocks: Vec<Vec<u8>> = (0..slots.len())
+        .map(|i| {
+            if i == m || i == redo {
+                vec![0u8; B]
+            } else {
+                present(i).block(rel, c, b).to_vec()
+            }
+        })
+        .collect();
+    {
+        let mut refs: Vec<&mut [u8]> = blocks.iter_mut().map(|x| &mut x[..]).collect();
+        let mut erased = [m, redo];
+        erased.sort_unstable();
+        array.kernel().recover(&mut refs, 2, &erased)?;
+    }
+    record_listed(array, row, rel, b, slots, cells, listed);
+    let fresh = Verified::listed(&blocks[redo]);
+    if blocks[redo][..] == *present(redo).block(rel, c, b) {
+        if !verifies(redo) {
+            if let Some(dev) = array.source(slots[redo], row) {
+                array.csum_record(&dev, array.cell_offset(row, (b * B) as u64), fresh);
+            }
+        }
+        return Ok(0);
+    }
+    array.repair_write(slots[redo], fresh, row, (b * B) as u64, WriteKind::Parity)?;
+    Ok(BLOCK)
 }
 
 /// Makes the entries of the listed data cells (row indexes) of block `b` that are present and
@@ -2281,7 +2347,15 @@ fn check_parity_row(
                 }
             }
             Recovered::Contradicted { .. } => {
-                for i in suspects.into_iter().filter(|&i| states[i] == Cell::Bad) {
+                // A listed block's entry matches nothing (a rebuild could not rebuild it): it
+                // is lost, not a checksum failure, and a full scrub reports it so
+                // (`report_listed_losses`; simulator seed 42001957 found it reported twice,
+                // and unrepairable to every scrub after).
+                let listed = |i: usize| array.is_lost_block(slots[i], row * c + (b * B) as u64);
+                for i in suspects
+                    .into_iter()
+                    .filter(|&i| states[i] == Cell::Bad && !listed(i))
+                {
                     push(
                         rep,
                         problem(

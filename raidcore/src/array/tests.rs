@@ -4000,6 +4000,42 @@ fn a_degraded_raid6_resync_never_rebuilds_a_missing_block_from_a_parity_a_cut_wr
     }
 }
 
+/// The same cut, then a second member lost: the resync listed block 0 (the missing member's)
+/// but left P and Q as the cut left them, stale over the new block 1. Once block 1's member
+/// failed too, a read rebuilt it from both parities and block 0's unknown value: the old bytes,
+/// with no error (the shape of simulator seed 42002891). The parity that verifies is now kept
+/// and the other recomputed over block 0's placeholder (`freeze_over_missing`), so block 1
+/// rebuilds as written.
+#[test]
+fn a_second_member_lost_after_a_degraded_raid6_resync_never_rebuilds_old_bytes() {
+    for n in [4, 5, 6] {
+        let row = 6;
+        let (b, model) = raid6_killed_in_a_degraded_write(
+            n,
+            row,
+            |a| a.layout().data_slot(row, 0),
+            DegradedCut::PLAIN,
+        );
+        let d = b.layout().data_per_row() as u64;
+        b.fail_member(b.layout().data_slot(row, 1), "test").unwrap();
+        let mut buf = vec![0u8; 4096];
+        for i in 1..d {
+            let at = (row * d + i) * 4096;
+            right_or_error(
+                &b,
+                &model,
+                at,
+                &mut buf,
+                None,
+                &format!("n {n}: data block {i}"),
+            );
+        }
+        let at = (row * d + 1) * 4096;
+        b.read(&mut buf, at)
+            .unwrap_or_else(|e| panic!("n {n}: block 1 is recoverable from the rest: {e}"));
+    }
+}
+
 /// The same attack with a parity's member gone and data block 0's entry unknown (a damaged
 /// table page) beside the cut write's block: the resync rebuilt block 0 from the stale parity
 /// and recorded an entry for it, overwriting right data with wrong. It is now left as it is
