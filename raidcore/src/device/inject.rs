@@ -435,8 +435,12 @@ impl FaultState {
         let mut b = offset / BLOCK * BLOCK;
         while b < end {
             if self.rotten(b, f) && !healed.contains(&b) {
-                // The same bit of the block every time: rot is on the medium.
-                let pos = b + (b / BLOCK).wrapping_mul(2_654_435_761) % BLOCK;
+                // The same bit of the block every time: rot is on the medium. Where, depends on
+                // the member too: two members rotten at one offset flipped the same bit, which
+                // cancels in RAID5 parity and read back wrong with exit 0 (an outside attack),
+                // a correlation no real drive's rot has.
+                let seed = self.rot_seed.load(Ordering::Relaxed);
+                let pos = b + SplitMix64(seed ^ (b / BLOCK) ^ 0x5bd1_e995).next_u64() % BLOCK;
                 if (offset..end).contains(&pos) {
                     buf[(pos - offset) as usize] ^= 0x10;
                     self.count(4);
@@ -701,6 +705,36 @@ mod tests {
         let m = Injected::new(Arc::new(MemMember::new(1 << 20)), s.clone());
         m.write_at(&[7u8; 65536], 0).unwrap();
         (s, m)
+    }
+
+    /// Two members rotten at the same offsets flip different bytes there (independent rot):
+    /// flips at the same byte of two members cancel in RAID5 parity, which an outside attack's
+    /// drill read back as wrong data with exit 0.
+    #[test]
+    fn two_members_rotten_at_one_offset_flip_different_bytes() {
+        let rotten = |path: &str| {
+            let s = Arc::new(FaultState::new(Path::new(path)));
+            let m = Injected::new(Arc::new(MemMember::new(1 << 20)), s.clone());
+            m.write_at(&[7u8; 1 << 20], 0).unwrap();
+            s.set(Faults {
+                corrupt_on_read: Some(1.0),
+                ..Default::default()
+            });
+            let mut b = vec![0u8; 1 << 20];
+            m.read_at(&mut b, 0).unwrap();
+            b
+        };
+        let (a, b) = (rotten("/dev/one"), rotten("/dev/two"));
+        let flipped = |x: &[u8]| x.iter().position(|&v| v != 7).expect("a flip per block");
+        let same = a
+            .chunks(4096)
+            .zip(b.chunks(4096))
+            .filter(|(x, y)| flipped(x) == flipped(y))
+            .count();
+        assert!(
+            same < 3,
+            "{same} of 256 blocks flipped at the same byte on both"
+        );
     }
 
     #[test]
