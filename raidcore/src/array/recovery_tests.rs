@@ -1697,3 +1697,26 @@ fn a_raid10_rebuild_fills_the_cell_no_chunk_uses_with_zeros() {
     }
     assert!(odd > 0, "no member size gave an odd number of rows");
 }
+
+/// A rebuild's progress counts the bytes its targets hold: it only grows, ends at the total,
+/// and the total is the slot's capacity on each target. (A cargo-mutants survivor: the
+/// progress arithmetic could be anything and no test looked.)
+#[test]
+fn rebuild_progress_grows_to_the_targets_capacity() {
+    let (a, _, model) = filled(Level::Raid5, 4, 65536, 9);
+    a.fail(&MemberRef::Slot(2)).unwrap();
+    add_fresh(&a, "fresh");
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, done, total| {
+        seen.push((done, total))
+    })
+    .unwrap();
+    let want = a.rows() * a.layout().chunk();
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|&(_, t)| t == want), "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert_eq!(seen.last().unwrap().0, want, "{seen:?}");
+    let mut back = vec![0u8; model.len()];
+    a.read(&mut back, 0).unwrap();
+    assert!(back == model);
+}
