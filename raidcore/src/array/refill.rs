@@ -1103,15 +1103,20 @@ fn check_by_majority(array: &Array, slot: usize, buf: &mut [u8], r0: u64) -> boo
             let at = b * B..(b + 1) * B;
             let mut votes: Vec<&[u8]> = vec![&cell[at.clone()]];
             votes.extend(read.iter().map(|&i| &others[i][at.clone()]));
-            let count = |x: &[u8]| votes.iter().filter(|&&y| y == x).count();
-            let majority = |x: &[u8]| count(x) >= 2 && count(x) * 2 > votes.len();
-            if majority(votes[0]) {
+            // As reads and scrub decide among unchecked copies: all agree, or a strict
+            // majority of two or more.
+            let unchecked = vec![Cell::Unchecked; votes.len()];
+            let right = match plan::choose_copy(&unchecked, true, |i, j| votes[i] == votes[j]) {
+                CopyChoice::Unverified { copy } => votes[copy],
+                _ => {
+                    checked = false; // no majority: as read
+                    continue;
+                }
+            };
+            if right == votes[0] {
                 continue;
             }
-            let Some(right) = votes[1..].iter().find(|x| majority(x)).map(|x| x.to_vec()) else {
-                checked = false; // no majority: as read
-                continue;
-            };
+            let right = right.to_vec();
             cell[at].copy_from_slice(&right);
             fixed += 1;
         }
