@@ -963,27 +963,13 @@ fn a_raid6_replace_without_checksums_never_copies_blocks_the_syndromes_name() {
 fn a_three_copy_mirror_replace_without_checksums_copies_what_the_majority_holds() {
     for (level, n) in [("1", 3), ("10", 4)] {
         let dir = tempdir();
-        let flags: &[&str] = if level == "10" {
-            &["--no-checksums", "--copies", "3"]
+        let copies: &[&str] = if level == "10" {
+            &["--copies", "3"]
         } else {
-            &["--no-checksums"]
+            &[]
         };
-        let ms = members_created_with(dir.path(), level, n, "16M", flags);
-        let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
-            .as_u64()
-            .unwrap() as usize;
-        let data = pattern(&format!("plain-{level}-3"), size);
-        write_at(Path::new(&ms[0]), 0, &data, dir.path());
+        let (ms, data) = plain_array_replacing_slot_1_with(dir.path(), level, n, copies);
         let new = dir.path().join("new");
-        sized_like(&new, Path::new(&ms[1]));
-        raidctl([
-            "replace",
-            "--no-rebuild",
-            &ms[0],
-            &ms[1],
-            new.to_str().unwrap(),
-        ])
-        .ok();
         let rot = format!("{}:corrupt-on-read=3%", ms[1]);
         let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
         assert_eq!(r.code, 0, "raid{level}: {}", r.stderr);
@@ -1054,7 +1040,18 @@ fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
 /// known pattern, and a replace of slot 1 by a new file registered but not yet run: (members,
 /// the data).
 fn plain_array_replacing_slot_1(dir: &Path, level: &str, n: usize) -> (Vec<String>, Vec<u8>) {
-    let ms = members_created_with(dir, level, n, "16M", &["--no-checksums"]);
+    plain_array_replacing_slot_1_with(dir, level, n, &[])
+}
+
+/// [`plain_array_replacing_slot_1`] with more `create` flags.
+fn plain_array_replacing_slot_1_with(
+    dir: &Path,
+    level: &str,
+    n: usize,
+    extra: &[&str],
+) -> (Vec<String>, Vec<u8>) {
+    let flags: Vec<&str> = ["--no-checksums"].iter().chain(extra).copied().collect();
+    let ms = members_created_with(dir, level, n, "16M", &flags);
     let size = raidctl(["examine", "--json", &ms[0]]).ok().json()["array_bytes"]
         .as_u64()
         .unwrap() as usize;
