@@ -4454,3 +4454,30 @@ fn a_resync_batch_settles_only_its_own_rows() {
     b.settle_restored_rows(16..dirty[0].end);
     assert!(!b.row_unsynced(32));
 }
+
+/// A repair write not yet flushed is recorded as what a crash could leave torn exactly where it
+/// wrote: a member failing then makes those blocks suspect, and no others. (A cargo-mutants
+/// survivor: the first block of the range could be anything below it, and a crash after the
+/// failure would have listed the failed member's flushed data from the front of the array.)
+#[test]
+fn a_repair_write_is_suspect_only_where_it_wrote() {
+    let (a, _) = make(&params(Level::Raid5, 4, 65536), 3 << 20);
+    a.write(&vec![3u8; 3 * 65536 * 8], 0).unwrap();
+    a.flush().unwrap();
+    let row = 5;
+    let p = a.layout().p_slot(row);
+    // A parity block rewritten (with other bytes: one that changes nothing is not tracked).
+    a.repair_write(
+        p,
+        Verified::parity(&[0x77u8; 4096]),
+        row,
+        8192,
+        WriteKind::Parity,
+    )
+    .unwrap();
+    let other = (p + 1) % 4;
+    a.fail_member(other, "test").unwrap();
+    let per_row = 65536 / 4096;
+    let first = row * per_row + 2;
+    assert_eq!(a.unflushed.suspects(4)[other], vec![first..first + 1]);
+}
