@@ -942,10 +942,7 @@ fn a_raid6_replace_without_checksums_never_copies_blocks_the_syndromes_name() {
     for n in [4, 6] {
         let dir = tempdir();
         let (ms, data) = plain_array_replacing_slot_1(dir.path(), "6", n);
-        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
-        let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
-        assert_eq!(r.code, 0, "raid6 n={n}: {}", r.stderr);
-        assert!(!r.stderr.contains(" 0 rotten blocks"), "{}", r.stderr);
+        replace_under_rot(&ms, &format!("raid6 n={n}"));
         let v = status_run(["status", "--json", &ms[0]]).json();
         let new = dir.path().join("new");
         assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
@@ -970,10 +967,7 @@ fn a_three_copy_mirror_replace_without_checksums_copies_what_the_majority_holds(
         };
         let (ms, data) = plain_array_replacing_slot_1_with(dir.path(), level, n, copies);
         let new = dir.path().join("new");
-        let rot = format!("{}:corrupt-on-read=3%", ms[1]);
-        let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
-        assert_eq!(r.code, 0, "raid{level}: {}", r.stderr);
-        assert!(!r.stderr.contains(" 0 rotten blocks"), "{}", r.stderr);
+        replace_under_rot(&ms, &format!("raid{level}"));
         let v = status_run(["status", "--json", &ms[0]]).json();
         assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
         // Every byte reads back right and scrub finds nothing.
@@ -989,10 +983,7 @@ fn a_three_copy_mirror_replace_without_checksums_copies_what_the_majority_holds(
 fn a_raid5_replace_without_checksums_copies_only_blocks_parity_agrees_with() {
     let dir = tempdir();
     let (ms, data) = plain_array_replacing_slot_1(dir.path(), "5", 3);
-    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
-    let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stderr.contains(" 0 rotten blocks"), "{}", r.stderr);
+    replace_under_rot(&ms, "raid5");
     // Every MiB reads right or fails; some fail (the rotten data blocks).
     let (mut failed, mut wrong) = (0, 0);
     for (i, want) in data.chunks(1 << 20).enumerate() {
@@ -1034,6 +1025,19 @@ fn a_mirror_replace_without_checksums_copies_only_blocks_the_copies_agree_on() {
     let new = dir.path().join("new");
     assert_eq!(v["members"][1]["path"], new.to_str().unwrap(), "{v}");
     assert!(rot_left(&ms, &data).is_empty());
+}
+
+/// Runs the replace registered on `ms` (slot 1's member by a new one) while the old member's
+/// reads come back rotten (3 % of blocks): it completes, and some reads were rotten.
+fn replace_under_rot(ms: &[String], what: &str) {
+    let rot = format!("{}:corrupt-on-read=3%", ms[1]);
+    let r = raidctl(["rebuild", "--json", &ms[0], "--inject", &rot]);
+    assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+    assert!(
+        !r.stderr.contains(" 0 rotten blocks"),
+        "{what}: {}",
+        r.stderr
+    );
 }
 
 /// An array of `level` over `n` members of 16 MiB without checksums, every byte written with a

@@ -2149,8 +2149,7 @@ fn reopen_after_kill(
     };
     let b = Array::open_from(store, std::path::Path::new("/d/m0"), &opts).unwrap();
     assert!(!b.superblock().clean);
-    let (found, ps) = pending::PendingStore::open(backing, uuid, [1; 16]).unwrap();
-    let rep = b.adopt_pending(found, ps).unwrap();
+    let rep = adopt_pending_of(&b, backing, uuid);
     let resync = scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
     (b, rep, resync)
 }
@@ -3237,8 +3236,7 @@ fn reopened_with_stale_parity(n: usize) -> (crate::sim::member::Store, Array, Ve
     };
     let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
     let uuid = b.superblock().array_uuid;
-    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    assert_eq!(b.adopt_pending(found, ps).unwrap().restored, 1);
+    assert_eq!(adopt_pending_of(&b, backing, &uuid).restored, 1);
     (store, b, old, row, rb)
 }
 
@@ -3330,6 +3328,17 @@ fn reopen_without(store: &crate::sim::member::Store, lost: usize) -> Array {
     };
     let open_at = if lost == 0 { "/d/m1" } else { "/d/m0" };
     Array::open_from(store, std::path::Path::new(open_at), &opts).unwrap()
+}
+
+/// Restores into `b` the pending entries `backing` holds for the array `uuid` (the next open
+/// after a process crash does so before its resync).
+fn adopt_pending_of(
+    b: &Array,
+    backing: pending::Backing,
+    uuid: &[u8; 16],
+) -> pending::PendingReport {
+    let (found, ps) = pending::PendingStore::open(backing, uuid, [1; 16]).unwrap();
+    b.adopt_pending(found, ps).unwrap()
 }
 
 /// A RAID6 of `n` killable members holding a pattern (salted with `salt`) over its first 16
@@ -3907,8 +3916,7 @@ fn raid6_killed_in_a_degraded_write(
     let blank = crate::sim::member::SimMember::new(&name, vec![0; 8 << 20], power);
     store.insert(std::path::Path::new(&name), Arc::new(blank));
     let b = reopen_without(&store, slot);
-    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    let restored = b.adopt_pending(found, ps).unwrap().restored;
+    let restored = adopt_pending_of(&b, backing, &uuid).restored;
     let landed = [
         !cut.data_not_reached && slot != b.layout().data_slot(row, 1),
         cut.reached_p && slot != p,
@@ -4188,8 +4196,7 @@ fn raid6_cut_beside_unknown_entries(
             Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap()
         }
     };
-    let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-    b.adopt_pending(found, ps).unwrap();
+    adopt_pending_of(&b, backing, &uuid);
     for &s in &unknown_slots {
         let dev = b.slots[s].usable().unwrap();
         let st = b.csum_of(&dev).unwrap();
@@ -4322,13 +4329,8 @@ fn a_raid6_resync_locates_the_one_rotten_block_among_unchecked_ones() {
         // A write elsewhere marks the region for the resync; the process dies.
         a.write(&model[..4096], 0).unwrap();
         drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
-        let (found, ps) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-        b.adopt_pending(found, ps).unwrap();
+        let b = reopen_without(&store, usize::MAX);
+        adopt_pending_of(&b, backing, &uuid);
         let row = 5u64;
         for i in [0, 1] {
             let s = b.layout().data_slot(row, i);
@@ -4409,13 +4411,8 @@ fn a_crafted_cut_write_never_makes_the_resync_rewrite_an_untouched_block() {
         pm.member.write_at(&oldp, a.cell_offset(row, 0)).unwrap();
         qm.member.write_at(&oldq, a.cell_offset(row, 0)).unwrap();
         drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, std::path::Path::new("/d/m0"), &opts).unwrap();
-        let (found, pst) = pending::PendingStore::open(backing, &uuid, [1; 16]).unwrap();
-        b.adopt_pending(found, pst).unwrap();
+        let b = reopen_without(&store, usize::MAX);
+        adopt_pending_of(&b, backing, &uuid);
         // Damaged entries for data 0, 1, 2 of the row.
         for i in [0, 1, 2] {
             let s = b.layout().data_slot(row, i);
