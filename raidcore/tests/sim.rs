@@ -1426,15 +1426,14 @@ fn a_degraded_raid6_row_whose_parities_disagree_over_the_missing_block_never_reb
     pass_full(42002891);
 }
 
-/// Open (wrong data, found by the soak `sim --from 43000000 --seconds 1800` of 2026-12-07, also
-/// failing on the build before this session's changes): RAID10 N=2 K=2, 1 TiB members, rot.
-/// The power goes at step 104 and the lifecycle fails slot 0 at 109, after it; at the restart
-/// the resync finds slot 1's copies in rows 134735400..134735411 differing from slot 0's, which
-/// match their checksum entries, and rewrites slot 1 from slot 0. Durable data written before
-/// the cut (0x0a at array byte 551876201515) then reads back as zeros. Not yet diagnosed: why
-/// slot 0's copies match entries older than a flush that returned.
+/// Found by the soak `sim --from 43000000 --seconds 1800` of 2026-12-07, also on the build
+/// before (wrong data): RAID10 N=2 K=2, 1 TiB members, rot. The lifecycle failed slot 0; while
+/// its superblock update was still being written, a client write skipped slot 0 and the
+/// client's flush returned. The power then went before the update was durable: at the restart
+/// slot 0 looked in sync, its copy (with its own, older checksum entry) differed from slot 1's,
+/// and the resync rewrote slot 1's durable block from it. A flush now returns only once every
+/// failed slot is recorded in the superblocks (`Array::record_failures`).
 #[test]
-#[ignore = "open: a RAID10 resync after a power cut rewrote a copy holding durable data from one matching an older entry (diagnosis in the comment)"]
-fn a_raid10_resync_after_a_power_cut_never_overwrites_durable_data_with_an_older_copy() {
+fn a_flush_never_returns_before_a_member_failure_that_writes_skipped_is_durable() {
     pass_full(43003747);
 }

@@ -229,6 +229,13 @@ pub(crate) struct Slot {
     pub(crate) dev: RwLock<Option<Arc<Dev>>>,
     /// Set when the member is missing, recorded faulty, stale, or failed at run time.
     pub(crate) failed: AtomicBool,
+    /// Whether the durable superblocks record this slot's member as out of service (read with
+    /// `failed` set only). Cleared before a failure at run time sets `failed`; set by the
+    /// superblock write that records it. A flush returns only once every failed slot is
+    /// recorded: writes skip the slot as soon as `failed` is set, and a flush that returned
+    /// before the record was durable left the skipped member looking in sync after a power
+    /// cut, its older copy then trusted (simulator seed 43003747).
+    pub(crate) recorded: AtomicBool,
     /// Why the member is unavailable (for status and errors).
     pub(crate) reason: Mutex<Option<String>>,
     pub(crate) target: RwLock<Option<Arc<Target>>>,
@@ -238,6 +245,7 @@ impl Slot {
     pub(crate) fn new(dev: Option<Arc<Dev>>) -> Slot {
         Slot {
             failed: AtomicBool::new(dev.is_none()),
+            recorded: AtomicBool::new(true),
             dev: RwLock::new(dev),
             reason: Mutex::new(None),
             target: RwLock::new(None),
@@ -799,6 +807,7 @@ impl Array {
         // The re-add map counts what the member misses from before any write can skip it
         // (the bits of writes in flight or unflushed now are taken in).
         self.track_departure(slot);
+        s.recorded.store(false, Ordering::Release);
         if s.failed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -1015,6 +1024,14 @@ impl Array {
                 }
             }
         }
+        // The slots this update records out of service (`Slot::recorded`, once it is written).
+        let out: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| {
+                meta.slots
+                    .get(i)
+                    .is_some_and(|e| e.state != SlotState::Active)
+            })
+            .collect();
         let mut first_err = None;
         // Each member's generation after this update, recorded in every member: a member
         // found behind its record later is an older copy (a restored backup), never trusted.
@@ -1042,6 +1059,11 @@ impl Array {
         drop(meta);
         self.persisted_from
             .fetch_max(began.nanos() + 1, Ordering::AcqRel);
+        if first_err.is_none() {
+            for i in out {
+                self.slots[i].recorded.store(true, Ordering::Release);
+            }
+        }
         if let Some((uuid, e)) = first_err {
             // A device that cannot take its superblock is failed; the others record that.
             let why = format!("superblock write failed: {e}");
@@ -1198,7 +1220,27 @@ impl Array {
         if changed {
             self.persist()?;
         }
+        self.record_failures()?;
         self.bitmap_clear(start, false)
+    }
+
+    /// Returns once the durable superblocks record every slot failed at run time
+    /// (`Slot::recorded`), writing them where needed: a write that skipped a failed member is
+    /// durable only then. A failure still being taken in (its slot marked, its record not yet
+    /// in the superblock being built) is waited for.
+    fn record_failures(&self) -> Result<()> {
+        let unrecorded = || {
+            self.slots
+                .iter()
+                .any(|s| s.failed.load(Ordering::Acquire) && !s.recorded.load(Ordering::Acquire))
+        };
+        while self.writable && unrecorded() {
+            self.persist()?;
+            if unrecorded() {
+                crate::clock::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        Ok(())
     }
 
     /// Makes every usable member and rebuild or replace target durable: each writes its
