@@ -587,6 +587,9 @@ impl Superblock {
         if let Some(g) = csum {
             areas.push(("checksum area", g.offset, g.end()));
         }
+        if let Some((from, to)) = crate::array::badblocks::BadBlocks::area_of(self) {
+            areas.push(("bad-block area", from, to));
+        }
         areas.sort_by_key(|a| a.1);
         for w in areas.windows(2) {
             if w[0].2 > w[1].1 {
@@ -973,7 +976,8 @@ pub(crate) mod tests {
         sb.data_rows = 1 << 28;
         sb.member_bytes = sb.data_offset + (1u64 << 28) * 65536;
         sb.array_bytes = l.logical_chunks(sb.data_rows) * 65536;
-        let mut bad = crate::array::badblocks::BadBlocks::new(n);
+        // With the bad-block area: the superblock holds the list widened and the area's record.
+        let mut bad = crate::array::badblocks::BadBlocks::load(&sb).unwrap();
         let far = (1u64 << 32) - 100_000;
         for slot in 0..n {
             for k in 0..40u64 {
@@ -1004,11 +1008,16 @@ pub(crate) mod tests {
                 assert_eq!(back.member_uuid, sb.member_uuid);
                 assert_eq!(back.wear.history.last(), sb.wear.history.last());
                 let kept = crate::array::badblocks::BadBlocks::from_superblock(&back, n);
-                assert_eq!(
-                    kept.ranges(),
-                    bad.ranges(),
-                    "the bad-block list is never dropped"
-                );
+                assert!(kept.area_ref().is_some());
+                assert_eq!(kept.area_ref(), bad.area_ref());
+                assert_eq!(kept.ranges().len(), crate::array::badblocks::MAX_RANGES);
+                for r in bad.ranges() {
+                    assert_eq!(
+                        kept.first_bad(r.slot as usize, r.start..r.start + r.blocks),
+                        Some(r.start),
+                        "the bad-block list is never dropped"
+                    );
+                }
                 assert_eq!(kept.suspect(), bad.suspect());
             }
         }

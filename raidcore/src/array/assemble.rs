@@ -875,7 +875,7 @@ impl Array {
             // not matter).
             drop(array.bitmap_mark_as(0..array.rows(), false)?);
         }
-        *array.notes.lock().expect("notes lock") = notes;
+        array.notes.lock().expect("notes lock").extend(notes);
         if !opts.allow_failed || opts.writable {
             array
                 .check_alive()

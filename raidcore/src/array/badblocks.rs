@@ -22,8 +22,18 @@
 //! And a rebuild that meets a survivor block it can neither read nor trust where parity no
 //! longer covers the column (RAID5 rebuilding its one missing member): the survivor's block and
 //! the target's block of that column are lost, with or without checksums.
+//!
+//! Where the list lives: the superblock holds at most [`MAX_RANGES`] ranges. A longer list
+//! (scattered rot met by a rebuild lists one block per rotten block) goes whole into the
+//! bad-block area at the end of the metadata area, two alternating copies on every member; the
+//! superblock then holds the list widened to [`MAX_RANGES`] ranges (a superset: what a raidctl
+//! without the area reads) and names the area copy with its length and blake3. A copy that does
+//! not match (torn by a crash, unreadable on every member) leaves the widened list in force:
+//! more blocks read as errors, never a guess. Arrays too small for an area keep the widened
+//! list alone, as before the area.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,10 +47,136 @@ use crate::layout::Redundancy;
 pub const BADBLOCKS_TAG: u32 = crate::format::feature::TAG_BADBLOCKS;
 /// Compatible feature bit: the bad-block list is kept.
 pub const FEATURE_BADBLOCKS: u64 = crate::format::feature::BADBLOCKS;
-/// At most this many ranges are kept (the list rides in the 4 KiB superblock). Past it the two
-/// nearest ranges of a slot merge: blocks between them read as bad too (an error, never a
-/// guess).
+/// At most this many ranges ride in the 4 KiB superblock. Past it the list the superblock
+/// holds has the two nearest ranges of a slot merged, again and again (blocks between them read
+/// as bad too: an error, never a guess), and the exact list goes to the bad-block area.
 pub const MAX_RANGES: usize = 64;
+/// Bytes of one area entry: `slot << 48 | start` u64 LE, then `blocks` u64 LE.
+const ENTRY: u64 = 16;
+/// Largest area copy: the list's bound in memory and on disk (about a million ranges).
+pub const MAX_AREA_COPY: u64 = 16 << 20;
+/// Smallest area copy worth having (4,096 ranges); members with less room keep the superblock
+/// list alone.
+const MIN_AREA_COPY: u64 = 64 << 10;
+const PAGE: u64 = 4096;
+
+/// Where the bad-block area's two copies lie: copy `i` at `offset + i * copy_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AreaGeometry {
+    pub offset: u64,
+    pub copy_bytes: u64,
+}
+
+impl AreaGeometry {
+    /// End of both copies.
+    pub fn end(&self) -> u64 {
+        self.offset + 2 * self.copy_bytes
+    }
+
+    /// Ranges one copy holds.
+    fn capacity(&self) -> usize {
+        (self.copy_bytes / ENTRY) as usize
+    }
+
+    /// The area an array without one gets: the end of its metadata area, past every area the
+    /// superblock records, each copy at most [`MAX_AREA_COPY`]. None when there is too little
+    /// room.
+    fn plan(sb: &Superblock) -> Result<Option<AreaGeometry>> {
+        let used = used_metadata_end(sb)?;
+        let room = sb.data_offset.saturating_sub(used.div_ceil(PAGE) * PAGE);
+        let copy_bytes = (room / 2 / PAGE * PAGE).min(MAX_AREA_COPY);
+        Ok((copy_bytes >= MIN_AREA_COPY).then(|| AreaGeometry {
+            offset: sb.data_offset - 2 * copy_bytes,
+            copy_bytes,
+        }))
+    }
+}
+
+/// End of the metadata areas a superblock records other than the bad-block area (bitmap and
+/// its maps, journal, checksum area).
+fn used_metadata_end(sb: &Superblock) -> Result<u64> {
+    let mut end = crate::format::METADATA_OFFSET;
+    if let Some(g) = super::bitmap::BitmapGeometry::parse(sb)? {
+        end = end.max(g.end());
+    }
+    if let Some(g) = super::journal::JournalGeometry::parse(sb)? {
+        end = end.max(g.offset + g.bytes);
+    }
+    if let Some(g) = super::csum::CsumGeometry::parse(sb)? {
+        end = end.max(g.end());
+    }
+    Ok(end)
+}
+
+/// The superblock's reference to the area copy holding the exact list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AreaRef {
+    /// First byte of copy 0 (member offset).
+    pub offset: u64,
+    pub copy_bytes: u64,
+    /// Bumped with every new content; the copy is `seq % 2`.
+    pub seq: u64,
+    /// Entries in the copy.
+    pub entries: u64,
+    /// blake3 of the copy's `entries * 16` bytes.
+    pub hash: [u8; 32],
+}
+
+impl AreaRef {
+    fn geometry(&self) -> AreaGeometry {
+        AreaGeometry {
+            offset: self.offset,
+            copy_bytes: self.copy_bytes,
+        }
+    }
+
+    /// Member offset of the copy this reference names.
+    fn copy_offset(&self) -> u64 {
+        self.offset + (self.seq % 2) * self.copy_bytes
+    }
+}
+
+/// One area copy to write with a superblock update: the pages of the exact list, and their
+/// digests, to write only what changed on each member.
+pub(crate) struct AreaWrite {
+    at: AreaRef,
+    bytes: crate::buf::AlignedBuf,
+    pages: Vec<[u8; 16]>,
+}
+
+impl AreaWrite {
+    /// Writes this copy to a member: the pages that differ from what the member's copy holds
+    /// (all of them when that is not known). Durable with the superblock write that follows
+    /// (its flush). Returns the bytes written.
+    pub(crate) fn write_to(&self, d: &super::Dev) -> Result<u64> {
+        let copy = (self.at.seq % 2) as usize;
+        let mut known = d.bad_area.lock().expect("bad-block area lock");
+        let held = std::mem::take(&mut known[copy]);
+        let mut written = 0;
+        let mut i = 0;
+        while i < self.pages.len() {
+            if held.get(i) == Some(&self.pages[i]) {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 1;
+            while j < self.pages.len() && held.get(j) != Some(&self.pages[j]) {
+                j += 1;
+            }
+            let (lo, hi) = (i as u64 * PAGE, j as u64 * PAGE);
+            d.member
+                .write_at(
+                    &self.bytes[lo as usize..hi as usize],
+                    self.at.copy_offset() + lo,
+                )
+                .map_err(|e| e.context("bad-block area write failed"))?;
+            written += hi - lo;
+            i = j;
+        }
+        known[copy] = self.pages.clone();
+        Ok(written)
+    }
+}
 
 /// A run of bad blocks: `blocks` 4 KiB blocks of slot `slot`'s data area from block `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,15 +198,32 @@ pub struct BadBlocks {
     /// that writes in flight when the slot's member failed were writing: a crash before they
     /// are durable loses the member's data there.
     suspect: Vec<Vec<Range<u64>>>,
+    /// Where the exact list goes when it outgrows the superblock (None: no room).
+    area: Option<AreaGeometry>,
+    /// The area copy the newest superblock names, if any.
+    stored: Option<AreaRef>,
+    /// Content number of the newest area copy written or read.
+    seq: u64,
 }
 
 /// The persisted form: bad block ranges, then the suspect blocks widened to whole rows
 /// (`start`/`blocks` count rows: what a raidctl from before `suspect_blocks` reads, a
-/// superset), then the suspect blocks themselves. A record without the last field (written by
-/// such a raidctl) is read with its rows as whole rows of blocks; one with it is read by such a
-/// raidctl as its first two fields (postcard leaves trailing bytes unread).
+/// superset), then the suspect blocks themselves, then the area copy holding the exact bad
+/// ranges when `bad` is them widened. A record without `suspect_blocks` (written by such a
+/// raidctl) is read with its rows as whole rows of blocks; one with it is read by such a
+/// raidctl as its first two fields (postcard leaves trailing bytes unread); one without `area`
+/// has none, and a raidctl from before the area reads `bad` alone (the superset).
 #[derive(Default, Serialize, Deserialize)]
 struct Record {
+    bad: Vec<BadRange>,
+    suspect: Vec<BadRange>,
+    suspect_blocks: Vec<BadRange>,
+    area: Option<AreaRef>,
+}
+
+/// [`Record`] as written before `area`.
+#[derive(Default, Serialize, Deserialize)]
+struct RecordBlocks {
     bad: Vec<BadRange>,
     suspect: Vec<BadRange>,
     suspect_blocks: Vec<BadRange>,
@@ -83,54 +236,76 @@ struct RecordRows {
     suspect: Vec<BadRange>,
 }
 
+/// Adds `r` to a sorted list of disjoint ranges, merging what it touches.
 fn insert(list: &mut Vec<Range<u64>>, r: Range<u64>) {
     if r.is_empty() {
         return;
     }
-    list.push(r);
-    list.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<u64>> = Vec::with_capacity(list.len());
-    for r in list.drain(..) {
-        match out.last_mut() {
-            Some(l) if r.start <= l.end => l.end = l.end.max(r.end),
-            _ => out.push(r),
-        }
+    let lo = list.partition_point(|x| x.end < r.start);
+    let hi = list.partition_point(|x| x.start <= r.end);
+    if lo == hi {
+        list.insert(lo, r);
+        return;
     }
-    *list = out;
+    let merged = list[lo].start.min(r.start)..list[hi - 1].end.max(r.end);
+    list.splice(lo..hi, std::iter::once(merged));
 }
 
+/// Takes `r` out of a sorted list of disjoint ranges.
 fn subtract(list: &mut Vec<Range<u64>>, r: &Range<u64>) {
-    let mut out = Vec::with_capacity(list.len() + 1);
-    for x in list.drain(..) {
-        if x.end <= r.start || x.start >= r.end {
-            out.push(x);
-            continue;
-        }
-        if x.start < r.start {
-            out.push(x.start..r.start);
-        }
-        if x.end > r.end {
-            out.push(r.end..x.end);
-        }
+    if r.is_empty() {
+        return;
     }
-    *list = out;
+    let lo = list.partition_point(|x| x.end <= r.start);
+    let hi = list.partition_point(|x| x.start < r.end);
+    if lo >= hi {
+        return;
+    }
+    let mut keep = Vec::with_capacity(2);
+    if list[lo].start < r.start {
+        keep.push(list[lo].start..r.start);
+    }
+    if list[hi - 1].end > r.end {
+        keep.push(r.end..list[hi - 1].end);
+    }
+    list.splice(lo..hi, keep);
 }
 
-/// Merges the two nearest ranges of one slot until at most `cap` ranges are left in all, or
-/// every slot has one (a slot's list is never dropped, only widened).
-fn merge_nearest(lists: &mut [Vec<Range<u64>>], cap: usize) {
-    while lists.iter().map(|l| l.len()).sum::<usize>() > cap {
-        let best = lists
-            .iter()
-            .enumerate()
-            .flat_map(|(s, l)| (1..l.len()).map(move |i| (l[i].start - l[i - 1].end, s, i)))
-            .min();
-        let Some((_, s, i)) = best else {
-            return;
-        };
-        let l = &mut lists[s];
-        l[i - 1].end = l[i].end;
-        l.remove(i);
+/// Merges the nearest ranges of one slot (the smallest gaps first) when the lists hold more
+/// than `cap` ranges in all, down to `target` (at most `cap`), or until every slot has one (a
+/// slot's list is never dropped, only widened). Linear in the ranges, so a list kept at its cap
+/// is merged in batches (`target` below `cap`), not on every addition.
+fn merge_nearest(lists: &mut [Vec<Range<u64>>], cap: usize, target: usize) {
+    let total: usize = lists.iter().map(|l| l.len()).sum();
+    if total <= cap {
+        return;
+    }
+    let mut gaps: Vec<(u64, usize, usize)> = lists
+        .iter()
+        .enumerate()
+        .flat_map(|(s, l)| (1..l.len()).map(move |i| (l[i].start - l[i - 1].end, s, i)))
+        .collect();
+    let merges = (total - target.min(cap)).min(gaps.len());
+    if merges == 0 {
+        return;
+    }
+    if merges < gaps.len() {
+        gaps.select_nth_unstable(merges - 1);
+        gaps.truncate(merges);
+    }
+    let mut joined: Vec<Vec<bool>> = lists.iter().map(|l| vec![false; l.len()]).collect();
+    for &(_, s, i) in &gaps {
+        joined[s][i] = true;
+    }
+    for (l, j) in lists.iter_mut().zip(joined) {
+        let mut out: Vec<Range<u64>> = Vec::with_capacity(l.len());
+        for (r, join) in l.drain(..).zip(j) {
+            match out.last_mut() {
+                Some(prev) if join => prev.end = r.end,
+                _ => out.push(r),
+            }
+        }
+        *l = out;
     }
 }
 
@@ -150,10 +325,61 @@ fn flatten(lists: &[Vec<Range<u64>>]) -> Vec<BadRange> {
 }
 
 fn overlap(list: &[Range<u64>], r: &Range<u64>) -> Vec<Range<u64>> {
-    list.iter()
-        .filter(|x| x.start < r.end && x.end > r.start)
+    let lo = list.partition_point(|x| x.end <= r.start);
+    list[lo..]
+        .iter()
+        .take_while(|x| x.start < r.end)
         .map(|x| x.start.max(r.start)..x.end.min(r.end))
         .collect()
+}
+
+/// The area copy's bytes for per-slot lists: entries ordered by block, then slot (a rebuild
+/// going up the rows adds at the end, so only the last pages change), padded to whole pages.
+fn encode_area(lists: &[Vec<Range<u64>>]) -> Vec<u8> {
+    let mut all: Vec<(u64, usize, u64)> = lists
+        .iter()
+        .enumerate()
+        .flat_map(|(s, l)| l.iter().map(move |r| (r.start, s, r.end - r.start)))
+        .collect();
+    all.sort_unstable();
+    let mut out = Vec::with_capacity(all.len() * ENTRY as usize);
+    for (start, slot, blocks) in all {
+        out.extend_from_slice(&((slot as u64) << 48 | start).to_le_bytes());
+        out.extend_from_slice(&blocks.to_le_bytes());
+    }
+    out
+}
+
+/// Per-slot lists from an area copy's entries, each checked to lie inside the array.
+fn decode_area(
+    bytes: &[u8],
+    slots: usize,
+    blocks: u64,
+) -> std::result::Result<Vec<Vec<Range<u64>>>, String> {
+    let mut lists = vec![Vec::new(); slots];
+    for e in bytes.chunks_exact(ENTRY as usize) {
+        let head = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+        let len = u64::from_le_bytes(e[8..].try_into().expect("8 bytes"));
+        let (slot, start) = ((head >> 48) as usize, head & ((1 << 48) - 1));
+        let end = start.checked_add(len).filter(|&x| x <= blocks && len > 0);
+        match end {
+            Some(end) if slot < slots => insert(&mut lists[slot], start..end),
+            _ => {
+                return Err(format!(
+                    "entry slot {slot} blocks {start}+{len} is outside the array ({slots} slots, {blocks} blocks)"
+                ))
+            }
+        }
+    }
+    Ok(lists)
+}
+
+/// Whether every range of `inner` lies inside `outer` (both sorted, disjoint).
+fn covered(inner: &[Vec<Range<u64>>], outer: &[Vec<Range<u64>>]) -> bool {
+    inner.iter().zip(outer).all(|(i, o)| {
+        i.iter()
+            .all(|r| overlap(o, r).iter().map(|x| x.end - x.start).sum::<u64>() == r.end - r.start)
+    }) && inner.len() == outer.len()
 }
 
 impl BadBlocks {
@@ -162,7 +388,49 @@ impl BadBlocks {
             marked: vec![Vec::new(); slots],
             rewritten: vec![Vec::new(); slots],
             suspect: vec![Vec::new(); slots],
+            area: None,
+            stored: None,
+            seq: 0,
         }
+    }
+
+    /// Ranges kept before the nearest merge: what the area holds, or the superblock without
+    /// one.
+    pub fn limit(&self) -> usize {
+        self.area
+            .map_or(MAX_RANGES, |g| g.capacity().max(MAX_RANGES))
+    }
+
+    /// Whether the list is at its limit (nearest ranges merged: intact blocks between them are
+    /// listed too).
+    pub fn is_full(&self) -> bool {
+        self.marked.iter().map(|l| l.len()).sum::<usize>() >= self.limit()
+    }
+
+    /// The area copy the superblock names, to read at open ([`BadBlocks::adopt_area`]).
+    pub fn area_ref(&self) -> Option<AreaRef> {
+        self.stored
+    }
+
+    /// Takes the exact list from an area copy's bytes (`entries * 16` of them, their blake3
+    /// checked against the superblock's record). Refused (the widened list stays in force)
+    /// when the bytes do not match, or name blocks outside the array or outside the widened
+    /// list the superblock holds.
+    pub fn adopt_area(&mut self, bytes: &[u8], blocks: u64) -> std::result::Result<(), String> {
+        let r = self.stored.ok_or("no area copy is recorded")?;
+        if bytes.len() as u64 != r.entries * ENTRY || *blake3::hash(bytes).as_bytes() != r.hash {
+            return Err(format!(
+                "copy {} at member offset {} does not match its record (torn by a crash, or damaged)",
+                r.seq % 2,
+                r.copy_offset()
+            ));
+        }
+        let lists = decode_area(bytes, self.marked.len(), blocks)?;
+        if !covered(&lists, &self.marked) {
+            return Err("it lists blocks the superblock's list does not".into());
+        }
+        self.marked = lists;
+        Ok(())
     }
 
     /// The list a superblock records (empty without the feature bit). A record that does not
@@ -171,6 +439,7 @@ impl BadBlocks {
     pub fn load(sb: &Superblock) -> Result<BadBlocks> {
         let slots = sb.layout.members;
         let mut b = BadBlocks::new(slots);
+        b.area = AreaGeometry::plan(sb)?;
         if sb.compat_features & FEATURE_BADBLOCKS == 0 {
             return Ok(b);
         }
@@ -209,7 +478,36 @@ impl BadBlocks {
         for r in rec.suspect_blocks {
             insert(&mut b.suspect[r.slot as usize], r.start..r.start + r.blocks);
         }
+        if let Some(a) = rec.area {
+            let used = used_metadata_end(sb)?;
+            let fits = a.offset % PAGE == 0
+                && a.copy_bytes % PAGE == 0
+                && a.copy_bytes > 0
+                && a.offset >= used
+                && a.copy_bytes
+                    .checked_mul(2)
+                    .and_then(|x| x.checked_add(a.offset))
+                    .is_some_and(|end| end <= sb.data_offset)
+                && a.entries
+                    .checked_mul(ENTRY)
+                    .is_some_and(|n| n <= a.copy_bytes);
+            if !fits {
+                return Err(corrupt(format!(
+                    "area {}+2x{} with {} entries does not fit the metadata area (free from {used} to the data offset {})",
+                    a.offset, a.copy_bytes, a.entries, sb.data_offset
+                )));
+            }
+            b.area = Some(a.geometry());
+            b.stored = Some(a);
+            b.seq = a.seq;
+        }
         Ok(b)
+    }
+
+    /// Where the area of a superblock lies, when its record names one (for the overlap check
+    /// of every metadata area).
+    pub fn area_of(sb: &Superblock) -> Option<(u64, u64)> {
+        record_of(sb).area.map(|a| (a.offset, a.geometry().end()))
     }
 
     /// As [`BadBlocks::load`], for tests of lists built in memory.
@@ -296,7 +594,7 @@ impl BadBlocks {
     pub fn add_suspect(&mut self, slot: usize, blocks: Range<u64>) {
         insert(&mut self.suspect[slot], blocks);
         // Bounded like the marks: merging only widens.
-        merge_nearest(&mut self.suspect, MAX_RANGES / 2);
+        merge_nearest(&mut self.suspect, MAX_RANGES / 2, MAX_RANGES / 2);
     }
 
     /// Sets every slot's suspect blocks to what is still not durable (`Unflushed::suspects`).
@@ -304,7 +602,7 @@ impl BadBlocks {
     pub fn set_suspect(&mut self, lists: Vec<Vec<Range<u64>>>) -> bool {
         let mut lists = lists;
         lists.resize(self.suspect.len(), Vec::new());
-        merge_nearest(&mut lists, MAX_RANGES / 2);
+        merge_nearest(&mut lists, MAX_RANGES / 2, MAX_RANGES / 2);
         let changed = lists != self.suspect;
         self.suspect = lists;
         changed
@@ -328,15 +626,69 @@ impl BadBlocks {
         self.suspect.iter().any(|l| !l.is_empty())
     }
 
-    /// Keeps the list within [`MAX_RANGES`] by merging the two nearest ranges of a slot.
+    /// Keeps the list within [`BadBlocks::limit`] by merging the nearest ranges of a slot
+    /// (past the superblock's cap, in batches of an eighth).
     fn cap(&mut self) {
-        merge_nearest(&mut self.marked, MAX_RANGES);
+        let limit = self.limit();
+        let target = if limit > MAX_RANGES {
+            limit - limit / 8
+        } else {
+            limit
+        };
+        merge_nearest(&mut self.marked, limit, target);
     }
 
     /// Writes the list into a superblock about to be written (once it was ever non-empty).
-    pub fn store(&self, sb: &mut Superblock) {
+    /// When it outgrows the superblock, the superblock gets it widened and a reference to the
+    /// area copy returned here, to be written to every member before its superblock (the same
+    /// copy as the last update's when the list did not change since).
+    pub(crate) fn store(&mut self, sb: &mut Superblock) -> Option<Arc<AreaWrite>> {
         if self.is_empty() && !self.has_suspect() && sb.compat_features & FEATURE_BADBLOCKS == 0 {
-            return;
+            return None;
+        }
+        let mut widened = self.marked.clone();
+        merge_nearest(&mut widened, MAX_RANGES, MAX_RANGES);
+        let mut write = None;
+        if widened == self.marked {
+            self.stored = None;
+        } else {
+            let g = self
+                .area
+                .expect("a list past the superblock's cap has an area");
+            let bytes = encode_area(&self.marked);
+            let hash = *blake3::hash(&bytes).as_bytes();
+            let entries = bytes.len() as u64 / ENTRY;
+            let same = self
+                .stored
+                .is_some_and(|r| r.hash == hash && r.entries == entries);
+            if !same {
+                self.seq += 1;
+                let at = AreaRef {
+                    offset: g.offset,
+                    copy_bytes: g.copy_bytes,
+                    seq: self.seq,
+                    entries,
+                    hash,
+                };
+                let mut buf = crate::buf::AlignedBuf::zeroed(
+                    (bytes.len() as u64).div_ceil(PAGE).max(1) as usize * PAGE as usize,
+                );
+                buf[..bytes.len()].copy_from_slice(&bytes);
+                let pages = buf
+                    .chunks(PAGE as usize)
+                    .map(|p| {
+                        let mut d = [0u8; 16];
+                        d.copy_from_slice(&blake3::hash(p).as_bytes()[..16]);
+                        d
+                    })
+                    .collect();
+                write = Some(Arc::new(AreaWrite {
+                    at,
+                    bytes: buf,
+                    pages,
+                }));
+                self.stored = Some(at);
+            }
         }
         let per_row = sb.layout.chunk_bytes / BLOCK;
         let rows: Vec<Vec<Range<u64>>> = self
@@ -351,9 +703,10 @@ impl BadBlocks {
             })
             .collect();
         let rec = Record {
-            bad: self.ranges(),
+            bad: flatten(&widened),
             suspect: flatten(&rows),
             suspect_blocks: flatten(&self.suspect),
+            area: self.stored,
         };
         let data = postcard::to_stdvec(&rec).expect("bad-block list encodes");
         sb.compat_features |= FEATURE_BADBLOCKS;
@@ -364,6 +717,7 @@ impl BadBlocks {
                 data,
             }),
         }
+        write
     }
 }
 
@@ -547,6 +901,11 @@ impl Array {
     pub fn bad_blocks(&self) -> Vec<BadRange> {
         self.bad.lock().expect("bad-block lock").ranges()
     }
+
+    /// Whether the list is at its limit ([`BadBlocks::is_full`]).
+    pub fn bad_block_list_full(&self) -> bool {
+        self.bad.lock().expect("bad-block lock").is_full()
+    }
 }
 
 fn record_of(sb: &Superblock) -> Record {
@@ -564,7 +923,15 @@ fn record_of(sb: &Superblock) -> Record {
 /// A record whose rows name suspects but whose blocks do not is read by its rows: a raidctl
 /// that writes the blocks writes both.
 fn decode(data: &[u8], per_row: u64) -> std::result::Result<Record, postcard::Error> {
-    match postcard::from_bytes::<Record>(data) {
+    let rec = postcard::from_bytes::<Record>(data).or_else(|_| {
+        postcard::from_bytes::<RecordBlocks>(data).map(|r| Record {
+            bad: r.bad,
+            suspect: r.suspect,
+            suspect_blocks: r.suspect_blocks,
+            area: None,
+        })
+    });
+    match rec {
         Ok(r) if r.suspect.is_empty() || !r.suspect_blocks.is_empty() => Ok(r),
         _ => {
             let old: RecordRows = postcard::from_bytes(data)?;
@@ -580,6 +947,7 @@ fn decode(data: &[u8], per_row: u64) -> std::result::Result<Record, postcard::Er
                     .collect(),
                 bad: old.bad,
                 suspect: old.suspect,
+                area: None,
             })
         }
     }
@@ -623,6 +991,7 @@ mod tests {
             }]
         );
         let new = Record {
+            area: None,
             bad: vec![],
             suspect: vec![BadRange {
                 slot: 0,
@@ -702,5 +1071,74 @@ mod tests {
         b.settle(&snap);
         b.store(&mut sb);
         assert!(BadBlocks::from_superblock(&sb, 4).is_empty());
+    }
+
+    /// The list's range arithmetic (binary searches since the area: lists of a million ranges)
+    /// against a plain set of blocks, over random marks, rewrites and merges.
+    #[test]
+    fn range_lists_match_a_set_of_blocks_and_merging_only_widens() {
+        let mut rng = crate::rng::SplitMix64(5);
+        let mut list: Vec<Range<u64>> = Vec::new();
+        let mut set = vec![false; 600];
+        for step in 0..4000 {
+            let a = rng.below(590);
+            let r = a..a + rng.below(10);
+            if rng.below(3) == 0 {
+                subtract(&mut list, &r);
+                set[r.start as usize..r.end as usize].fill(false);
+            } else {
+                insert(&mut list, r.clone());
+                set[r.start as usize..r.end as usize].fill(true);
+            }
+            let q = rng.below(590);
+            let q = q..q + rng.below(12);
+            let got: u64 = overlap(&list, &q).iter().map(|x| x.end - x.start).sum();
+            let want = set[q.start as usize..q.end as usize]
+                .iter()
+                .filter(|&&b| b)
+                .count();
+            assert_eq!(got, want as u64, "step {step}");
+            for w in list.windows(2) {
+                assert!(
+                    w[0].end < w[1].start,
+                    "step {step}: {list:?} not disjoint and apart"
+                );
+            }
+        }
+        let mut lists = vec![list.clone(), vec![0..1, 5..6, 9..10]];
+        let total: usize = lists.iter().map(|l| l.len()).sum();
+        merge_nearest(&mut lists, total - 1, total / 2);
+        assert_eq!(lists.iter().map(|l| l.len()).sum::<usize>(), total / 2);
+        assert!(covered(&[list, vec![0..1, 5..6, 9..10]], &lists));
+    }
+
+    /// The area copy's entries read back as the lists they came from; an entry outside the
+    /// array is refused; a record written before `area` still decodes.
+    #[test]
+    fn area_entries_round_trip_and_older_records_decode() {
+        let lists = vec![
+            vec![3..4, 90..95],
+            vec![],
+            vec![0..2, 1 << 40..(1 << 40) + 7],
+        ];
+        let bytes = encode_area(&lists);
+        assert_eq!(bytes.len() as u64, 4 * ENTRY);
+        assert_eq!(decode_area(&bytes, 3, 1 << 41).unwrap(), lists);
+        assert!(decode_area(&bytes, 2, 1 << 41).is_err(), "slot 2 of 2");
+        assert!(
+            decode_area(&bytes, 3, 1 << 40).is_err(),
+            "past the data area"
+        );
+        let old = RecordBlocks {
+            bad: vec![BadRange {
+                slot: 0,
+                start: 1,
+                blocks: 1,
+            }],
+            suspect: vec![],
+            suspect_blocks: vec![],
+        };
+        let rec = decode(&postcard::to_stdvec(&old).unwrap(), 1).unwrap();
+        assert_eq!((rec.bad, rec.area), (old.bad, None));
     }
 }

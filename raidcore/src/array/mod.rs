@@ -138,6 +138,9 @@ pub struct Dev {
     /// does not (simulator seed 10000154 hung: a client blocked in the `OnceLock` while the
     /// replace opening the store waited for its turn to read). A leaf lock.
     pub(crate) csum_opening: crate::sync::Mutex<()>,
+    /// Page digests of what each bad-block area copy on this device holds, as written by this
+    /// process (empty: not known, so written whole). Taken inside the meta lock (persist).
+    pub(crate) bad_area: Mutex<[Vec<[u8; 16]>; 2]>,
 }
 
 impl Dev {
@@ -162,6 +165,7 @@ impl Dev {
             last_error: Mutex::new(None),
             csum: std::sync::OnceLock::new(),
             csum_opening: crate::sync::Mutex::new(()),
+            bad_area: Mutex::new([Vec::new(), Vec::new()]),
         }
     }
 
@@ -438,6 +442,40 @@ pub fn now_secs() -> u64 {
 pub(crate) use now_secs as now;
 
 impl Array {
+    /// Takes the exact bad-block list from the area copy the superblock names, read from the
+    /// first member in service whose copy matches the record. Returns why none did (the widened
+    /// list the superblock holds then stays in force: more blocks read as errors, none as a
+    /// guess), for an event.
+    fn read_bad_area(
+        bad: &mut badblocks::BadBlocks,
+        sb: &Superblock,
+        slots: &[Slot],
+    ) -> Option<String> {
+        let r = bad.area_ref()?;
+        let len = (r.entries * 16) as usize;
+        let blocks = sb.data_rows * (sb.layout.chunk_bytes / csum::BLOCK);
+        let mut buf = crate::buf::AlignedBuf::zeroed(len.div_ceil(4096).max(1) * 4096);
+        let at = r.offset + (r.seq % 2) * r.copy_bytes;
+        let mut why = Vec::new();
+        for (i, s) in slots.iter().enumerate() {
+            let Some(d) = s.usable() else { continue };
+            let got = d
+                .member
+                .read_at(&mut buf, at)
+                .map_err(|e| e.to_string())
+                .and_then(|()| bad.adopt_area(&buf[..len], blocks));
+            match got {
+                Ok(()) => return None,
+                Err(e) => why.push(format!("slot {i} ({}): {e}", d.path.display())),
+            }
+        }
+        Some(format!(
+            "the bad-block area copy {} holding the exact list was not usable on any member ({}); the widened list the superblock holds is in force: blocks between listed ones read as errors until written",
+            r.seq % 2,
+            why.join("; ")
+        ))
+    }
+
     pub(crate) fn from_parts(
         sb: Superblock,
         slots: Vec<Slot>,
@@ -451,7 +489,8 @@ impl Array {
         let unverified_dirty = !writable && !sb.clean;
         let epochs_bit_clear = sb.incompat_features & format::feature::CSUM_EPOCHS == 0;
         let scrub_record = health::scrub_of(&sb);
-        let bad = badblocks::BadBlocks::load(&sb)?;
+        let mut bad = badblocks::BadBlocks::load(&sb)?;
+        let area_refused = Self::read_bad_area(&mut bad, &sb, &slots);
         let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
@@ -517,7 +556,7 @@ impl Array {
             dirtying: Mutex::new(()),
             last_persist: AtomicU64::new(now()),
             persisted_from: AtomicU64::new(0),
-            notes: Mutex::new(Vec::new()),
+            notes: Mutex::new(area_refused.into_iter().collect()),
             mix: Default::default(),
             mix_base,
             bitmap,
@@ -987,7 +1026,7 @@ impl Array {
         meta.updated = now();
         meta.write_mix = self.write_mix();
         // Before the health records: those give way when the body grows too large, this never.
-        self.bad.lock().expect("bad-block lock").store(&mut meta);
+        let area = self.bad.lock().expect("bad-block lock").store(&mut meta);
         self.store_health(&mut meta);
         let interval = meta.history_interval;
         let live = self.live_devs();
@@ -1051,7 +1090,17 @@ impl Array {
             sb.member_uuid = d.uuid;
             sb.wear = d.wear();
             let mut st = d.sb_state.lock().expect("sb lock");
-            if let Err(e) = format::write_next(d.member.as_ref(), &sb, &mut st) {
+            // The list's area copy first: the superblock's flush makes both durable, and a
+            // crash between them leaves a copy that does not match its record (the widened
+            // list then holds) or the older superblock, whose copy is the other one.
+            let wrote = match &area {
+                Some(w) => w.write_to(&d),
+                None => Ok(0),
+            };
+            if let Err(e) = wrote
+                .map(|n| d.count(WriteKind::Metadata, n))
+                .and_then(|()| format::write_next(d.member.as_ref(), &sb, &mut st))
+            {
                 d.write_error(&e);
                 first_err.get_or_insert((d.uuid, e));
             }

@@ -4478,3 +4478,142 @@ fn a_repair_write_is_suspect_only_where_it_wrote() {
     let first = row * per_row + 2;
     assert_eq!(a.unflushed.suspects(4)[other], vec![first..first + 1]);
 }
+
+/// A RAID5 of 4 killable members filled and flushed, slot 3 failed, slot 1 rotten in one block
+/// of every 7th row for 200 rows (far more ranges than the superblock holds), rebuilt onto a
+/// new member `/d/m4`. Returns the store, the array, the model and the rotten rows.
+fn rebuilt_over_scattered_rot() -> (crate::sim::member::Store, Array, Vec<u8>, Vec<u64>) {
+    use crate::sim::member::SimMember;
+    let (store, a, _backing) = killable(Level::Raid5, 4);
+    let mut model = vec![0u8; a.size() as usize];
+    crate::rng::SplitMix64(77).fill(&mut model);
+    a.write(&model, 0).unwrap();
+    a.flush().unwrap();
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    let rotten: Vec<u64> = (0..200).map(|i| 3 + 7 * i).collect();
+    assert!(*rotten.last().unwrap() < a.rows());
+    for &row in &rotten {
+        flip(&a, 1, a.data_offset + row * 4096 + 100);
+    }
+    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let m = Arc::new(SimMember::new("/d/m4", vec![0; 8 << 20], power));
+    store.insert(std::path::Path::new("/d/m4"), m.clone());
+    a.add(m, std::path::Path::new("/d/m4"), None).unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    (store, a, model, rotten)
+}
+
+/// Every 4 KiB block of the array outside the rotten rows reads back as the model holds it
+/// (none reads as an error); those of the rotten rows read the model's bytes or an error.
+/// Returns the blocks that failed.
+fn only_rotten_rows_fail(a: &Array, model: &[u8], rotten: &[u64], when: &str) -> u64 {
+    let per_row = (a.layout().data_per_row() as u64) * 4096;
+    let mut failed = 0;
+    let mut buf = vec![0u8; 4096];
+    for blk in 0..a.size() / 4096 {
+        let at = blk * 4096;
+        let row = at / per_row;
+        match a.read(&mut buf, at) {
+            Ok(()) => assert_eq!(
+                buf[..],
+                model[at as usize..at as usize + 4096],
+                "{when}: block {blk} (row {row}) read wrong data"
+            ),
+            Err(e) => {
+                assert!(
+                    rotten.contains(&row),
+                    "{when}: block {blk} of row {row}, which no rot touched, reads as an error: {e}"
+                );
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
+/// Outside attack on issue 31: a rebuild over a survivor with scattered rot listed about 60
+/// times the blocks it lost. The bad-block list held 64 ranges in the superblock, and past that
+/// the nearest merged, so intact blocks between two rotten rows read as errors for good. The
+/// exact list now goes to the bad-block area (two copies on every member), the superblock
+/// holding it widened; a reopen reads it back.
+#[test]
+fn a_rebuild_over_scattered_rot_lists_only_the_rows_it_lost_and_a_reopen_keeps_it_exact() {
+    let (store, a, model, rotten) = rebuilt_over_scattered_rot();
+    let listed: u64 = a.bad_block_counts().iter().sum();
+    assert!(
+        listed >= rotten.len() as u64 && listed <= 2 * rotten.len() as u64,
+        "{listed} blocks listed for {} rotten rows (each loses at most its two data blocks of slots 1 and 3)",
+        rotten.len()
+    );
+    let failed = only_rotten_rows_fail(&a, &model, &rotten, "after the rebuild");
+    assert_eq!(failed, listed);
+    assert!(!a.bad_block_list_full());
+    let sb = a.superblock();
+    assert!(
+        crate::array::badblocks::ranges_of(&sb).len() <= crate::array::badblocks::MAX_RANGES,
+        "the superblock holds the widened list"
+    );
+    a.close().unwrap();
+    let b = reopen_without(&store, usize::MAX);
+    assert!(b.notes().is_empty(), "{:?}", b.notes());
+    assert_eq!(b.bad_block_counts().iter().sum::<u64>(), listed);
+    only_rotten_rows_fail(&b, &model, &rotten, "after a reopen");
+    // A rewrite of a listed block takes it off the list, durably, in the area too.
+    let per_row = (b.layout().data_per_row() as u64) * 4096;
+    let first = rotten[0] * per_row;
+    b.write(&model[first as usize..(first + per_row) as usize], first)
+        .unwrap();
+    b.flush().unwrap();
+    let left: u64 = b.bad_block_counts().iter().sum();
+    assert!(left < listed);
+    b.close().unwrap();
+    let c = reopen_without(&store, usize::MAX);
+    assert_eq!(c.bad_block_counts().iter().sum::<u64>(), left);
+    only_rotten_rows_fail(&c, &model, &rotten[1..], "after a rewrite and a reopen");
+}
+
+/// The area copy the superblock names, damaged on every member (or torn by a crash): the open
+/// says so, and the widened list the superblock holds is in force: more blocks read as errors,
+/// never one as wrong data.
+#[test]
+fn a_damaged_bad_block_area_leaves_the_widened_list_in_force_never_a_guess() {
+    let (store, a, model, rotten) = rebuilt_over_scattered_rot();
+    let listed: u64 = a.bad_block_counts().iter().sum();
+    let r = a
+        .bad
+        .lock()
+        .unwrap()
+        .area_ref()
+        .expect("the list is in the area");
+    a.close().unwrap();
+    let at = r.offset + (r.seq % 2) * r.copy_bytes + 20;
+    for i in 0..5 {
+        let m = store
+            .get(std::path::Path::new(&format!("/d/m{i}")))
+            .unwrap();
+        let mut b = vec![0u8; 4];
+        m.read_at(&mut b, at).unwrap();
+        b.iter_mut().for_each(|x| *x ^= 0x5a);
+        m.write_at(&b, at).unwrap();
+    }
+    let b = reopen_without(&store, usize::MAX);
+    assert!(
+        b.notes().iter().any(|n| n.contains("bad-block area")),
+        "{:?}",
+        b.notes()
+    );
+    assert!(b.bad_block_counts().iter().sum::<u64>() > listed);
+    // Reads: model bytes or an error, wherever.
+    let mut buf = vec![0u8; 4096];
+    for blk in 0..b.size() / 4096 {
+        let at = blk * 4096;
+        if b.read(&mut buf, at).is_ok() {
+            assert_eq!(
+                buf[..],
+                model[at as usize..at as usize + 4096],
+                "block {blk}"
+            );
+        }
+    }
+    let _ = rotten;
+}

@@ -97,7 +97,7 @@ pub fn report(a: &Array) -> Value {
             }))
             .collect::<Vec<_>>(),
         // At the cap the nearest ranges of a slot merge: the blocks between them are listed too.
-        "bad_block_list_full": bad_ranges.len() >= raidcore::array::badblocks::MAX_RANGES,
+        "bad_block_list_full": a.bad_block_list_full(),
     });
     // Capacity in regions written since create (rebuild and scrub skip the rest); absent on
     // arrays created before the data map.
