@@ -412,6 +412,36 @@ impl BadBlocks {
         self.stored
     }
 
+    /// Takes the exact bad-block list from the area copy the superblock names, read from the
+    /// first member in service whose copy matches the record. Returns why none did (the widened
+    /// list the superblock holds then stays in force: more blocks read as errors, none as a
+    /// guess), for the open's notes.
+    pub(crate) fn read_area(&mut self, sb: &Superblock, slots: &[super::Slot]) -> Option<String> {
+        let r = self.area_ref()?;
+        let len = (r.entries * ENTRY) as usize;
+        let blocks = sb.data_rows * (sb.layout.chunk_bytes / BLOCK);
+        let mut buf = crate::buf::AlignedBuf::zeroed(len.div_ceil(4096).max(1) * 4096);
+        let at = r.offset + (r.seq % 2) * r.copy_bytes;
+        let mut why = Vec::new();
+        for (i, s) in slots.iter().enumerate() {
+            let Some(d) = s.usable() else { continue };
+            let got = d
+                .member
+                .read_at(&mut buf, at)
+                .map_err(|e| e.to_string())
+                .and_then(|()| self.adopt_area(&buf[..len], blocks));
+            match got {
+                Ok(()) => return None,
+                Err(e) => why.push(format!("slot {i} ({}): {e}", d.path.display())),
+            }
+        }
+        Some(format!(
+            "the bad-block area copy {} holding the exact list was not usable on any member ({}); the widened list the superblock holds is in force: blocks between listed ones read as errors until written",
+            r.seq % 2,
+            why.join("; ")
+        ))
+    }
+
     /// Takes the exact list from an area copy's bytes (`entries * 16` of them, their blake3
     /// checked against the superblock's record). Refused (the widened list stays in force)
     /// when the bytes do not match, or name blocks outside the array or outside the widened

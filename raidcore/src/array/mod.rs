@@ -442,40 +442,6 @@ pub fn now_secs() -> u64 {
 pub(crate) use now_secs as now;
 
 impl Array {
-    /// Takes the exact bad-block list from the area copy the superblock names, read from the
-    /// first member in service whose copy matches the record. Returns why none did (the widened
-    /// list the superblock holds then stays in force: more blocks read as errors, none as a
-    /// guess), for an event.
-    fn read_bad_area(
-        bad: &mut badblocks::BadBlocks,
-        sb: &Superblock,
-        slots: &[Slot],
-    ) -> Option<String> {
-        let r = bad.area_ref()?;
-        let len = (r.entries * 16) as usize;
-        let blocks = sb.data_rows * (sb.layout.chunk_bytes / csum::BLOCK);
-        let mut buf = crate::buf::AlignedBuf::zeroed(len.div_ceil(4096).max(1) * 4096);
-        let at = r.offset + (r.seq % 2) * r.copy_bytes;
-        let mut why = Vec::new();
-        for (i, s) in slots.iter().enumerate() {
-            let Some(d) = s.usable() else { continue };
-            let got = d
-                .member
-                .read_at(&mut buf, at)
-                .map_err(|e| e.to_string())
-                .and_then(|()| bad.adopt_area(&buf[..len], blocks));
-            match got {
-                Ok(()) => return None,
-                Err(e) => why.push(format!("slot {i} ({}): {e}", d.path.display())),
-            }
-        }
-        Some(format!(
-            "the bad-block area copy {} holding the exact list was not usable on any member ({}); the widened list the superblock holds is in force: blocks between listed ones read as errors until written",
-            r.seq % 2,
-            why.join("; ")
-        ))
-    }
-
     pub(crate) fn from_parts(
         sb: Superblock,
         slots: Vec<Slot>,
@@ -490,7 +456,7 @@ impl Array {
         let epochs_bit_clear = sb.incompat_features & format::feature::CSUM_EPOCHS == 0;
         let scrub_record = health::scrub_of(&sb);
         let mut bad = badblocks::BadBlocks::load(&sb)?;
-        let area_refused = Self::read_bad_area(&mut bad, &sb, &slots);
+        let area_refused = bad.read_area(&sb, &slots);
         let counters_sb = sb.clone();
         let bitmap = bitmap::BitmapGeometry::from_superblock(&sb).map(|geo| {
             // The bits on disk: the union over the members present (any may hold the newest).
