@@ -330,6 +330,11 @@ pub struct Array {
     /// when it left, and is never re-added as it (readd.rs; found by an outside attack: a
     /// copy one generation behind was re-added without a write its bits no longer showed).
     persisted_from: AtomicU64,
+    /// The superblock events count a flush must see durable before it returns (a target taken
+    /// out of service, which writes skip from then on: `fail_target`), and the count of the
+    /// newest superblock update written to every device in service.
+    events_to_record: AtomicU64,
+    events_recorded: AtomicU64,
     /// Assembly notes about devices left out (missing spares, stale targets).
     notes: Mutex<Vec<String>>,
     /// Write mix since open: row writes, data chunks touched, full-row writes.
@@ -522,6 +527,8 @@ impl Array {
             dirtying: Mutex::new(()),
             last_persist: AtomicU64::new(now()),
             persisted_from: AtomicU64::new(0),
+            events_to_record: AtomicU64::new(0),
+            events_recorded: AtomicU64::new(0),
             notes: Mutex::new(area_refused.into_iter().collect()),
             mix: Default::default(),
             mix_base,
@@ -895,17 +902,25 @@ impl Array {
     /// Drops a failing rebuild or replace target; its slot stays as it was without it.
     pub(crate) fn fail_target(&self, slot: usize, reason: &str) -> Result<()> {
         let s = &self.slots[slot];
-        let Some(t) = s.target.write().expect("slot lock").take() else {
-            return Ok(());
-        };
-        {
+        // Taken out under meta, with the record changed and the count a flush waits for
+        // (`events_to_record`): writes stop reaching the target as it is taken, and a flush
+        // that returned before the record was durable left the superblocks naming it in sync
+        // up to its checkpoint, without the writes that skipped it (a power cut then, and the
+        // slot's other copies lost, read its older blocks).
+        let t = {
             let mut meta = self.meta.lock().expect("meta lock");
+            let Some(t) = s.target.write().expect("slot lock").take() else {
+                return Ok(());
+            };
             match t.kind {
                 TargetKind::Rebuild => meta.slots[slot].state = SlotState::Faulty,
                 TargetKind::Replace { .. } => meta.retain_extras(|e| e.member_uuid != t.dev.uuid),
             }
             meta.events += 1;
-        }
+            self.events_to_record
+                .fetch_max(meta.events, Ordering::AcqRel);
+            t
+        };
         s.set_reason(Some(format!("{}: {reason}", t.dev.path.display())));
         self.event(
             "member-failed",
@@ -1030,6 +1045,7 @@ impl Array {
             }
         }
         // The slots this update records out of service (`Slot::recorded`, once it is written).
+        let events = meta.events;
         let out: Vec<usize> = (0..self.slots.len())
             .filter(|&i| {
                 meta.slots
@@ -1078,6 +1094,7 @@ impl Array {
             for i in out {
                 self.slots[i].recorded.store(true, Ordering::Release);
             }
+            self.events_recorded.fetch_max(events, Ordering::AcqRel);
         }
         if let Some((uuid, e)) = first_err {
             // A device that cannot take its superblock is failed; the others record that.
@@ -1240,14 +1257,17 @@ impl Array {
     }
 
     /// Returns once the durable superblocks record every slot failed at run time
-    /// (`Slot::recorded`), writing them where needed: a write that skipped a failed member is
-    /// durable only then. A failure still being taken in (its slot marked, its record not yet
-    /// in the superblock being built) is waited for.
+    /// (`Slot::recorded`) and every target taken out of service (`events_to_record`), writing
+    /// them where needed: a write that skipped a failed member or target is durable only then.
+    /// A failure still being taken in (its slot marked, its record not yet in the superblock
+    /// being built) is waited for.
     fn record_failures(&self) -> Result<()> {
         let unrecorded = || {
-            self.slots
-                .iter()
-                .any(|s| s.failed.load(Ordering::Acquire) && !s.recorded.load(Ordering::Acquire))
+            self.events_recorded.load(Ordering::Acquire)
+                < self.events_to_record.load(Ordering::Acquire)
+                || self.slots.iter().any(|s| {
+                    s.failed.load(Ordering::Acquire) && !s.recorded.load(Ordering::Acquire)
+                })
         };
         while self.writable && unrecorded() {
             self.persist()?;
