@@ -988,7 +988,7 @@ pub(crate) mod tests {
                 );
             }
         }
-        bad.store(&mut sb);
+        bad.store(&mut sb, &[]);
         let mut t = 1_700_000_000u64;
         for day in 0..3650u64 {
             sb.wear.data_bytes = day << 40;

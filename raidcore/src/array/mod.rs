@@ -1007,10 +1007,14 @@ impl Array {
         meta.updated = now();
         meta.write_mix = self.write_mix();
         // Before the health records: those give way when the body grows too large, this never.
-        let area = self.bad.lock().expect("bad-block lock").store(&mut meta);
+        let live = self.live_devs();
+        let area = self
+            .bad
+            .lock()
+            .expect("bad-block lock")
+            .store(&mut meta, &live);
         self.store_health(&mut meta);
         let interval = meta.history_interval;
-        let live = self.live_devs();
         // A member without history has just joined (add, replace, spare): every member takes
         // a sample with it, so that shares are compared from that moment on
         // (wear::shares_since_all_joined).
@@ -1087,15 +1091,18 @@ impl Array {
                 first_err.get_or_insert((d.uuid, e));
             }
         }
-        drop(meta);
-        self.persisted_from
-            .fetch_max(began.nanos() + 1, Ordering::AcqRel);
+        // Still under meta: a slot promoted and failed again meanwhile must not read as
+        // recorded (an outside review: set after meta was dropped, a slot completed and failed
+        // in between took this update's mark).
         if first_err.is_none() {
             for i in out {
                 self.slots[i].recorded.store(true, Ordering::Release);
             }
             self.events_recorded.fetch_max(events, Ordering::AcqRel);
         }
+        drop(meta);
+        self.persisted_from
+            .fetch_max(began.nanos() + 1, Ordering::AcqRel);
         if let Some((uuid, e)) = first_err {
             // A device that cannot take its superblock is failed; the others record that.
             let why = format!("superblock write failed: {e}");

@@ -4845,3 +4845,51 @@ fn a_flush_returns_only_once_a_target_failure_writes_skipped_is_recorded() {
     }
     assert_eq!(check(&durable_images(&store)), new[0]);
 }
+
+/// Outside review of the bad-block area: a device that joins while the list does not change
+/// (a spare rebuilt in, a replacement) never got the area copy its superblock names, so once the
+/// devices that had it were gone, the open found no copy matching and the widened list was in
+/// force. A device that does not hold the copy now makes the update write a new one to all.
+#[test]
+fn a_member_that_joins_while_the_list_holds_still_gets_the_bad_block_area() {
+    use crate::sim::member::SimMember;
+    let (store, a, model, rotten) = rebuilt_over_scattered_rot();
+    let listed: u64 = a.bad_block_counts().iter().sum();
+    let r = a
+        .bad
+        .lock()
+        .unwrap()
+        .area_ref()
+        .expect("the list is in the area");
+    // Slot 3 again, onto /d/m5: its rebuild meets the same rot, lists nothing new.
+    a.fail(&MemberRef::Slot(3)).unwrap();
+    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let m = Arc::new(SimMember::new("/d/m5", vec![0; 8 << 20], power));
+    store.insert(std::path::Path::new("/d/m5"), m.clone());
+    a.add(m, std::path::Path::new("/d/m5"), None).unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert_eq!(a.bad_block_counts().iter().sum::<u64>(), listed);
+    a.close().unwrap();
+    // Both area copies damaged on every member but the one that joined last.
+    for i in [0, 1, 2, 4] {
+        let m = store
+            .get(std::path::Path::new(&format!("/d/m{i}")))
+            .unwrap();
+        for copy in 0..2 {
+            let at = r.offset + copy * r.copy_bytes + 20;
+            let mut b = vec![0u8; 4];
+            m.read_at(&mut b, at).unwrap();
+            b.iter_mut().for_each(|x| *x ^= 0x5a);
+            m.write_at(&b, at).unwrap();
+        }
+    }
+    let b = reopen_without(&store, usize::MAX);
+    assert!(b.notes().is_empty(), "{:?}", b.notes());
+    assert_eq!(b.bad_block_counts().iter().sum::<u64>(), listed);
+    only_rotten_rows_fail(
+        &b,
+        &model,
+        &rotten,
+        "after the joined member alone held the area",
+    );
+}
