@@ -1056,6 +1056,11 @@ pub fn ranges_of(sb: &Superblock) -> Vec<BadRange> {
     record_of(sb).bad
 }
 
+/// The bad-block area copy a superblock names, if its list is in the area.
+pub fn area_ref_of(sb: &Superblock) -> Option<AreaRef> {
+    record_of(sb).area
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -105,6 +105,16 @@ fn areas_json(sb: &Superblock) -> Value {
             "entries_per_page": raidcore::array::csum::PER_PAGE,
         });
     }
+    // The exact bad-block list, when it is longer than the superblock holds.
+    if let Some(a) = raidcore::array::badblocks::area_ref_of(sb) {
+        v["bad_block_area"] = json!({
+            "offset": a.offset,
+            "bytes": 2 * a.copy_bytes,
+            "copy_bytes": a.copy_bytes,
+            "copy": a.seq % 2,
+            "entries": a.entries,
+        });
+    }
     v
 }
 
@@ -227,6 +237,7 @@ pub fn run(a: ExamineArgs) -> Result<ExitCode> {
         ("data_map", "data map    "),
         ("journal", "journal     "),
         ("checksums", "checksums   "),
+        ("bad_block_area", "bad blocks  "),
     ] {
         let a = &areas[name];
         if a.is_object() {
