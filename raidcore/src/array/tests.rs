@@ -4479,11 +4479,44 @@ fn a_repair_write_is_suspect_only_where_it_wrote() {
     assert_eq!(a.unflushed.suspects(4)[other], vec![first..first + 1]);
 }
 
+/// A new simulated member `name` of 8 MiB of zeros in `store`.
+fn new_sim_member(
+    store: &crate::sim::member::Store,
+    name: &str,
+) -> Arc<crate::sim::member::SimMember> {
+    use crate::sim::member::SimMember;
+    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let m = Arc::new(SimMember::new(name, vec![0; 8 << 20], power));
+    store.insert(std::path::Path::new(name), m.clone());
+    m
+}
+
+/// Flips 4 bytes of member `/d/m{i}` of `store` at byte `at` (damage outside the array's view).
+fn damage(store: &crate::sim::member::Store, i: usize, at: u64) {
+    let m = store
+        .get(std::path::Path::new(&format!("/d/m{i}")))
+        .unwrap();
+    let mut b = vec![0u8; 4];
+    m.read_at(&mut b, at).unwrap();
+    b.iter_mut().for_each(|x| *x ^= 0x5a);
+    m.write_at(&b, at).unwrap();
+}
+
+/// Blocks an array lists, and the area copy its superblock names.
+fn listed_in_area(a: &Array) -> (u64, crate::array::badblocks::AreaRef) {
+    let r = a
+        .bad
+        .lock()
+        .unwrap()
+        .area_ref()
+        .expect("the list is in the area");
+    (a.bad_block_counts().iter().sum(), r)
+}
+
 /// A RAID5 of 4 killable members filled and flushed, slot 3 failed, slot 1 rotten in one block
 /// of every 7th row for 200 rows (far more ranges than the superblock holds), rebuilt onto a
 /// new member `/d/m4`. Returns the store, the array, the model and the rotten rows.
 fn rebuilt_over_scattered_rot() -> (crate::sim::member::Store, Array, Vec<u8>, Vec<u64>) {
-    use crate::sim::member::SimMember;
     let (store, a, _backing) = killable(Level::Raid5, 4);
     let mut model = vec![0u8; a.size() as usize];
     crate::rng::SplitMix64(77).fill(&mut model);
@@ -4495,9 +4528,7 @@ fn rebuilt_over_scattered_rot() -> (crate::sim::member::Store, Array, Vec<u8>, V
     for &row in &rotten {
         flip(&a, 1, a.data_offset + row * 4096 + 100);
     }
-    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let m = Arc::new(SimMember::new("/d/m4", vec![0; 8 << 20], power));
-    store.insert(std::path::Path::new("/d/m4"), m.clone());
+    let m = new_sim_member(&store, "/d/m4");
     a.add(m, std::path::Path::new("/d/m4"), None).unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     (store, a, model, rotten)
@@ -4578,23 +4609,10 @@ fn a_rebuild_over_scattered_rot_lists_only_the_rows_it_lost_and_a_reopen_keeps_i
 #[test]
 fn a_damaged_bad_block_area_leaves_the_widened_list_in_force_never_a_guess() {
     let (store, a, model, rotten) = rebuilt_over_scattered_rot();
-    let listed: u64 = a.bad_block_counts().iter().sum();
-    let r = a
-        .bad
-        .lock()
-        .unwrap()
-        .area_ref()
-        .expect("the list is in the area");
+    let (listed, r) = listed_in_area(&a);
     a.close().unwrap();
-    let at = r.offset + (r.seq % 2) * r.copy_bytes + 20;
     for i in 0..5 {
-        let m = store
-            .get(std::path::Path::new(&format!("/d/m{i}")))
-            .unwrap();
-        let mut b = vec![0u8; 4];
-        m.read_at(&mut b, at).unwrap();
-        b.iter_mut().for_each(|x| *x ^= 0x5a);
-        m.write_at(&b, at).unwrap();
+        damage(&store, i, r.offset + (r.seq % 2) * r.copy_bytes + 20);
     }
     let b = reopen_without(&store, usize::MAX);
     assert!(
@@ -4852,35 +4870,19 @@ fn a_flush_returns_only_once_a_target_failure_writes_skipped_is_recorded() {
 /// force. A device that does not hold the copy now makes the update write a new one to all.
 #[test]
 fn a_member_that_joins_while_the_list_holds_still_gets_the_bad_block_area() {
-    use crate::sim::member::SimMember;
     let (store, a, model, rotten) = rebuilt_over_scattered_rot();
-    let listed: u64 = a.bad_block_counts().iter().sum();
-    let r = a
-        .bad
-        .lock()
-        .unwrap()
-        .area_ref()
-        .expect("the list is in the area");
+    let (listed, r) = listed_in_area(&a);
     // Slot 3 again, onto /d/m5: its rebuild meets the same rot, lists nothing new.
     a.fail(&MemberRef::Slot(3)).unwrap();
-    let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let m = Arc::new(SimMember::new("/d/m5", vec![0; 8 << 20], power));
-    store.insert(std::path::Path::new("/d/m5"), m.clone());
+    let m = new_sim_member(&store, "/d/m5");
     a.add(m, std::path::Path::new("/d/m5"), None).unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
     assert_eq!(a.bad_block_counts().iter().sum::<u64>(), listed);
     a.close().unwrap();
     // Both area copies damaged on every member but the one that joined last.
     for i in [0, 1, 2, 4] {
-        let m = store
-            .get(std::path::Path::new(&format!("/d/m{i}")))
-            .unwrap();
         for copy in 0..2 {
-            let at = r.offset + copy * r.copy_bytes + 20;
-            let mut b = vec![0u8; 4];
-            m.read_at(&mut b, at).unwrap();
-            b.iter_mut().for_each(|x| *x ^= 0x5a);
-            m.write_at(&b, at).unwrap();
+            damage(&store, i, r.offset + copy * r.copy_bytes + 20);
         }
     }
     let b = reopen_without(&store, usize::MAX);
