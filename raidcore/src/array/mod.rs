@@ -1076,9 +1076,8 @@ impl Array {
             sb.member_uuid = d.uuid;
             sb.wear = d.wear();
             let mut st = d.sb_state.lock().expect("sb lock");
-            // The list's area copy first: the superblock's flush makes both durable, and a
-            // crash between them leaves a copy that does not match its record (the widened
-            // list then holds) or the older superblock, whose copy is the other one.
+            // The list's area copy first, flushed (`AreaWrite::write_to`): a crash before the
+            // superblock leaves the older one, which names the other copy.
             let wrote = match &area {
                 Some(w) => w.write_to(&d),
                 None => Ok(0),
