@@ -979,15 +979,15 @@ pub(crate) mod tests {
         // With the bad-block area: the superblock holds the list widened and the area's record.
         let mut bad = crate::array::badblocks::BadBlocks::load(&sb).unwrap();
         let far = (1u64 << 32) - 100_000;
-        for slot in 0..n {
+        let mut suspect = vec![Vec::new(); n];
+        for (slot, list) in suspect.iter_mut().enumerate() {
             for k in 0..40u64 {
                 bad.mark(slot, far + k * 1000..far + k * 1000 + 1);
-                bad.add_suspect(
-                    slot,
-                    (1 << 28) - 50_000 + k * 1000..(1 << 28) - 50_000 + k * 1000 + 1,
-                );
+                let at = (1 << 28) - 50_000 + k * 1000;
+                list.push(at..at + 1);
             }
         }
+        bad.set_suspect(suspect);
         bad.store(&mut sb, &[]);
         let mut t = 1_700_000_000u64;
         for day in 0..3650u64 {

@@ -662,13 +662,6 @@ impl BadBlocks {
         self.marked.iter().all(|l| l.is_empty())
     }
 
-    /// Records blocks writes in flight were writing when `slot`'s member failed.
-    pub fn add_suspect(&mut self, slot: usize, blocks: Range<u64>) {
-        insert(&mut self.suspect[slot], blocks);
-        // Bounded like the marks: merging only widens.
-        merge_nearest(&mut self.suspect, MAX_RANGES / 2, MAX_RANGES / 2);
-    }
-
     /// Sets every slot's suspect blocks to what is still not durable (`Unflushed::suspects`).
     /// Returns whether the record changed.
     pub fn set_suspect(&mut self, lists: Vec<Vec<Range<u64>>>) -> bool {

@@ -4621,6 +4621,10 @@ fn a_damaged_bad_block_area_leaves_the_widened_list_in_force_never_a_guess() {
         b.notes()
     );
     assert!(b.bad_block_counts().iter().sum::<u64>() > listed);
+    assert!(
+        b.bad_block_list_full(),
+        "status says the widened list is in force"
+    );
     // Reads: model bytes or an error, wherever.
     let mut buf = vec![0u8; 4096];
     for blk in 0..b.size() / 4096 {
