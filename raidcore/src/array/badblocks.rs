@@ -1308,4 +1308,94 @@ mod tests {
         let e = BadBlocks::load(&sb).unwrap_err().to_string();
         assert!(e.contains("does not fit"), "{e}");
     }
+
+    /// Mutation testing: with the blake3 check of `adopt_area` bypassed, every test still
+    /// passed (their damage made entries outside the array). A copy whose bytes differ from
+    /// its record is refused even when they decode and lie inside the widened list: taken, a
+    /// lost block would leave the list and read as data.
+    #[test]
+    fn an_area_copy_that_differs_from_its_record_is_refused_even_when_it_decodes() {
+        let mut sb = crate::format::tests::sample();
+        sb.data_rows = 1 << 20;
+        let mut b = BadBlocks::load(&sb).unwrap();
+        for i in 0..100u64 {
+            b.mark(0, i * 10..i * 10 + 1);
+        }
+        let w = b.store(&mut sb, &[]).unwrap();
+        let len = (w.at.entries * ENTRY) as usize;
+        let blocks = sb.data_rows * (sb.layout.chunk_bytes / BLOCK);
+        let mut bytes = w.bytes[..len].to_vec();
+        assert!(BadBlocks::load(&sb)
+            .unwrap()
+            .adopt_area(&bytes, blocks)
+            .is_ok());
+        // Entry 1 (block 10) now names block 0: it decodes, and lies inside the widened list.
+        bytes.copy_within(0..8, 16);
+        assert!(decode_area(&bytes, 4, blocks).is_ok());
+        let mut again = BadBlocks::load(&sb).unwrap();
+        assert!(again.adopt_area(&bytes, blocks).is_err());
+        assert_eq!(
+            again.first_bad(0, 10..11),
+            Some(10),
+            "block 10 stays listed"
+        );
+        let (wide, narrow): (Vec<Range<u64>>, Vec<Range<u64>>) = (
+            std::iter::once(0..2).collect(),
+            std::iter::once(0..1).collect(),
+        );
+        assert!(!covered(&[wide], &[narrow]));
+    }
+
+    /// Mutation testing: with `seq` left as it was, every list change rewrote in place the copy
+    /// the durable superblocks name (a crash in that write leaves no copy matching). A changed
+    /// list goes to the other copy.
+    #[test]
+    fn a_changed_list_goes_to_the_copy_the_superblock_does_not_name() {
+        let mut sb = crate::format::tests::sample();
+        sb.data_rows = 1 << 20;
+        let mut b = BadBlocks::load(&sb).unwrap();
+        for i in 0..100u64 {
+            b.mark(0, i * 10..i * 10 + 1);
+        }
+        let w1 = b.store(&mut sb, &[]).unwrap();
+        b.mark(1, 5..6);
+        let w2 = b.store(&mut sb, &[]).unwrap();
+        assert_eq!(w2.at.seq, w1.at.seq + 1);
+        assert_ne!(w1.at.copy_offset(), w2.at.copy_offset());
+    }
+
+    /// Mutation testing: merges other than of the nearest ranges, and a cap that merged on
+    /// every mark, passed the tests (they checked counts and coverage only). The nearest merge
+    /// first; without an area the list keeps exactly its 64 ranges; with one, a list past its
+    /// limit is merged down by an eighth at once.
+    #[test]
+    fn the_nearest_ranges_merge_and_the_cap_merges_in_batches() {
+        let merged = |l: Vec<Range<u64>>, cap: usize| {
+            let mut lists = vec![l];
+            merge_nearest(&mut lists, cap, cap);
+            lists.remove(0)
+        };
+        assert_eq!(
+            merged(vec![0..1, 100..101, 102..103], 2),
+            vec![0..1, 100..103]
+        );
+        assert_eq!(
+            merged(vec![1..2, 4..5, 100..101, 190..191], 3),
+            vec![1..5, 100..101, 190..191]
+        );
+        assert_eq!(merged(vec![0..1, 3..4, 50..60], 2), vec![0..4, 50..60]);
+        let mut b = BadBlocks::new(2);
+        for i in 0..200u64 {
+            b.mark(0, i * 10..i * 10 + 1);
+            assert_eq!(b.ranges().len(), (i as usize + 1).min(MAX_RANGES));
+        }
+        let mut sb = crate::format::tests::sample();
+        sb.data_rows = 1 << 20;
+        let mut b = BadBlocks::load(&sb).unwrap();
+        let limit = b.limit();
+        for i in 0..=limit as u64 {
+            b.mark(0, i * 2..i * 2 + 1);
+        }
+        assert_eq!(b.ranges().len(), limit - limit / 8);
+    }
 }
