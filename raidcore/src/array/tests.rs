@@ -4640,14 +4640,14 @@ fn a_damaged_bad_block_area_leaves_the_widened_list_in_force_never_a_guess() {
     let _ = rotten;
 }
 
-/// A simulated member whose superblock writes wait while its gate is shut (a superblock update
-/// that takes its time), so that other requests run meanwhile.
-struct GatedSb {
+/// A simulated member that runs `before_sb` before each superblock write (a gate to hold the
+/// update, a check of what is durable then).
+struct SbHook {
     inner: Arc<crate::sim::member::SimMember>,
-    gate: Arc<(std::sync::Mutex<(bool, bool)>, std::sync::Condvar)>,
+    before_sb: Box<dyn Fn(&crate::sim::member::SimMember) + Send + Sync>,
 }
 
-impl Member for GatedSb {
+impl Member for SbHook {
     fn len(&self) -> u64 {
         self.inner.len()
     }
@@ -4656,15 +4656,7 @@ impl Member for GatedSb {
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> crate::Result<()> {
         if offset < crate::format::METADATA_OFFSET {
-            let (m, cv) = &*self.gate;
-            let mut g = m.lock().unwrap();
-            if g.0 {
-                g.1 = true;
-                cv.notify_all();
-                while g.0 {
-                    g = cv.wait(g).unwrap();
-                }
-            }
+            (self.before_sb)(&self.inner);
         }
         self.inner.write_at(buf, offset)
     }
@@ -4676,6 +4668,19 @@ impl Member for GatedSb {
     }
     fn describe(&self) -> String {
         self.inner.describe()
+    }
+}
+
+/// Holds a superblock write while its gate (shut, seen) is shut.
+fn wait_at_gate(gate: &(std::sync::Mutex<(bool, bool)>, std::sync::Condvar)) {
+    let (m, cv) = gate;
+    let mut g = m.lock().unwrap();
+    if g.0 {
+        g.1 = true;
+        cv.notify_all();
+        while g.0 {
+            g = cv.wait(g).unwrap();
+        }
     }
 }
 
@@ -4701,11 +4706,12 @@ fn gated_members(
             std::sync::Mutex::new((false, false)),
             std::sync::Condvar::new(),
         ));
+        let g = gate.clone();
         members.push((
             PathBuf::from(&name),
-            Arc::new(GatedSb {
+            Arc::new(SbHook {
                 inner: m,
-                gate: gate.clone(),
+                before_sb: Box::new(move |_| wait_at_gate(&g)),
             }) as Arc<dyn Member>,
         ));
         gates.push(gate);
@@ -4900,49 +4906,6 @@ fn a_member_that_joins_while_the_list_holds_still_gets_the_bad_block_area() {
     );
 }
 
-/// A simulated member that checks, at each superblock write, that the bad-block area range it
-/// is given is durable as written (flushed), and notes when not.
-struct AreaDurableAtSb {
-    inner: Arc<crate::sim::member::SimMember>,
-    area: Arc<std::sync::Mutex<Option<std::ops::Range<u64>>>>,
-    violated: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Member for AreaDurableAtSb {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> crate::Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> crate::Result<()> {
-        let area = self.area.lock().unwrap().clone();
-        if let (Some(r), true) = (area, offset < crate::format::METADATA_OFFSET) {
-            let durable = self.inner.crash_image(&mut Rng(1), 0);
-            let (mut d, mut l) = (
-                vec![0u8; (r.end - r.start) as usize],
-                vec![0u8; (r.end - r.start) as usize],
-            );
-            durable.read(r.start, &mut d);
-            self.inner.peek_live(r.start, &mut l);
-            if d != l {
-                self.violated
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        self.inner.write_at(buf, offset)
-    }
-    fn flush(&self) -> crate::Result<()> {
-        self.inner.flush()
-    }
-    fn discard(&self, offset: u64, len: u64) -> crate::Result<()> {
-        self.inner.discard(offset, len)
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-}
-
 /// Mutation testing: without the flush of the area copy before the superblock naming it, a
 /// power cut could keep the superblock and lose a page of the copy on every member. Every
 /// superblock write here finds the area as written already durable.
@@ -4950,13 +4913,26 @@ impl Member for AreaDurableAtSb {
 fn the_bad_block_area_is_durable_before_the_superblock_that_names_it() {
     use crate::sim::member::SimMember;
     let power = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let area = Arc::new(std::sync::Mutex::new(None));
+    let area: Arc<std::sync::Mutex<Option<std::ops::Range<u64>>>> =
+        Arc::new(std::sync::Mutex::new(None));
     let violated = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let member = |name: &str| -> Arc<dyn Member> {
-        Arc::new(AreaDurableAtSb {
+        let (area, violated) = (area.clone(), violated.clone());
+        Arc::new(SbHook {
             inner: Arc::new(SimMember::new(name, vec![0; 8 << 20], power.clone())),
-            area: area.clone(),
-            violated: violated.clone(),
+            // The area as written is durable by the time a superblock is written.
+            before_sb: Box::new(move |m: &SimMember| {
+                let Some(r) = area.lock().unwrap().clone() else {
+                    return;
+                };
+                let len = (r.end - r.start) as usize;
+                let (mut d, mut l) = (vec![0u8; len], vec![0u8; len]);
+                m.crash_image(&mut Rng(1), 0).read(r.start, &mut d);
+                m.peek_live(r.start, &mut l);
+                if d != l {
+                    violated.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }),
         })
     };
     let members = (0..4)
