@@ -1309,18 +1309,25 @@ mod tests {
         assert!(e.contains("does not fit"), "{e}");
     }
 
-    /// Mutation testing: with the blake3 check of `adopt_area` bypassed, every test still
-    /// passed (their damage made entries outside the array). A copy whose bytes differ from
-    /// its record is refused even when they decode and lie inside the widened list: taken, a
-    /// lost block would leave the list and read as data.
-    #[test]
-    fn an_area_copy_that_differs_from_its_record_is_refused_even_when_it_decodes() {
+    /// A superblock with room for an area, and a list of 100 scattered blocks of slot 0 (past
+    /// what the superblock holds).
+    fn past_the_superblock() -> (Superblock, BadBlocks) {
         let mut sb = crate::format::tests::sample();
         sb.data_rows = 1 << 20;
         let mut b = BadBlocks::load(&sb).unwrap();
         for i in 0..100u64 {
             b.mark(0, i * 10..i * 10 + 1);
         }
+        (sb, b)
+    }
+
+    /// Mutation testing: with the blake3 check of `adopt_area` bypassed, every test still
+    /// passed (their damage made entries outside the array). A copy whose bytes differ from
+    /// its record is refused even when they decode and lie inside the widened list: taken, a
+    /// lost block would leave the list and read as data.
+    #[test]
+    fn an_area_copy_that_differs_from_its_record_is_refused_even_when_it_decodes() {
+        let (mut sb, mut b) = past_the_superblock();
         let w = b.store(&mut sb, &[]).unwrap();
         let len = (w.at.entries * ENTRY) as usize;
         let blocks = sb.data_rows * (sb.layout.chunk_bytes / BLOCK);
@@ -1351,12 +1358,7 @@ mod tests {
     /// list goes to the other copy.
     #[test]
     fn a_changed_list_goes_to_the_copy_the_superblock_does_not_name() {
-        let mut sb = crate::format::tests::sample();
-        sb.data_rows = 1 << 20;
-        let mut b = BadBlocks::load(&sb).unwrap();
-        for i in 0..100u64 {
-            b.mark(0, i * 10..i * 10 + 1);
-        }
+        let (mut sb, mut b) = past_the_superblock();
         let w1 = b.store(&mut sb, &[]).unwrap();
         b.mark(1, 5..6);
         let w2 = b.store(&mut sb, &[]).unwrap();
