@@ -1235,7 +1235,8 @@ impl CsumStore {
         // Restored entries no resync has settled yet whose records the fold takes into the
         // table: logged again as restored, after the rest, so they stay unsettled across the
         // fold and a reopen (an outside attack: a later fold vouched for one).
-        {
+        // (Nothing to index when no entry is restored: the usual case, kept off the fold.)
+        if !st.risky.is_empty() {
             let kept: IndexSet = st.records[keep_from..snap].iter().map(|r| r.0).collect();
             st.catch_up();
             let mut risky: Vec<(u64, Digest)> = st

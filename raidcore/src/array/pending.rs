@@ -29,8 +29,11 @@
 //! the capacity. The check of a record mixes in the session nonce, so a record of an earlier
 //! session (or of before a clean close) is never read as current.
 //!
-//! No lock: a writer reserves its records with one atomic add and writes them with one
-//! positioned write.
+//! No lock: a writer reserves its records with one atomic add and stores them into a shared
+//! mapping of the file (no system call: the stores are in the page cache, which a killed
+//! process leaves behind). The file's pages are allocated at open (`posix_fallocate`), so a
+//! full tmpfs cannot fault a store later; where that or the mapping fails, notes fall back to
+//! one positioned write each.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -42,25 +45,102 @@ use super::csum::Digest;
 use super::Array;
 use crate::error::{Error, ErrorKind, Result};
 
-const MAGIC: &[u8; 8] = b"RPENDING";
+/// (Version 2: the word-wise check; a file of version 1 is no store of this one.)
+const MAGIC: &[u8; 8] = b"RPENDIN2";
 const HEADER: u64 = 4096;
 const RECORD: usize = 64;
-/// Records in the ring: 4 MiB of tmpfs per open array at most (pages are allocated as the
-/// ring first fills).
+/// Records in the ring: 4 MiB of tmpfs per open array (allocated at open).
 pub const CAPACITY: u64 = 65536;
 
-/// Where the records live: a file, or (the simulator) memory that outlives a simulated
+/// Where the records live: a file (written through a shared mapping of it, or with positioned
+/// writes where it could not be mapped), or (the simulator) memory that outlives a simulated
 /// process crash.
 #[derive(Clone)]
 pub enum Backing {
     File(Arc<File>),
+    Mapped(Arc<Mapping>),
     Memory(Arc<std::sync::Mutex<Vec<u8>>>),
+}
+
+/// A shared, writable mapping of a whole store file, its pages allocated. Accessed only as
+/// 8-byte atomic words, so writers of distinct records (and a record the ring reuses while an
+/// old writer is still storing it) never race in the language's sense.
+pub struct Mapping {
+    file: Arc<File>,
+    words: std::ptr::NonNull<AtomicU64>,
+    len: usize,
+}
+
+// SAFETY: the mapping is process memory that lives until Drop; every access goes through
+// `AtomicU64`, so sharing it between threads is as safe as sharing a slice of atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as for Send: only atomic loads and stores touch the mapped words.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Sizes `file` to `len` bytes (a multiple of the page size), allocates its pages and maps
+    /// it shared and writable.
+    fn new(file: Arc<File>, len: usize) -> std::io::Result<Mapping> {
+        use std::os::fd::AsRawFd;
+        // Allocated now: a store into a hole of a full tmpfs would raise SIGBUS, not an error.
+        nix::fcntl::posix_fallocate(&*file, 0, len as libc::off_t).map_err(std::io::Error::from)?;
+        // SAFETY: a fresh mapping chosen by the kernel (no address given), of a file opened
+        // read-write and at least `len` bytes long (allocated above); the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let words = std::ptr::NonNull::new(p.cast::<AtomicU64>())
+            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        Ok(Mapping { file, words, len })
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `words` points at `len` mapped bytes, page-aligned (so 8-aligned), valid until
+        // Drop unmaps them; AtomicU64 has u64's size and alignment and any bit pattern is valid.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len / 8) }
+    }
+
+    fn store(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
+        let off = off as usize;
+        if !off.is_multiple_of(8) || !buf.len().is_multiple_of(8) || off + buf.len() > self.len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("store of {} bytes at {off} outside the mapping", buf.len()),
+            ));
+        }
+        let words = &self.words()[off / 8..(off + buf.len()) / 8];
+        for (w, c) in words.iter().zip(buf.chunks_exact(8)) {
+            w.store(
+                u64::from_ne_bytes(c.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`; no reference into it outlives self.
+        unsafe { libc::munmap(self.words.as_ptr().cast(), self.len) };
+    }
 }
 
 impl Backing {
     fn write_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
         match self {
             Backing::File(f) => f.write_all_at(buf, off),
+            Backing::Mapped(m) => m.store(buf, off),
             Backing::Memory(m) => {
                 let mut v = m.lock().unwrap_or_else(|e| e.into_inner());
                 let end = off as usize + buf.len();
@@ -81,6 +161,7 @@ impl Backing {
                 f.read_exact_at(&mut v, 0)?;
                 Ok(v)
             }
+            Backing::Mapped(m) => Backing::File(m.file.clone()).read_all(),
             Backing::Memory(m) => Ok(m.lock().unwrap_or_else(|e| e.into_inner()).clone()),
         }
     }
@@ -88,6 +169,8 @@ impl Backing {
     fn truncate(&self) -> std::io::Result<()> {
         match self {
             Backing::File(f) => f.set_len(0),
+            // Never truncated under the mapping (a store past the end would raise SIGBUS).
+            Backing::Mapped(_) => Err(std::io::Error::other("a mapped store is not truncated")),
             Backing::Memory(m) => {
                 m.lock().unwrap_or_else(|e| e.into_inner()).clear();
                 Ok(())
@@ -110,13 +193,16 @@ fn boot_id() -> [u8; 16] {
     out
 }
 
-/// FNV-1a, 64 bits, seeded: the check of headers and records (it catches a torn or stale
-/// record, not an attacker: the file is root's, in root's run directory).
+/// A seeded 64-bit check of headers and records, a word at a time (FNV-1a's multiply over
+/// 8-byte words, each step followed by a shift that folds the high bits down): it catches a
+/// torn or stale record, not an attacker (the file is root's, in root's run directory). Every
+/// step is a bijection of the state, so two inputs differing in one word never agree.
 fn check(seed: u64, bytes: &[u8]) -> u64 {
+    debug_assert!(bytes.len().is_multiple_of(8));
     let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    for w in bytes.chunks_exact(8) {
+        h = (h ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(0x0100_0000_01b3);
+        h ^= h >> 32;
     }
     h
 }
@@ -177,13 +263,19 @@ impl PendingStore {
                 path.display()
             )));
         }
-        let (found, mut store) = match Self::open(Backing::File(Arc::new(f)), uuid, boot_id()) {
+        let f = Arc::new(f);
+        let (found, mut store) = match Self::open(Backing::File(f.clone()), uuid, boot_id()) {
             Ok(x) => x,
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
                 return Err(e);
             }
         };
+        // Notes through a mapping from here on (the header is written); positioned writes
+        // where the pages cannot be allocated or mapped.
+        if let Ok(m) = Mapping::new(f, (HEADER + CAPACITY * RECORD as u64) as usize) {
+            store.backing = Backing::Mapped(Arc::new(m));
+        }
         store.path = Some(path);
         Ok((found, store))
     }
@@ -490,6 +582,41 @@ mod tests {
             .unwrap()
             .0
             .is_empty());
+    }
+
+    /// Notes go through a shared mapping of the file, with no system call: a note must be in
+    /// the file (the page cache a killed process leaves behind) the moment `note` returns, with
+    /// no unmap, sync or close after it, and wrap around the ring in the file as it does in
+    /// memory.
+    #[test]
+    fn notes_through_the_mapping_are_in_the_file_the_moment_they_are_made() {
+        let dir = std::env::temp_dir().join(format!("raidcore-pending-map-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let uuid = [4; 16];
+        let (_, s) = PendingStore::open_file(&dir, &uuid).unwrap();
+        assert!(
+            matches!(s.backing, Backing::Mapped(_)),
+            "the store maps its file"
+        );
+        // The last record of the ring, then two that wrap to its start.
+        s.next.store(CAPACITY - 1, Ordering::Release);
+        s.note(&[9; 16], 7, &[[1; 16], [2; 16], [3; 16]]);
+        // Read through another descriptor while the store still maps the file.
+        let bytes = std::fs::read(PendingStore::path_in(&dir, &uuid)).unwrap();
+        let copy = Backing::Memory(Arc::new(std::sync::Mutex::new(bytes)));
+        let (found, _) = PendingStore::open(copy, &uuid, boot_id()).unwrap();
+        let got: Vec<(u64, u64, Digest)> =
+            found.iter().map(|c| (c.block, c.seq, c.entry)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (7, CAPACITY - 1, [1; 16]),
+                (8, CAPACITY, [2; 16]),
+                (9, CAPACITY + 1, [3; 16])
+            ]
+        );
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
