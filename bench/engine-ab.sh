@@ -2,7 +2,11 @@
 # One engine build against another, same run, alternating (noise on this shared machine swings
 # single figures by 10-30 %): `raidctl bench` RAID5 and RAID10 over 4 members in DIR, with and
 # without checksums, and the time of an offline rebuild of one member; prints new/old ratios of
-# the medians over ROUNDS rounds.
+# the medians over ROUNDS rounds, and the median of each round's own ratio ("paired"). Each
+# test also gives GiB of client data per CPU second of the process (`raidctl bench`'s
+# cpu_seconds_per_gib): the engine's work per byte, which other jobs on the machine move far
+# less than they move throughput. The rebuild line times `add` plus `rebuild` as processes:
+# at 256 MiB members that is a quarter of a second, mostly start-up, so it swings widely.
 #
 #   bench/engine-ab.sh OLD_RAIDCTL [NEW_RAIDCTL] [DIR] [MEMBER_SIZE] [SECONDS] [ROUNDS]
 #   (defaults: target/release/raidctl, /dev/shm/raidctl-ab, 256M, 2, 3)
@@ -18,7 +22,7 @@ size=${4:-256M}
 secs=${5:-2}
 rounds=${6:-3}
 rm -rf "$dir"; mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT
+trap '[ -n "${AB_KEEP:-}" ] && cp "$out" "$AB_KEEP"; rm -rf "$dir"' EXIT
 out="$dir/results.tsv"; : > "$out"
 tests=seq1m-q8t1-read,seq1m-q8t1-write,rnd4k-q32t1-write
 run() { # which binary level flags
@@ -30,7 +34,9 @@ run() { # which binary level flags
 import json,sys
 for r in json.load(sys.stdin)['results']:
     v = r['iops'] if r['block_bytes'] == 4096 else r['mb_per_s']
-    print('$who\t$level${flags:+ }$flags\t'+r['name']+'\t'+str(v))" >> "$out"
+    print('$who\t$level${flags:+ }$flags\t'+r['name']+'\t'+str(v))
+    # Work per CPU second: less moved than throughput by other jobs on the machine.
+    print('$who\t$level${flags:+ }$flags\t'+r['name']+' GiB/cpu-s\t'+str(1 / r['cpu_seconds_per_gib']))" >> "$out"
     [ "$level" = 0 ] && return
     # Offline rebuild of slot 1 onto a fresh file.
     "$bin" fail "$dir/m0" 1 >/dev/null 2>&1
@@ -54,8 +60,13 @@ for line in open(sys.argv[1]):
     who, cfg, test, x = line.rstrip('\n').split('\t')
     v[(cfg, test, who)].append(float(x))
 keys = sorted({(c, t) for c, t, _ in v})
-print(f"{'array':24} {'test':22} {'old':>10} {'new':>10} {'new/old':>8}")
+# new/old of the medians, and the median of each round's own new/old (old and new run
+# back to back within a round, so that one is less moved by the machine's drift).
+print(f"{'array':24} {'test':31} {'old':>10} {'new':>10} {'new/old':>8} {'paired':>7}")
 for c, t in keys:
-    o, n = statistics.median(v[(c, t, 'old')]), statistics.median(v[(c, t, 'new')])
-    print(f"raid{c:20} {t:22} {o:10.0f} {n:10.0f} {n / o:8.2f}")
+    os_, ns = v[(c, t, 'old')], v[(c, t, 'new')]
+    o, n = statistics.median(os_), statistics.median(ns)
+    p = statistics.median(b / a for a, b in zip(os_, ns))
+    f = (lambda x: f"{x:10.3f}") if o < 100 else (lambda x: f"{x:10.0f}")
+    print(f"raid{c:20} {t:31} {f(o)} {f(n)} {n / o:8.2f} {p:7.2f}")
 PY

@@ -166,11 +166,13 @@ impl Backing {
         }
     }
 
+    /// Empties the store for a new session. A file is never shortened: another process may
+    /// map it (two assemblies of the same array from disjoint members, a misuse), and its next
+    /// store past the new end would raise SIGBUS there. The new session's nonce in the header
+    /// invalidates the records left in it instead.
     fn truncate(&self) -> std::io::Result<()> {
         match self {
-            Backing::File(f) => f.set_len(0),
-            // Never truncated under the mapping (a store past the end would raise SIGBUS).
-            Backing::Mapped(_) => Err(std::io::Error::other("a mapped store is not truncated")),
+            Backing::File(_) | Backing::Mapped(_) => Ok(()),
             Backing::Memory(m) => {
                 m.lock().unwrap_or_else(|e| e.into_inner()).clear();
                 Ok(())
@@ -616,6 +618,43 @@ mod tests {
             ]
         );
         drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Another process may map the file (two assemblies of one array from disjoint members):
+    /// an open must never shorten it, or that process's next note past the new end raises
+    /// SIGBUS. The old records are invalidated by the new session's nonce instead.
+    #[test]
+    fn an_open_never_shortens_a_store_file_another_process_may_map() {
+        let dir = std::env::temp_dir().join(format!("raidcore-pending-len-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let uuid = [5; 16];
+        let (_, a) = PendingStore::open_file(&dir, &uuid).unwrap();
+        a.note(&[9; 16], 7, &[[1; 16]]);
+        let path = PendingStore::path_in(&dir, &uuid);
+        let full = HEADER + CAPACITY * RECORD as u64;
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), full);
+        // The second open, through positioned writes as a fallback would use.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let (found, b) = PendingStore::open(Backing::File(Arc::new(f)), &uuid, boot_id()).unwrap();
+        assert_eq!(found.len(), 1, "the first session's note");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            full,
+            "the file kept its length"
+        );
+        a.note(&[9; 16], 8, &[[2; 16]]);
+        // The first session's records are not the second's.
+        b.note(&[9; 16], 9, &[[3; 16]]);
+        let bytes = std::fs::read(&path).unwrap();
+        let copy = Backing::Memory(Arc::new(std::sync::Mutex::new(bytes)));
+        let (found, _) = PendingStore::open(copy, &uuid, boot_id()).unwrap();
+        assert_eq!(found.iter().map(|c| c.block).collect::<Vec<_>>(), vec![9]);
+        drop((a, b));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
