@@ -259,11 +259,24 @@ impl PendingStore {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)?
         };
-        if !f.metadata()?.is_file() {
+        let meta = f.metadata()?;
+        if !meta.is_file() {
             return Err(std::io::Error::other(format!(
                 "{} is not a regular file",
                 path.display()
             )));
+        }
+        // A hard link would have the store written into whatever file it shares (found by an
+        // outside attack: a linked file got the header and grew to the ring's size).
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() > 1 {
+                return Err(std::io::Error::other(format!(
+                    "{} has {} hard links: the store is never written through a link",
+                    path.display(),
+                    meta.nlink()
+                )));
+            }
         }
         let f = Arc::new(f);
         let (found, mut store) = match Self::open(Backing::File(f.clone()), uuid, boot_id()) {
@@ -655,6 +668,24 @@ mod tests {
         let (found, _) = PendingStore::open(copy, &uuid, boot_id()).unwrap();
         assert_eq!(found.iter().map(|c| c.block).collect::<Vec<_>>(), vec![9]);
         drop((a, b));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by an outside attack: a hard link at the store's path had the header and the ring
+    /// written into the file it shares. Refused as a symbolic link is; the file is untouched.
+    #[test]
+    fn a_store_path_hard_linked_to_another_file_is_refused_and_the_file_left_untouched() {
+        let dir =
+            std::env::temp_dir().join(format!("raidcore-pending-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let uuid = [6; 16];
+        let other = dir.join("precious");
+        std::fs::write(&other, b"precious\n").unwrap();
+        std::fs::hard_link(&other, PendingStore::path_in(&dir, &uuid)).unwrap();
+        let e = PendingStore::open_file(&dir, &uuid).err().expect("refused");
+        assert!(e.to_string().contains("hard links"), "{e}");
+        assert_eq!(std::fs::read(&other).unwrap(), b"precious\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
