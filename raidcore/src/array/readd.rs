@@ -504,6 +504,40 @@ mod tests {
         verify_everywhere(&store, &written);
     }
 
+    /// Found by a mutation run (`&` for `^` in `Bitmap::readd_counts` survived the seed set):
+    /// a member away while a client discarded ten regions that hold no data (a file system's
+    /// discard at mkfs: a trim while degraded unmaps nothing, but marks what it covers) would
+    /// get zero entries for more regions than it keeps data in: it is rebuilt in full, never
+    /// re-added, and every byte reads right.
+    #[test]
+    fn a_member_away_while_empty_regions_were_discarded_is_rebuilt_not_re_added() {
+        let (store, _sims, a) = setup(true);
+        let region = a.bitmap_region_rows().unwrap() * 3 * (64 << 10);
+        let written: Vec<(u64, u8)> = (0..2).map(|r| (r * region, 0x10 + r as u8)).collect();
+        for &(off, fill) in &written {
+            put(&a, off, fill);
+        }
+        a.flush().unwrap();
+        a.persist().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        a.fail_member(1, "test: pulled").unwrap();
+        a.trim(4 * region, 10 * region).unwrap();
+        a.flush().unwrap();
+        a.persist().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        let path = PathBuf::from("/d/m1");
+        let m = a.take_failed(&path).expect("the failed member");
+        a.add(m, &path, None).unwrap();
+        assert!(
+            !a.slot_readding(1),
+            "10 empty regions to zero against 2 kept: rebuilt in full"
+        );
+        rebuild_all(&a);
+        assert!(a.slot_usable(1));
+        a.close().unwrap();
+        verify_everywhere(&store, &written);
+    }
+
     /// The same for a member absent when the array was assembled (a cable, a late disk): the
     /// regions written while it was away are copied, nothing else.
     #[test]
