@@ -1971,6 +1971,35 @@ mod tests {
         assert_eq!(s3.expected(&m, 4, 1), vec![want]);
     }
 
+    /// Found by a mutation run (`<` for `>` in `plan_pages` survived the seed set): a log
+    /// write between flushes (records past the high mark) writes whole pages only, so the log
+    /// does not fill with part-filled pages (each one a page write and a step toward a fold);
+    /// the rest waits for the flush, which writes it.
+    #[test]
+    fn a_log_write_between_flushes_writes_whole_pages_only() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        let block = [7u8; 4096];
+        for i in 0..LOG_RECORDS as u64 + 5 {
+            s.record(data_offset + i * BLOCK, &block, false);
+        }
+        assert_eq!(s.sync(&m, false).unwrap(), PAGE as u64, "one whole page");
+        assert_eq!(s.st.lock().unwrap().logged, LOG_RECORDS);
+        assert_eq!(s.sync(&m, false).unwrap(), 0, "five records wait");
+        assert_eq!(
+            s.sync(&m, true).unwrap(),
+            PAGE as u64,
+            "the flush writes them"
+        );
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        let n = LOG_RECORDS + 5;
+        assert_eq!(
+            s2.expected(&m, 0, n),
+            vec![Expect::Known(geo.algo.digest(&block)); n]
+        );
+    }
+
     /// Regression (see raidcore/tests/crash.rs,
     /// `a_stale_checksum_log_page_past_a_lost_one_never_overrides_newer_entries`): a power cut
     /// kept log page 2 and lost page 1; the next run appended at page 1, and the replay after
