@@ -134,7 +134,9 @@ fn decode(raw: &[u8], slots: usize, array: &[u8; 16]) -> Option<Entry> {
     let u = |a: usize| u64::from_le_bytes(raw[a..a + 8].try_into().expect("8 bytes"));
     let (row, within, len) = (u(16), u(24), u(32) as usize);
     let count = u32::from_le_bytes(raw[40..44].try_into().expect("4 bytes")) as usize;
-    if count == 0 || count > slots || 44 + count * 4 > ARRAY_AT || HEADER + count * len > raw.len()
+    // (Checked: a forged length whose product wraps would pass a plain bound and panic below.)
+    let end = count.checked_mul(len).and_then(|b| b.checked_add(HEADER));
+    if count == 0 || count > slots || 44 + count * 4 > ARRAY_AT || end.is_none_or(|e| e > raw.len())
     {
         return None;
     }
@@ -271,5 +273,36 @@ impl Array {
     /// Whether the array has a write-hole journal.
     pub fn has_journal(&self) -> bool {
         self.journal.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by a mutation run (`count * len` for `count + len` in `decode`'s bounds check
+    /// survived the seed set): an entry whose header claims cells longer than the bytes read
+    /// (a damaged or forged header with a valid magic) is no entry, never a panic of the
+    /// assembly that replays it. Writing it found a real one: a length whose product with the
+    /// count wrapped passed the bound and the slice after it panicked.
+    #[test]
+    fn an_entry_claiming_more_cell_bytes_than_were_read_is_refused_not_a_panic() {
+        let uuid = [3u8; 16];
+        let e = Entry {
+            row: 7,
+            within: 0,
+            cells: vec![(0, vec![1u8; 4096]), (2, vec![2u8; 4096])],
+        };
+        let raw = encode(1, &uuid, &e);
+        assert_eq!(raw.len(), HEADER + 2 * 4096);
+        let back = decode(&raw, 3, &uuid).expect("the entry as written");
+        assert_eq!((back.row, back.cells.len()), (7, 2));
+        // Cells of 6,000 bytes: two of them pass the 8,192 read (their sum would not).
+        let mut bad = raw.clone();
+        bad[32..40].copy_from_slice(&6000u64.to_le_bytes());
+        assert!(decode(&bad, 3, &uuid).is_none());
+        // And a length that overflows when multiplied is refused too.
+        bad[32..40].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(decode(&bad, 3, &uuid).is_none());
     }
 }
