@@ -1006,6 +1006,40 @@ fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes
     );
 }
 
+/// After such a replace (the listed block at 4 KiB into its cell), a placeholder that rots on
+/// the new member never feeds the reconstruction of its neighbour, whose entry is unknown: a
+/// read returns the right bytes or an error. Written for a mutation gap (`at / c` for `at % c`
+/// in `list_kept`, which records the placeholder's entry at the wrong block) but it does not
+/// catch that mutant: the neighbour's read fails either way, so the wrong entry shows as an
+/// error, not as wrong data (the mutant stays in the closing note as not killed).
+#[test]
+fn a_replace_placeholder_that_rots_never_feeds_a_reconstruction() {
+    let chunk = 8192u64;
+    let (a, faults, model) = filled(Level::Raid5, 4, chunk, 47);
+    let row = 4u64;
+    let d = a.layout().data_per_row() as u64;
+    let (s0, s1) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
+    assert!(a.mark_lost_block(s1, row * chunk + 4096));
+    a.persist().unwrap();
+    faults[s1].bad_block(a.cell_offset(row, 4096));
+    unknown_entry(&a, s0, a.cell_offset(row, 4096));
+    let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
+        .unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    // The placeholder rots on the new member.
+    flip(&a, s1, a.cell_offset(row, 4096) + 100);
+    let mut buf = vec![0u8; 4096];
+    right_or_error(
+        &a,
+        &model,
+        row * d * chunk + 4096,
+        &mut buf,
+        None,
+        "data cell 0 beside the rotten placeholder",
+    );
+}
+
 /// Makes the 4 KiB column at `within` of parity row `row` disagree with its parity where
 /// nothing tells which cell is wrong: the first `doubtful` data cells' entries unknown, the
 /// first `rotten` of them rotten.
