@@ -1105,6 +1105,41 @@ fn a_marked_region_is_set_on_every_member_while_clears_and_other_marks_race() {
     });
 }
 
+/// Found by a mutation run (`&&` for `||` in `check_by_syndromes` survived the seed set): a
+/// RAID6 replace without checksums checks every block it copies against both parities; when
+/// another member's read of the whole batch fails (one bad block in a later row), that
+/// member is read row by row and every other row is still checked, so the old member's rot
+/// is rebuilt, not copied. With the mutant every row of such a batch went over as read.
+#[test]
+fn a_raid6_replace_without_checksums_checks_the_rows_beside_another_members_bad_block() {
+    let (a, faults) = make_with(&params(Level::Raid6, 5, 4096), 3 << 20, false);
+    let mut model = vec![0u8; a.size() as usize];
+    random_ops(&a, &mut model, &mut Rng(23), 60);
+    a.flush().unwrap();
+    let old = a.layout().data_slot(0, 0);
+    poke(&a, old, 0, 0x77);
+    // Another member of row 0 cannot read a block of row 3, in the same batch.
+    let other = a.layout().data_slot(0, 1);
+    faults[other].bad_block(a.cell_offset(3, 0));
+    let new: Arc<dyn Member> = Arc::new(MemMember::new(3 << 20));
+    a.replace(
+        &MemberRef::Slot(old),
+        new,
+        &PathBuf::from("new"),
+        None,
+        true,
+    )
+    .unwrap();
+    rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert!(a.slot_usable(old));
+    let mut got = vec![0u8; 4096];
+    a.read(&mut got, 0).unwrap();
+    assert!(
+        got == model[..4096],
+        "row 0's data block: the rot was copied"
+    );
+}
+
 #[test]
 fn scrub_without_checksums_names_the_bad_chunk_and_repairs() {
     // RAID6: a corrupted data chunk is located from the syndromes.
