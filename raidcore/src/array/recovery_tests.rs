@@ -1009,9 +1009,9 @@ fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes
 /// After such a replace (the listed block at 4 KiB into its cell), a placeholder that rots on
 /// the new member never feeds the reconstruction of its neighbour, whose entry is unknown: a
 /// read returns the right bytes or an error. Written for a mutation gap (`at / c` for `at % c`
-/// in `list_kept`, which records the placeholder's entry at the wrong block) but it does not
-/// catch that mutant: the neighbour's read fails either way, so the wrong entry shows as an
-/// error, not as wrong data (the mutant stays in the closing note as not killed).
+/// in `list_kept`, which records the placeholder's entry at the wrong block): the read alone
+/// does not catch it (the neighbour's read fails either way, an error, not wrong data), so the
+/// test also checks the placeholder's entry on the new member.
 #[test]
 fn a_replace_placeholder_that_rots_never_feeds_a_reconstruction() {
     let chunk = 8192u64;
@@ -1027,6 +1027,17 @@ fn a_replace_placeholder_that_rots_never_feeds_a_reconstruction() {
     a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
         .unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    // The placeholder's entry on the new member matches the placeholder it holds.
+    let dev = a.slots[s1].usable().unwrap();
+    let off = a.cell_offset(row, 4096);
+    let mut held = crate::buf::AlignedBuf::zeroed(4096);
+    dev.member.read_at(&mut held, off).unwrap();
+    let store = a.csum_of(&dev).unwrap();
+    assert_eq!(
+        store.expected(dev.member.as_ref(), (off - a.data_offset) / 4096, 1),
+        vec![super::csum::Expect::Known(a.csum_digest(&held))],
+        "the placeholder's entry"
+    );
     // The placeholder rots on the new member.
     flip(&a, s1, a.cell_offset(row, 4096) + 100);
     let mut buf = vec![0u8; 4096];
