@@ -1438,7 +1438,7 @@ fn a_flush_never_returns_before_a_member_failure_that_writes_skipped_is_durable(
     pass_full(43003747);
 }
 
-/// Found by the soak `sim --from 45000000 --seconds 1800` of 2026-12-07; fails on 0d65ea4 too
+/// Found by the soak `sim --from 45000000 --seconds 1800` of 2026-12-07; fails on 0d65ea4 and 16ed5e6 too
 /// (the build before this session's changes), so older than them. Wrong data after a power cut:
 /// RAID10 N=3 K=3 (three copies), checksum table damage, no rot. Slot 1 (m1) is failed, then
 /// re-added while slot 2 has failed and slot 0's table page over logical chunk 16 is damaged:
@@ -1455,7 +1455,7 @@ fn a_re_add_over_an_unverifiable_copy_never_reads_back_its_placeholder_after_a_p
     pass_full(45002228);
 }
 
-/// Found by the same soak; fails on 0d65ea4 too. Wrong data at the final read: RAID6 N=6,
+/// Found by the same soak; fails on 0d65ea4 and 16ed5e6 too. Wrong data at the final read: RAID6 N=6,
 /// table damage and rot, replaces of slots 3, 4 and 5, a process crash, slot 2's drive dying
 /// and its member re-added (`re-add /sim/m2 to slot 2`) before a clean stop; block 840 reads
 /// 0x91 where 0xbb is durable. Not diagnosed.
@@ -1465,7 +1465,7 @@ fn a_raid6_re_added_member_after_replaces_and_rot_never_returns_old_data() {
     pass_full(45002276);
 }
 
-/// Found by the same soak; fails on 0d65ea4 too. Needless loss: RAID10 N=3 K=3, rot in slot 2
+/// Found by the same soak; fails on 0d65ea4 and 16ed5e6 too. Needless loss: RAID10 N=3 K=3, rot in slot 2
 /// row 35 before a power cut, after slot 1's member was re-added; the resync after the restart
 /// lists three blocks of slot 2 ("no copy of this block verifies and the copies do not agree")
 /// and the final read of block 70 fails where the model proves a good copy exists. Not
