@@ -530,6 +530,14 @@ mod tests {
         Backing::Memory(Arc::new(std::sync::Mutex::new(Vec::new())))
     }
 
+    /// A fresh directory for a store file (removed by the test at its end).
+    fn fresh_dir(tag: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("raidcore-pending-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
     /// The resync trusts that no entry lags a completed write only after a stop that was not
     /// a power cut: when a session of the same array and boot left the store.
     #[test]
@@ -605,8 +613,7 @@ mod tests {
     /// memory.
     #[test]
     fn notes_through_the_mapping_are_in_the_file_the_moment_they_are_made() {
-        let dir = std::env::temp_dir().join(format!("raidcore-pending-map-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = fresh_dir("map");
         let uuid = [4; 16];
         let (_, s) = PendingStore::open_file(&dir, &uuid).unwrap();
         assert!(
@@ -639,8 +646,7 @@ mod tests {
     /// SIGBUS. The old records are invalidated by the new session's nonce instead.
     #[test]
     fn an_open_never_shortens_a_store_file_another_process_may_map() {
-        let dir = std::env::temp_dir().join(format!("raidcore-pending-len-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = fresh_dir("len");
         let uuid = [5; 16];
         let (_, a) = PendingStore::open_file(&dir, &uuid).unwrap();
         a.note(&[9; 16], 7, &[[1; 16]]);
@@ -675,9 +681,7 @@ mod tests {
     /// written into the file it shares. Refused as a symbolic link is; the file is untouched.
     #[test]
     fn a_store_path_hard_linked_to_another_file_is_refused_and_the_file_left_untouched() {
-        let dir =
-            std::env::temp_dir().join(format!("raidcore-pending-link-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = fresh_dir("link");
         std::fs::create_dir_all(&dir).unwrap();
         let uuid = [6; 16];
         let other = dir.join("precious");

@@ -410,6 +410,14 @@ mod tests {
         );
     }
 
+    /// Flushes, then lets the write-intent bits clear (a superblock update after the writes
+    /// first).
+    fn settle(a: &Array) {
+        a.flush().unwrap();
+        a.persist().unwrap();
+        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+    }
+
     fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
         rebuild::run(a, &Default::default(), &mut |_, _, _| {}).unwrap()
     }
@@ -466,20 +474,16 @@ mod tests {
         for &(off, fill) in &written {
             put(&a, off, fill);
         }
-        a.flush().unwrap();
         // A superblock update after the writes lets their bits clear.
-        a.persist().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        settle(&a);
         a.fail_member(1, "test: pulled").unwrap();
         // Written while it is out: regions 3 and 7 change.
         for (i, r) in [3u64, 7].into_iter().enumerate() {
             written[r as usize] = (r * region, 0xa0 + i as u8);
             put(&a, r * region, 0xa0 + i as u8);
         }
-        a.flush().unwrap();
         // Their write-intent bits clear while it is out: the re-add map must still hold them.
-        a.persist().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        settle(&a);
         assert!(a.dirty_rows().is_empty());
         let path = PathBuf::from("/d/m1");
         let m = a.take_failed(&path).expect("the failed member");
@@ -517,14 +521,10 @@ mod tests {
         for &(off, fill) in &written {
             put(&a, off, fill);
         }
-        a.flush().unwrap();
-        a.persist().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        settle(&a);
         a.fail_member(1, "test: pulled").unwrap();
         a.trim(4 * region, 10 * region).unwrap();
-        a.flush().unwrap();
-        a.persist().unwrap();
-        a.bitmap_clear(crate::clock::Instant::now(), true).unwrap();
+        settle(&a);
         let path = PathBuf::from("/d/m1");
         let m = a.take_failed(&path).expect("the failed member");
         a.add(m, &path, None).unwrap();

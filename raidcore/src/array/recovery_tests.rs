@@ -976,23 +976,31 @@ fn after_a_process_crash_raid6_never_takes_rot_that_p_agrees_with_for_a_cut_writ
 /// placeholder its row's parity assumes; reads count listed blocks as consistent with their
 /// row, so a read of the neighbour (entry unknown) rebuilt it from the zeros, found it
 /// differing, and wrote the wrong bytes over it. The copy now holds the placeholder.
-#[test]
-fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes() {
+/// RAID5 of four (8 KiB chunks): the block at `within` of row 4's data cell 1 listed (a write
+/// that could not verify it did so), then unreadable on its member; data cell 0's block there
+/// with its entry unknown (a damaged table page); then data cell 1's member replaced by a new
+/// one. Returns the array, its model, the row, the data cells per row and data cell 1's slot.
+fn replace_over_a_listed_unreadable_block(within: u64) -> (Array, Vec<u8>, u64, u64, usize) {
     let chunk = 8192u64;
     let (a, faults, model) = filled(Level::Raid5, 4, chunk, 47);
     let row = 4u64;
     let d = a.layout().data_per_row() as u64;
     let (s0, s1) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
-    // Block 0 of data cell 1 listed (a write that could not verify it did so), then
-    // unreadable on its member; data cell 0's entry unknown (a damaged table page).
-    assert!(a.mark_lost_block(s1, row * chunk));
+    assert!(a.mark_lost_block(s1, row * chunk + within));
     a.persist().unwrap();
-    faults[s1].bad_block(a.cell_offset(row, 0));
-    unknown_entry(&a, s0, a.cell_offset(row, 0));
+    faults[s1].bad_block(a.cell_offset(row, within));
+    unknown_entry(&a, s0, a.cell_offset(row, within));
     let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
     a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
         .unwrap();
     crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    (a, model, row, d, s1)
+}
+
+#[test]
+fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes() {
+    let chunk = 8192u64;
+    let (a, model, row, d, _) = replace_over_a_listed_unreadable_block(0);
     let mut buf = vec![0u8; 4096];
     right_or_error(&a, &model, row * d * chunk, &mut buf, None, "data cell 0");
     // And again: a read that wrote its reconstruction would now return it.
@@ -1015,18 +1023,7 @@ fn a_replace_copies_an_unreadable_listed_block_as_the_placeholder_parity_assumes
 #[test]
 fn a_replace_placeholder_that_rots_never_feeds_a_reconstruction() {
     let chunk = 8192u64;
-    let (a, faults, model) = filled(Level::Raid5, 4, chunk, 47);
-    let row = 4u64;
-    let d = a.layout().data_per_row() as u64;
-    let (s0, s1) = (a.layout().data_slot(row, 0), a.layout().data_slot(row, 1));
-    assert!(a.mark_lost_block(s1, row * chunk + 4096));
-    a.persist().unwrap();
-    faults[s1].bad_block(a.cell_offset(row, 4096));
-    unknown_entry(&a, s0, a.cell_offset(row, 4096));
-    let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-    a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
-        .unwrap();
-    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    let (a, model, row, d, s1) = replace_over_a_listed_unreadable_block(4096);
     // The placeholder's entry on the new member matches the placeholder it holds.
     let dev = a.slots[s1].usable().unwrap();
     let off = a.cell_offset(row, 4096);
