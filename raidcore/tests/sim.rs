@@ -1446,11 +1446,11 @@ fn a_flush_never_returns_before_a_member_failure_that_writes_skipped_is_durable(
 /// 3145728, which held the same durable 0x1b as m0: the block was not written while m1 was
 /// away). A later rebuild copies the zeros to m3 and m2. Reads of the block then fail ("no other
 /// copy holds good data"), which the model accepts, but after the power cut the array reads the
-/// zeros back with no error (0x00 where 0x1b is durable). Not diagnosed further: the listing or
-/// the placeholder's entry does not survive the power cut as the read-time check expects. All
-/// three seeds of this soak involve a re-add.
+/// zeros back with no error (0x00 where 0x1b is durable). Cause: mirror targets are poisoned by
+/// their entry (the lost marker), not listed, and the resync after a power cut took three copies
+/// agreeing while failing their entries for a write whose entries lagged, and recorded the
+/// zeros. Fixed: a copy whose entry is the lost marker takes no part in the mirror resync.
 #[test]
-#[ignore = "open: wrong data after a re-add over an unverifiable copy and a power cut (issue 31)"]
 fn a_re_add_over_an_unverifiable_copy_never_reads_back_its_placeholder_after_a_power_cut() {
     pass_full(45002228);
 }
@@ -1487,9 +1487,8 @@ fn a_raid5_power_cut_never_lists_a_row_no_write_touched() {
 
 /// Found by the same soak; fails on 0d65ea4 and 16ed5e6 too. Wrong data after a power cut:
 /// RAID10 N=4 K=3, checksum table damage, a scrubber, no rot; block 230 reads 0x00 where 0x20
-/// is durable, the class of 45002228 (a zero placeholder read back as data). Not diagnosed.
+/// is durable, the class of 45002228 (a zero placeholder read back as data); fixed with it.
 #[test]
-#[ignore = "open: wrong data (a placeholder read as data) after a power cut on a three-copy RAID10 (issue 31)"]
 fn a_three_copy_raid10_never_reads_a_placeholder_as_data_after_a_power_cut() {
     pass_full(45006892);
 }
