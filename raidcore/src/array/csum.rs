@@ -1782,8 +1782,8 @@ impl Array {
     /// flush that returned made durable (`settled`, [`Array::settled_epoch`]). A write's
     /// records are all in one flush's pages (csum.rs, epochs), so if one of its blocks there
     /// kept its new entry, every other block it changed kept its own, and a block whose new
-    /// contents did not land fails it. All false when a member's read fails or more members
-    /// are missing than the level has parity for.
+    /// contents did not land fails it. A block a member cannot read leaves its column false;
+    /// all are false when more members are missing than the level has parity for.
     pub(crate) fn settled_columns(&self, slot: usize, row: u64, settled: Option<u64>) -> Vec<bool> {
         let per = (self.layout.chunk() / BLOCK) as usize;
         let mut ok = vec![true; per];
@@ -1802,14 +1802,23 @@ impl Array {
             let Some(s) = self.csum_of(&d) else {
                 return vec![false; per];
             };
+            // A few unreadable blocks cost only their own columns: the cell is read again
+            // block by block (one bad sector of a survivor had every column of the lost
+            // slot's cell listed).
+            let mut readable = vec![true; per];
             if self.member_read(k, &mut buf, row, 0).is_err() {
-                return vec![false; per];
+                let b = BLOCK as usize;
+                for (i, r) in readable.iter_mut().enumerate() {
+                    let part = &mut buf[i * b..(i + 1) * b];
+                    *r = self.member_read(k, part, row, (i * b) as u64).is_ok();
+                }
             }
             let first = s.block_of(off);
             let got = s.geo.algo.digests(&buf);
             let want = s.expected(d.member.as_ref(), first, per);
             for (b, ok) in ok.iter_mut().enumerate() {
-                *ok &= matches!(want[b], Expect::Known(e) if e == got[b])
+                *ok &= readable[b]
+                    && matches!(want[b], Expect::Known(e) if e == got[b])
                     && s.entry_settled(first + b as u64, settled);
             }
         }

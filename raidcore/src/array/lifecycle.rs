@@ -590,6 +590,15 @@ impl Array {
         *s.target.write().expect("slot lock") = None;
         s.failed.store(false, Ordering::Release);
         s.set_reason(None);
+        // A flush with the new member in place, before any superblock names it: the flushes
+        // before it ended their records on the member that left (or on none), so after a crash
+        // the new member could prove none of them returned and every entry since the last
+        // fold would count as unsettled (simulator seed 45006795: a power cut right after a
+        // replace, with another slot lost, listed blocks no write had touched). This flush
+        // ends on every member in service now, and a returned flush settles every one before.
+        if self.csum_geo.is_some() && self.writable {
+            self.sync_devices(false)?;
+        }
         if let Some((Some(old), old_to)) = old {
             match old_to {
                 Some(h) => {
