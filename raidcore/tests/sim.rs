@@ -1455,14 +1455,25 @@ fn a_re_add_over_an_unverifiable_copy_never_reads_back_its_placeholder_after_a_p
     pass_full(45002228);
 }
 
-/// Found by the same soak; fails on 0d65ea4 and 16ed5e6 too. Wrong data at the final read: RAID6 N=6,
-/// table damage and rot, replaces of slots 3, 4 and 5, a process crash, slot 2's drive dying
-/// and its member re-added (`re-add /sim/m2 to slot 2`) before a clean stop; block 840 reads
-/// 0x91 where 0xbb is durable. Not diagnosed.
+/// Found by the same soak; failed on 0d65ea4 and 16ed5e6 too. Wrong data at the final read:
+/// RAID6 N=6 with slot 0 removed for good; slot 3's old member could not read two blocks of row
+/// 13 and a replace, unable to rebuild them (slot 0 missing, P's and Q's entries unknown), wrote
+/// zeros there, listed them and gave the zeros matching entries; after slot 2's drive died and
+/// came back, its rebuild took the zeros for data, and slot 0's block, computed from the row,
+/// read 0x91 where 0xbb was durable. Fixed: a replace gives a listed placeholder a matching entry
+/// only where the row's parity agrees with it (`list_kept`); lib test
+/// `a_replace_never_vouches_for_zeros_written_where_its_old_member_could_not_read`.
 #[test]
-#[ignore = "open: RAID6 wrong data after replaces and a re-add (issue 31)"]
 fn a_raid6_re_added_member_after_replaces_and_rot_never_returns_old_data() {
     pass_full(45002276);
+}
+
+/// Found by the soak of 2026-12-07 (`sim --from 46000000 --seconds 1800`, 12,549 passed, this
+/// one failed): needless loss after a power cut on RAID6 with slots 1 and 5 lost, as seed
+/// 45006795 (a finished target had no flush after it). Fixed by the same change.
+#[test]
+fn a_raid6_power_cut_after_a_finished_target_lists_only_what_was_at_risk() {
+    pass_full(46008392);
 }
 
 /// Found by the same soak; failed on 0d65ea4 and 16ed5e6 too. A fault of the simulator's model,

@@ -1048,6 +1048,50 @@ fn a_replace_placeholder_that_rots_never_feeds_a_reconstruction() {
     );
 }
 
+/// Simulator seed 45002276 (RAID6, wrong data with exit 0, older than issue 31's work): a
+/// replace met a block its old member could not read and nothing could rebuild (another
+/// member of the row missing), wrote zeros there, listed it, and gave the zeros a matching
+/// entry, though the row's parity assumes other bytes. From then on the zeros counted as good
+/// data: the missing member's block was rebuilt from them and read back wrong. Only a
+/// placeholder the row's parity agrees with gets a matching entry now; the zeros keep the
+/// entry that matches nothing, and the rebuilt member's block reads as an error (both blocks
+/// of that column are gone).
+#[test]
+fn a_replace_never_vouches_for_zeros_written_where_its_old_member_could_not_read() {
+    let chunk = 8192u64;
+    let (a, faults, model) = filled(Level::Raid5, 4, chunk, 53);
+    let row = 4u64;
+    let d = a.layout().data_per_row() as u64;
+    let (s1, s2) = (a.layout().data_slot(row, 1), a.layout().data_slot(row, 2));
+    let off = a.cell_offset(row, 0);
+    faults[s1].bad_block(off);
+    a.fail_member(s2, "test: gone").unwrap();
+    let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
+    a.replace(&MemberRef::Slot(s1), new, &PathBuf::from("new"), None, true)
+        .unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert!(
+        a.is_lost_block(s1, row * chunk),
+        "the unreadable block is listed"
+    );
+    // Data cell 2's slot gets a new member, rebuilt from the row, the listed block among it.
+    let path = PathBuf::from("n2");
+    a.take_failed(&a.slot_path_of(s2).unwrap());
+    a.add(Arc::new(MemMember::new(4 << 20)), &path, None)
+        .unwrap();
+    crate::jobs::rebuild::run(&a, &Default::default(), &mut |_, _, _| {}).unwrap();
+    assert!(a.slot_usable(s2));
+    let mut buf = vec![0u8; 4096];
+    right_or_error(
+        &a,
+        &model,
+        (row * d + 2) * chunk,
+        &mut buf,
+        None,
+        "data cell 2",
+    );
+}
+
 /// Makes the 4 KiB column at `within` of parity row `row` disagree with its parity where
 /// nothing tells which cell is wrong: the first `doubtful` data cells' entries unknown, the
 /// first `rotten` of them rotten.

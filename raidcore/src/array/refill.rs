@@ -734,6 +734,16 @@ fn list_kept(
             listed.push(k.at);
         }
     }
+    // Only a placeholder its row's redundancy agrees with gets an entry matching it: one that
+    // is not (the old member's block unreadable and nothing able to compute what the row
+    // assumes there, so zeros were written) keeps the entry that matches nothing. With a
+    // matching entry it would count as good data and feed the reconstruction of its
+    // neighbours (simulator seed 45002276, RAID6: a rebuild with another member missing took
+    // the zeros for data and the missing member's block read back as older data, exit 0).
+    listed.retain(|&at| {
+        let (row, within) = (r0 + at as u64 / c, at as u64 % c);
+        column_agrees(array, slot, row, within, &written[at..at + BLK])
+    });
     if !listed.is_empty() && array.has_checksums() {
         array.persist()?;
         for at in listed {
@@ -754,6 +764,33 @@ fn list_kept(
         ),
     );
     Ok(lost)
+}
+
+/// Whether the 4 KiB column at `within` of parity row `row` agrees with its parity when slot
+/// `slot` holds `block` there: every other cell of the column read, and P (and Q) computed
+/// over the data equal to the parity read. False where a cell cannot be read, and on mirror
+/// levels (a placeholder there is never taken for a copy).
+fn column_agrees(array: &Array, slot: usize, row: u64, within: u64, block: &[u8]) -> bool {
+    let Redundancy::Parity { parity } = array.layout().redundancy() else {
+        return false;
+    };
+    let order = array.row_slots(row, parity);
+    let mut col: Vec<AlignedBuf> = Vec::with_capacity(order.len());
+    for &s in &order {
+        let mut b = AlignedBuf::zeroed(BLK);
+        if s == slot {
+            b.copy_from_slice(block);
+        } else if array.member_read(s, &mut b, row, within).is_err() {
+            return false;
+        }
+        col.push(b);
+    }
+    let d = order.len() - parity;
+    let data: Vec<&[u8]> = col[..d].iter().map(|b| &b[..]).collect();
+    let mut p = AlignedBuf::zeroed(BLK);
+    let mut q = AlignedBuf::zeroed(BLK);
+    (array.kernel().gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
+    p[..] == col[d][..] && (parity < 2 || q[..] == col[d + 1][..])
 }
 
 /// After a resync of `ranges` (an unclean stop): rows a replace target already holds may be
