@@ -2180,6 +2180,24 @@ fn killable_with(
     (store, a, backing)
 }
 
+/// A writable open of the array in `store` (from /d/m0), as after a restart.
+fn open_writable(store: &crate::sim::member::Store) -> Array {
+    let opts = AssembleOptions {
+        writable: true,
+        ..Default::default()
+    };
+    Array::open_from(store, std::path::Path::new("/d/m0"), &opts).unwrap()
+}
+
+/// Writes `len` bytes from array offset 0, each 4 KiB block filled with its index XOR `salt`,
+/// and flushes them. Returns what was written.
+fn flushed_blocks(a: &Array, len: u64, salt: u8) -> Vec<u8> {
+    let data: Vec<u8> = (0..len).map(|i| (i / 4096) as u8 ^ salt).collect();
+    a.write(&data, 0).unwrap();
+    a.flush().unwrap();
+    data
+}
+
 /// The next writable open after a process crash: assembles from `store`, restores the pending
 /// entries `backing` holds (of the array `uuid`), resyncs the marked regions.
 fn reopen_after_kill(
@@ -2999,11 +3017,7 @@ fn a_fua_write_over_a_listed_block_is_readable_after_a_power_cut() {
         );
     }
     drop(a);
-    let opts = AssembleOptions {
-        writable: true,
-        ..Default::default()
-    };
-    let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
+    let b = open_writable(&store);
     scrub::run(&b, &b.dirty_rows(), Mode::Resync, None, &mut |_, _| {}).unwrap();
     let mut got = vec![0u8; 4096];
     b.read(&mut got, row * rb)
@@ -3018,24 +3032,17 @@ fn a_fua_write_over_a_listed_block_is_readable_after_a_power_cut() {
 /// 23 more of the soak's).
 #[test]
 fn a_member_lost_with_a_power_cut_lists_only_what_unflushed_writes_could_have_cut() {
-    use std::path::Path;
     for keep in [0, 50, 100] {
         let (store, a, _backing) = killable_raid5();
         let rb = 3 * 4096u64;
         let rows = 16u64;
-        let old: Vec<u8> = (0..rows * rb).map(|i| (i / 4096) as u8 ^ 0x3c).collect();
-        a.write(&old, 0).unwrap();
-        a.flush().unwrap();
+        let old = flushed_blocks(&a, rows * rb, 0x3c);
         // Not flushed: row 5 rewritten whole, one block of row 9.
         a.write(&vec![0xa5u8; rb as usize], 5 * rb).unwrap();
         a.write(&[0x5au8; 4096], 9 * rb + 4096).unwrap();
         power_cut_losing(&store, 4, 3, 7, keep);
         drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
+        let b = open_writable(&store);
         for r in b.bad_blocks() {
             assert!(
                 r.slot == 3 && (r.start..r.start + r.blocks).all(|x| x == 5 || x == 9),
@@ -3069,11 +3076,7 @@ fn a_power_cut_right_after_a_replace_lists_nothing_that_was_flushed() {
     use std::sync::atomic::AtomicBool;
     for keep in [0, 100] {
         let (store, a, _backing) = killable_raid5();
-        let rb = 3 * 4096u64;
-        let rows = 16u64;
-        let data: Vec<u8> = (0..rows * rb).map(|i| (i / 4096) as u8 ^ 0x71).collect();
-        a.write(&data, 0).unwrap();
-        a.flush().unwrap();
+        let data = flushed_blocks(&a, 16 * 3 * 4096, 0x71);
         let new = Arc::new(SimMember::new(
             "/d/m4",
             vec![0; 8 << 20],
@@ -3101,11 +3104,7 @@ fn a_power_cut_right_after_a_replace_lists_nothing_that_was_flushed() {
             );
         }
         drop(a);
-        let opts = AssembleOptions {
-            writable: true,
-            ..Default::default()
-        };
-        let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
+        let b = open_writable(&store);
         assert!(
             b.bad_blocks().is_empty(),
             "keep {keep}%: flushed data listed: {:?}",
@@ -3143,11 +3142,7 @@ fn one_unreadable_block_on_a_survivor_costs_only_its_column_after_a_power_cut() 
         bad_reads: vec![bad..bad + 4096],
         ..Default::default()
     });
-    let opts = AssembleOptions {
-        writable: true,
-        ..Default::default()
-    };
-    let b = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
+    let b = open_writable(&store);
     let listed: u64 = b
         .bad_blocks()
         .iter()
@@ -3349,7 +3344,6 @@ fn a_flush_counts_each_log_page_it_writes_as_metadata() {
 /// Both read back the old data (or fail), never a mix.
 #[test]
 fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_resynced() {
-    use std::path::Path;
     for (case, n) in [
         ("rmw over the restored block", 6usize),
         ("fold, kill, fold", 4),
@@ -3363,11 +3357,7 @@ fn a_torn_row_of_a_killed_write_stays_unsettled_through_writes_and_folds_until_r
         } else {
             b.sync_devices(true).unwrap();
             drop(b);
-            let opts = AssembleOptions {
-                writable: true,
-                ..Default::default()
-            };
-            let c = Array::open_from(&store, Path::new("/d/m0"), &opts).unwrap();
+            let c = open_writable(&store);
             c.write(&[0x77u8; 4096], 2 * rb).unwrap();
             c.flush().unwrap();
             c.sync_devices(true).unwrap();
