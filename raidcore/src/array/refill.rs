@@ -449,20 +449,8 @@ fn recover_block(
                     None => None,
                 })
                 .collect();
-            if let Some(col) = column {
-                let d_count = col.len() - parity;
-                let mut pq = [vec![0u8; BLK], vec![0u8; BLK]];
-                {
-                    let [p, q] = &mut pq;
-                    (array.kernel().gen_pq)(
-                        &col[..d_count],
-                        p,
-                        (parity == 2).then_some(&mut q[..]),
-                    );
-                }
-                if (d_count..col.len()).all(|i| pq[i - d_count] == col[i]) {
-                    damage.consistent.push(at);
-                }
+            if column.is_some_and(|col| parity_agrees(array, &col, parity)) {
+                damage.consistent.push(at);
             }
         }
     }
@@ -785,12 +773,19 @@ fn column_agrees(array: &Array, slot: usize, row: u64, within: u64, block: &[u8]
         }
         col.push(b);
     }
-    let d = order.len() - parity;
-    let data: Vec<&[u8]> = col[..d].iter().map(|b| &b[..]).collect();
-    let mut p = AlignedBuf::zeroed(BLK);
-    let mut q = AlignedBuf::zeroed(BLK);
-    (array.kernel().gen_pq)(&data, &mut p, (parity == 2).then_some(&mut q[..]));
-    p[..] == col[d][..] && (parity < 2 || q[..] == col[d + 1][..])
+    let col: Vec<&[u8]> = col.iter().map(|b| &b[..]).collect();
+    parity_agrees(array, &col, parity)
+}
+
+/// Whether a 4 KiB column (data blocks in row order, then P, then Q) agrees with its parity.
+fn parity_agrees(array: &Array, col: &[&[u8]], parity: usize) -> bool {
+    let d = col.len() - parity;
+    let mut pq = [vec![0u8; BLK], vec![0u8; BLK]];
+    {
+        let [p, q] = &mut pq;
+        (array.kernel().gen_pq)(&col[..d], p, (parity == 2).then_some(&mut q[..]));
+    }
+    (d..col.len()).all(|i| pq[i - d] == col[i])
 }
 
 /// After a resync of `ranges` (an unclean stop): rows a replace target already holds may be
