@@ -1507,3 +1507,13 @@ fn a_raid5_power_cut_never_lists_a_row_no_write_touched() {
 fn a_three_copy_raid10_never_reads_a_placeholder_as_data_after_a_power_cut() {
     pass_full(45006892);
 }
+
+/// Found by the soak of 2026-12-07 after this day's fixes (`sim --from 46100000 --seconds
+/// 1800`), failing on 4520fdf too: a FUA write on a degraded RAID6 during a re-add took 10.2 s of
+/// virtual time, 5 s for its own journaled rows and 5 s waiting, as every flush does, for the
+/// writes in flight when it began (another client's, as slow). The model's bound took no
+/// account of that wait; a flush or FUA write is now allowed twice one request's bound.
+#[test]
+fn a_fua_write_may_wait_for_the_writes_in_flight_when_it_began() {
+    pass_full(46101599);
+}
