@@ -853,6 +853,18 @@ impl CsumStore {
         true
     }
 
+    /// As [`CsumStore::cut`], but the flush ends on this store even with no record since the
+    /// last cut (its end page then holds none): a finished rebuild or replace target's log names
+    /// the flush made just before it becomes the slot's member, so that after a crash it can
+    /// prove that flush returned ([`Array::settled_epoch`], `complete_target`).
+    pub(crate) fn cut_always(&self, epoch: u64) {
+        let mut st = self.st.lock().expect("csum lock");
+        let total = st.drained + st.records.len() as u64;
+        st.cuts.push((total, epoch));
+        st.cut_from = total;
+        st.next_epoch = st.next_epoch.max(epoch + 1);
+    }
+
     /// Records restored after open from the pending store ([`super::pending`]): the entries of a
     /// write in progress at the stop, which may have landed on this member only.
     pub(crate) fn record_restored(&self, block: u64, d: Digest) {

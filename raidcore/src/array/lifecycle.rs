@@ -566,6 +566,20 @@ impl Array {
         if t.checkpoint.load(Ordering::Acquire) < self.data_rows {
             return Ok(());
         }
+        // A flush that ends on the target too, before the swap: the flushes before ended their
+        // records on the member that leaves (or on none), so once the new member is the slot's
+        // a crash would leave no proof that any of them returned, and every entry since the
+        // last fold would count as unsettled (simulator seed 45006795: a power cut right after
+        // a replace, with another slot lost, listed blocks no write had touched). A returned
+        // flush settles every one before it. Made before the swap, so that a target failing
+        // in it is dropped and the old member keeps the slot (an outside attack: made after,
+        // the failure cost the replace's healthy old member).
+        if self.csum_geo.is_some() && self.writable {
+            self.sync_devices(false)?;
+            if !s.target().is_some_and(|now| Arc::ptr_eq(&now, &t)) {
+                return Ok(());
+            }
+        }
         // The slot is in sync again: the re-add map stops counting for it (before meta; any
         // failure from here on starts it again).
         self.untrack(slot);
@@ -590,15 +604,6 @@ impl Array {
         *s.target.write().expect("slot lock") = None;
         s.failed.store(false, Ordering::Release);
         s.set_reason(None);
-        // A flush with the new member in place, before any superblock names it: the flushes
-        // before it ended their records on the member that left (or on none), so after a crash
-        // the new member could prove none of them returned and every entry since the last
-        // fold would count as unsettled (simulator seed 45006795: a power cut right after a
-        // replace, with another slot lost, listed blocks no write had touched). This flush
-        // ends on every member in service now, and a returned flush settles every one before.
-        if self.csum_geo.is_some() && self.writable {
-            self.sync_devices(false)?;
-        }
         if let Some((Some(old), old_to)) = old {
             match old_to {
                 Some(h) => {

@@ -1231,7 +1231,7 @@ impl Array {
         let whole = held.is_none();
         match held {
             Some(rows) => self.write_back_rows(rows)?,
-            None => self.write_back(None)?,
+            None => self.write_back_held(None)?,
         }
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
@@ -1318,8 +1318,18 @@ impl Array {
                             mask |= 1 << i;
                         }
                     }
-                    if let Some(c) = s.target().as_ref().and_then(|t| t.dev.csum.get()) {
-                        c.cut(f);
+                    if let Some(t) = s.target() {
+                        // A finished target (about to become the slot's member) ends every
+                        // flush, its store opened if nothing opened it yet, and counts in the
+                        // mask: once it is the slot's member its end page proves the flush.
+                        if t.checkpoint.load(Ordering::Acquire) >= self.data_rows {
+                            if let Some(c) = self.csum_of(&t.dev) {
+                                c.cut_always(f);
+                                mask |= 1 << i;
+                            }
+                        } else if let Some(c) = t.dev.csum.get() {
+                            c.cut(f);
+                        }
                     }
                 }
                 self.log_epoch
@@ -1462,7 +1472,7 @@ impl Array {
         }
         // Exclusive: no write is in flight while the array is marked clean.
         let _cfg = self.config.write().unwrap_or_else(|e| e.into_inner());
-        self.write_back(None)?;
+        self.write_back_held(None)?;
         // Writes completed before this are durable once the members are flushed below.
         let start = crate::clock::Instant::now();
         let rewritten = self.bad.lock().expect("bad-block lock").rewritten_now();

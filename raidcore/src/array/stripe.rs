@@ -184,6 +184,8 @@ impl Array {
         };
         let rows = if rows < 2 { 0 } else { rows };
         self.stripes.cap.store(rows, Ordering::Release);
+        // Shared, as a request's: a destage never straddles a role change (`write_back`).
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
         self.stripe_evict()
     }
 
@@ -421,8 +423,18 @@ impl Array {
         Ok(())
     }
 
-    /// Writes out held blocks: all of them, or those held longer than `older_than`.
+    /// Writes out held blocks: all of them, or those held longer than `older_than`. Holds the
+    /// config lock shared, as every request does, so that no role change (a finished rebuild
+    /// or replace swapping a slot's member) happens between a destage's member writes: one
+    /// begun before the swap and landing after it reached only the leaving member, and a flushed
+    /// write read back old (an outside attack on the daemon's write-back thread).
     pub fn write_back(&self, older_than: Option<Duration>) -> Result<()> {
+        let _cfg = self.config.read().unwrap_or_else(|e| e.into_inner());
+        self.write_back_held(older_than)
+    }
+
+    /// [`Array::write_back`] for a caller that holds the config lock already.
+    pub(crate) fn write_back_held(&self, older_than: Option<Duration>) -> Result<()> {
         self.write_back_where(|_, since| older_than.is_none_or(|age| since.elapsed() >= age))
     }
 

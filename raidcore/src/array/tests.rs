@@ -725,6 +725,123 @@ fn spare_is_promoted_when_a_member_fails() {
     assert_eq!(read_all(&a), model);
 }
 
+/// Outside attack (2026-12-07, older than that day's changes): the daemon's write-back thread
+/// destaged the stripe cache without the config lock. A destage's member write to a slot being
+/// replaced went to the old member; the replace finished meanwhile (the row already copied),
+/// so the write never reached the new member, the old one left, and after a flush that
+/// returned the block read back old with exit 0. Write-back now holds the config lock shared,
+/// as requests do.
+#[test]
+fn a_destage_never_straddles_a_replace_finishing() {
+    use std::time::Duration;
+    let (a, faults) = make(&params(Level::Raid5, 4, 4096), 8 << 20);
+    let rb = 3 * 4096u64;
+    let rows = 64u64;
+    a.write(&vec![0x11u8; (rows * rb) as usize], 0).unwrap();
+    a.flush().unwrap();
+    a.set_stripe_cache(16 << 20).unwrap();
+    a.replace(
+        &MemberRef::Slot(2),
+        mem(8 << 20, "n"),
+        std::path::Path::new("n"),
+        None,
+        true,
+    )
+    .unwrap();
+    // A block of slot 2 in an early row (copied before the write), as an array offset.
+    let (row, d) = (1..rows)
+        .find_map(|r| {
+            (0..3)
+                .find(|&d| a.layout().data_slot(r, d) == 2)
+                .map(|d| (r, d))
+        })
+        .unwrap();
+    let off = row * rb + d as u64 * 4096;
+    let progress = || {
+        a.members()
+            .iter()
+            .find(|m| m.slot == Some(2) && m.progress.is_some())
+            .and_then(|m| m.progress)
+            .unwrap_or(1.0)
+    };
+    std::thread::scope(|s| {
+        let job = s.spawn(|| {
+            let opts = RebuildOptions {
+                max_rate: Some(a.rows() * 4096 / 2),
+                batch_bytes: 4096,
+                ..RebuildOptions::default()
+            };
+            rebuild::run(&a, &opts, &mut |_, _, _| {}).unwrap();
+        });
+        while progress() < 0.2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            progress() < 0.6,
+            "the replace went on too fast for the test"
+        );
+        // Held in the stripe cache, then destaged while the old member's writes are slow
+        // and the replace finishes.
+        a.write(&[0x5au8; 4096], off).unwrap();
+        faults[2].slow_writes(a.cell_offset(0, 0), Duration::from_secs(3));
+        s.spawn(|| a.write_back(Some(Duration::ZERO)).unwrap());
+        job.join().unwrap();
+    });
+    a.flush().unwrap();
+    a.set_stripe_cache(0).unwrap();
+    assert_eq!(
+        a.members()[2].path.as_deref(),
+        Some(std::path::Path::new("n"))
+    );
+    let mut got = [0u8; 4096];
+    a.read(&mut got, off).unwrap();
+    assert!(got.iter().all(|&b| b == 0x5a), "read back {:#04x}", got[0]);
+}
+
+/// Outside attack (2026-12-07) on the flush a finished replace makes so that its new member
+/// can prove earlier flushes returned: made after the new member took the slot, a new member
+/// failing it left the slot degraded and the healthy old member released. Made before the
+/// swap, it drops the target and the old member keeps the slot. Each flush of the new member
+/// is failed in turn: only one (the superblock write's, after the swap, as before that flush
+/// existed) may leave the slot without a member.
+#[test]
+fn a_new_member_failing_the_completion_flush_leaves_the_old_one_in_its_slot() {
+    let mut degraded = Vec::new();
+    for k in 1..=12 {
+        let (a, _) = make(&params(Level::Raid5, 4, 4096), 4 << 20);
+        let mut model = vec![0u8; a.size() as usize];
+        random_ops(&a, &mut model, &mut Rng(9), 40);
+        a.flush().unwrap();
+        let new = Arc::new(FaultMember::new(Box::new(MemMember::named(4 << 20, "n"))));
+        new.fail_flushes_from(k);
+        // (The first flushes are the replace's own: refused, nothing changes.)
+        let started = a.replace(
+            &MemberRef::Slot(2),
+            new,
+            std::path::Path::new("n"),
+            None,
+            true,
+        );
+        if started.is_err() {
+            assert!(a.slot_usable(2));
+            continue;
+        }
+        let opts = RebuildOptions {
+            batch_bytes: 1 << 20,
+            ..RebuildOptions::default()
+        };
+        let _ = rebuild::run(&a, &opts, &mut |_, _, _| {});
+        if !a.slot_usable(2) {
+            degraded.push(k);
+        }
+        assert_eq!(read_all(&a), model, "flush {k} of the new member failing");
+    }
+    assert!(
+        degraded.len() <= 1,
+        "slot 2 left without a member when flush {degraded:?} failed"
+    );
+}
+
 #[test]
 fn replace_keeps_redundancy_and_old_member_leaves() {
     let (a, _) = make(&params(Level::Raid5, 4, 4096), 3 << 20);

@@ -1,6 +1,6 @@
 //! Fault-injecting member wrapper for tests: EIO after N operations, or at once, unreadable
-//! ranges (bad sectors, healed when rewritten, as an SSD remaps them), and bit flips on reads of
-//! chosen offsets.
+//! ranges (bad sectors, healed when rewritten, as an SSD remaps them), bit flips on reads of
+//! chosen offsets, and slow writes.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +17,11 @@ pub struct FaultMember {
     flips: Mutex<Vec<u64>>,
     /// Unreadable 4 KiB blocks (byte offsets).
     bad_blocks: Mutex<Vec<u64>>,
+    /// Writes at or past this byte offset take this long first.
+    slow: Mutex<Option<(u64, std::time::Duration)>>,
+    /// Flushes counted, and the count from which flushes fail with EIO.
+    flushes: AtomicU64,
+    failing_flush: AtomicU64,
 }
 
 impl FaultMember {
@@ -27,7 +32,23 @@ impl FaultMember {
             fail_after: AtomicU64::new(u64::MAX),
             flips: Mutex::new(Vec::new()),
             bad_blocks: Mutex::new(Vec::new()),
+            slow: Mutex::new(None),
+            flushes: AtomicU64::new(0),
+            failing_flush: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// The `n`th flush from now (1: the next) and every one after it fail with EIO.
+    pub fn fail_flushes_from(&self, n: u64) {
+        self.failing_flush.store(
+            self.flushes.load(Ordering::SeqCst) + n.max(1) - 1,
+            Ordering::SeqCst,
+        );
+    }
+
+    /// Writes at or past byte `from` sleep `d` before they are done (a slow or stalling drive).
+    pub fn slow_writes(&self, from: u64, d: std::time::Duration) {
+        *self.slow.lock().expect("lock") = Some((from, d));
     }
 
     /// Every read, write and flush after the next `n` fails with EIO.
@@ -111,6 +132,10 @@ impl Member for FaultMember {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.tick("write", offset)?;
+        let slow = *self.slow.lock().expect("lock");
+        if let Some((_, d)) = slow.filter(|s| offset >= s.0) {
+            std::thread::sleep(d);
+        }
         self.inner.write_at(buf, offset)?;
         let end = offset + buf.len() as u64;
         self.bad_blocks
@@ -122,6 +147,15 @@ impl Member for FaultMember {
 
     fn flush(&self) -> Result<()> {
         self.tick("flush", 0)?;
+        if self.flushes.fetch_add(1, Ordering::SeqCst) >= self.failing_flush.load(Ordering::SeqCst)
+        {
+            return Err(Error::io(
+                io::Error::from_raw_os_error(libc::EIO),
+                "flush",
+                &self.describe(),
+                0,
+            ));
+        }
         self.inner.flush()
     }
 
