@@ -842,15 +842,7 @@ impl CsumStore {
     /// (unflushed.rs, the drain). True when records came since the last cut (the flush then
     /// writes the page that ends them, and counts this store in its mask).
     pub(crate) fn cut(&self, epoch: u64) -> bool {
-        let mut st = self.st.lock().expect("csum lock");
-        let total = st.drained + st.records.len() as u64;
-        if total == st.cut_from {
-            return false;
-        }
-        st.cuts.push((total, epoch));
-        st.cut_from = total;
-        st.next_epoch = st.next_epoch.max(epoch + 1);
-        true
+        self.cut_as(epoch, false)
     }
 
     /// As [`CsumStore::cut`], but the flush ends on this store even with no record since the
@@ -858,11 +850,19 @@ impl CsumStore {
     /// the flush made just before it becomes the slot's member, so that after a crash it can
     /// prove that flush returned ([`Array::settled_epoch`], `complete_target`).
     pub(crate) fn cut_always(&self, epoch: u64) {
+        self.cut_as(epoch, true);
+    }
+
+    fn cut_as(&self, epoch: u64, always: bool) -> bool {
         let mut st = self.st.lock().expect("csum lock");
         let total = st.drained + st.records.len() as u64;
+        if total == st.cut_from && !always {
+            return false;
+        }
         st.cuts.push((total, epoch));
         st.cut_from = total;
         st.next_epoch = st.next_epoch.max(epoch + 1);
+        true
     }
 
     /// Records restored after open from the pending store ([`super::pending`]): the entries of a
