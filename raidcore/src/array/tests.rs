@@ -520,6 +520,22 @@ fn scrub_whole(a: &Array, repair: bool) -> scrub::ScrubReport {
     .unwrap()
 }
 
+/// Starts replacing slot `slot`'s member with `member` (named `name`), roles kept.
+fn replace_slot(
+    a: &Array,
+    slot: usize,
+    member: Arc<dyn Member>,
+    name: &str,
+) -> Result<Option<RoleChange>> {
+    a.replace(
+        &MemberRef::Slot(slot),
+        member,
+        std::path::Path::new(name),
+        None,
+        true,
+    )
+}
+
 fn rebuild_all(a: &Array) -> Vec<rebuild::PassReport> {
     let opts = RebuildOptions {
         batch_bytes: 64 << 10,
@@ -740,14 +756,7 @@ fn a_destage_never_straddles_a_replace_finishing() {
     a.write(&vec![0x11u8; (rows * rb) as usize], 0).unwrap();
     a.flush().unwrap();
     a.set_stripe_cache(16 << 20).unwrap();
-    a.replace(
-        &MemberRef::Slot(2),
-        mem(8 << 20, "n"),
-        std::path::Path::new("n"),
-        None,
-        true,
-    )
-    .unwrap();
+    replace_slot(&a, 2, mem(8 << 20, "n"), "n").unwrap();
     // A block of slot 2 in an early row (copied before the write), as an array offset.
     let (row, d) = (1..rows)
         .find_map(|r| {
@@ -815,13 +824,7 @@ fn a_new_member_failing_the_completion_flush_leaves_the_old_one_in_its_slot() {
         let new = Arc::new(FaultMember::new(Box::new(MemMember::named(4 << 20, "n"))));
         new.fail_flushes_from(k);
         // (The first flushes are the replace's own: refused, nothing changes.)
-        let started = a.replace(
-            &MemberRef::Slot(2),
-            new,
-            std::path::Path::new("n"),
-            None,
-            true,
-        );
+        let started = replace_slot(&a, 2, new, "n");
         if started.is_err() {
             assert!(a.slot_usable(2));
             continue;
@@ -847,14 +850,7 @@ fn replace_keeps_redundancy_and_old_member_leaves() {
     let (a, _) = make(&params(Level::Raid5, 4, 4096), 3 << 20);
     let mut model = vec![0u8; a.size() as usize];
     random_ops(&a, &mut model, &mut Rng(4), 80);
-    a.replace(
-        &MemberRef::Slot(1),
-        mem(3 << 20, "n"),
-        std::path::Path::new("n"),
-        None,
-        true,
-    )
-    .unwrap();
+    replace_slot(&a, 1, mem(3 << 20, "n"), "n").unwrap();
     // While replacing, all four slots stay usable.
     assert!(a.lost().iter().all(|l| !l));
     rebuild_all(&a);
@@ -872,14 +868,7 @@ fn old_member_failing_mid_replace_turns_it_into_a_rebuild() {
     let (a, faults) = make(&params(Level::Raid6, 5, 4096), 3 << 20);
     let mut model = vec![0u8; a.size() as usize];
     random_ops(&a, &mut model, &mut Rng(5), 80);
-    a.replace(
-        &MemberRef::Slot(0),
-        mem(3 << 20, "n"),
-        std::path::Path::new("n"),
-        None,
-        true,
-    )
-    .unwrap();
+    replace_slot(&a, 0, mem(3 << 20, "n"), "n").unwrap();
     faults[0].fail_after(12);
     rebuild_all(&a);
     assert_eq!(a.state(), ArrayState::Clean);
@@ -1587,14 +1576,7 @@ fn replace_never_copies_rot_from_the_member_it_replaces() {
         let logical = 6 * 4096;
         let (slot, moff) = locate_logical(&a, logical);
         flip(&a, slot, moff + 100);
-        a.replace(
-            &MemberRef::Slot(slot),
-            mem(3 << 20, "new"),
-            std::path::Path::new("new"),
-            None,
-            true,
-        )
-        .unwrap();
+        replace_slot(&a, slot, mem(3 << 20, "new"), "new").unwrap();
         rebuild_all(&a);
         let d = a.slots[slot].usable().unwrap();
         assert_eq!(d.path, PathBuf::from("new"), "{level:?}");
@@ -2962,14 +2944,7 @@ fn a_mirror_replace_of_a_block_no_copy_can_read_leaves_an_error_not_data() {
         faults[s0].bad_block(a.cell_offset(r0, 0));
         faults[s1].bad_block(a.cell_offset(r1, 0));
         let new: Arc<dyn Member> = Arc::new(MemMember::new(4 << 20));
-        a.replace(
-            &MemberRef::Slot(s1),
-            new,
-            std::path::Path::new("new"),
-            None,
-            true,
-        )
-        .unwrap();
+        replace_slot(&a, s1, new, "new").unwrap();
         rebuild_all(&a);
         let mut got = vec![0u8; 4096];
         if a.read(&mut got, at).is_ok() {
