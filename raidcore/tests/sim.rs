@@ -1519,13 +1519,12 @@ fn a_fua_write_may_wait_for_the_writes_in_flight_when_it_began() {
 }
 
 /// Found by an outside attack's soak (2026-12-07, `sim --from 47000000`), failing on 4520fdf
-/// too. RAID1 of three with a damaged checksum table page: after a re-add, two repairing scrubs
-/// reporting nothing, and one member failed for the final degraded check, a block of the one
-/// copy left reads as an error because its entry is unknown, though the copies agreed before.
-/// Not diagnosed: the lead is that neither the re-add nor scrub --repair gives an unknown entry
-/// a digest where the copies agree.
+/// too. RAID1 of three with damaged checksum table pages: a scrub --repair during a re-add
+/// rewrote them with the rows the re-add had not reached unknown, the re-add then copied those
+/// rows unvouched, and the copies agreed, but no later scrub --repair recorded their entries;
+/// with two members failed for the final degraded check, the copy left read as an error. Copies
+/// that agree now get their entries from scrub --repair.
 #[test]
-#[ignore = "open: an unknown entry left on a mirror copy after a re-add and scrubs (issue 31)"]
 fn a_mirror_copy_left_alone_after_a_re_add_and_scrubs_reads_back() {
     pass_full(47002557);
 }

@@ -2707,7 +2707,28 @@ fn mirror_batch(
                 }
                 continue;
             }
-            if avail.len() < 2 || avail.iter().all(|&x| block(x) == block(avail[0])) {
+            if avail.len() < 2 {
+                continue;
+            }
+            if avail.iter().all(|&x| block(x) == block(avail[0])) {
+                // Copies whose entries are unknown (a damaged table page, a refill from copies
+                // that were) are confirmed by the others agreeing, as reads and the resync take
+                // them: record their entries, or the last copy left after a member goes reads
+                // as an error (simulator seed 47002557).
+                if repair {
+                    for &x in avail.iter().filter(|&&x| !unverifiable(x)) {
+                        if cell(x.0).unknown(x.1 - read_rows.start, c, b) {
+                            if let Some(dev) = array.source(x.0, x.1) {
+                                let agreed = Verified::agreed(block(x));
+                                array.csum_record(
+                                    &dev,
+                                    array.cell_offset(x.1, (b * B) as u64),
+                                    agreed,
+                                );
+                            }
+                        }
+                    }
+                }
                 continue;
             }
             if let Some(&g) = good.first() {

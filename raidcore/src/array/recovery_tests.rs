@@ -1806,3 +1806,33 @@ fn rebuild_progress_grows_to_the_targets_capacity() {
     a.read(&mut back, 0).unwrap();
     assert!(back == model);
 }
+
+/// Simulator seed 47002557 (RAID1 of three): every copy of a block had its entry unknown (a
+/// scrub --repair rewrote damaged table pages while a re-add was refilling the third copy),
+/// the copies agreed, and no later scrub --repair recorded entries for them; when two members
+/// went, the copy left read as an error though it held the durable bytes. Copies that agree
+/// confirm each other (as reads and the resync take them): scrub --repair records them.
+#[test]
+fn mirror_copies_agreeing_with_unknown_entries_get_their_entries_back_from_scrub_repair() {
+    for level in [Level::Raid1, Level::Raid10] {
+        let n = if level == Level::Raid1 { 3 } else { 4 };
+        let (a, _faults, model) = filled(level, n, 64 << 10, 47002557);
+        let l = a.layout().clone();
+        let chunk = 5u64;
+        let copies: Vec<(usize, u64)> = (0..l.copies()).map(|k| l.mirror_cell(chunk, k)).collect();
+        for &(slot, row) in &copies {
+            unknown_entry(&a, slot, a.cell_offset(row, 8192));
+        }
+        let rep = super::tests::scrub_whole(&a, true);
+        assert_eq!(rep.unrepaired(), 0, "{level:?}: {rep:?}");
+        // Only the first copy left: it must vouch for itself now.
+        for &(slot, _) in &copies[1..] {
+            a.fail_member(slot, "test").unwrap();
+        }
+        let off = chunk * l.chunk() + 8192;
+        let mut buf = vec![0u8; 4096];
+        a.read(&mut buf, off)
+            .unwrap_or_else(|e| panic!("{level:?}: the copy left fails to read: {e}"));
+        assert_eq!(buf, model[off as usize..off as usize + 4096], "{level:?}");
+    }
+}

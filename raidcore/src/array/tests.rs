@@ -509,7 +509,7 @@ fn mem(len: u64, name: &str) -> Arc<dyn Member> {
 }
 
 /// Scrub (with `repair` or without) of every row of `a`.
-fn scrub_whole(a: &Array, repair: bool) -> scrub::ScrubReport {
+pub(super) fn scrub_whole(a: &Array, repair: bool) -> scrub::ScrubReport {
     scrub::run(
         a,
         &[0..a.rows()],
