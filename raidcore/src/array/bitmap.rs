@@ -34,10 +34,43 @@ pub const DATA_MAP_TAG: u32 = crate::format::feature::TAG_DATA_MAP;
 /// Incompatible feature bit: the members carry a data map after the bitmap (an older raidctl
 /// would write into a region without setting its bit, and a rebuild would then skip that data).
 pub const FEATURE_DATA_MAP: u64 = crate::format::feature::DATA_MAP;
-/// A region is cleared once it has had no writes for this long and a flush completed (a
+/// A region may be cleared once it has had no writes for this long and a flush completed (a
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
-/// the in-flight counts).
+/// the in-flight counts), when more bits are set than [`ClearPolicy::keep`].
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
+/// A region idle this long is cleared however few bits are set.
+pub const LINGER: Duration = Duration::from_secs(600);
+
+/// When write-intent bits clear (issue 30: clearing that does not churn under writes spread
+/// over many regions). Clearing by age alone cleared every region a spread workload left idle
+/// for 5 s and set it again at its next write, a bitmap write and a flush of every member each
+/// time, for as long as the workload ran. Now up to `keep` bits stay set until they have been
+/// idle for `linger`; beyond that count the least recently written regions idle for `idle`
+/// clear first. The cost is resync work after an unclean stop: at most `keep` regions more
+/// than the age rule left set (rows the data map shows empty are skipped), reads of members
+/// that write nothing where the row verifies. Safety does not depend on the policy: a bit
+/// clears only when every write to its region completed before a completed flush.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClearPolicy {
+    /// Least idle time before a region may clear.
+    pub idle: Duration,
+    /// Idle time after which a region clears whatever the count.
+    pub linger: Duration,
+    /// Bits that may stay set while idle for less than `linger`.
+    pub keep: u64,
+}
+
+impl ClearPolicy {
+    /// The default for a bitmap of `regions`: half of them (at least 64) may stay set for up
+    /// to [`LINGER`].
+    pub fn for_regions(regions: u64) -> ClearPolicy {
+        ClearPolicy {
+            idle: IDLE_BEFORE_CLEAR,
+            linger: LINGER,
+            keep: (regions / 2).max(64),
+        }
+    }
+}
 /// The largest bitmap `create` lays out (per member; the data map and re-add map take as much
 /// again each).
 pub const MAX_BITMAP_BYTES: u64 = 64 << 10;
@@ -302,6 +335,8 @@ pub(crate) struct Bitmap {
 }
 
 struct State {
+    /// When bits clear ([`Array::set_clear_policy`]).
+    policy: ClearPolicy,
     /// Bits as the engine wants them (set by marks, cleared by clears), as on the members: the
     /// write-intent bits, then (with a data map) the data map's bits from byte `geo.bytes`.
     bits: Vec<u8>,
@@ -396,6 +431,7 @@ impl Bitmap {
         Bitmap {
             geo,
             state: Mutex::new(State {
+                policy: ClearPolicy::for_regions(regions),
                 durable,
                 bits,
                 writing: false,
@@ -784,8 +820,8 @@ impl Array {
     }
 
     /// After a completed flush that started at `flush_start`: clears regions with no write in
-    /// flight whose writes all completed before it and before a superblock update began,
-    /// idle for at least [`IDLE_BEFORE_CLEAR`] (without the wait when `all`, at clean close).
+    /// flight whose writes all completed before it and before a superblock update began, as
+    /// the [`ClearPolicy`] says (every one, with no wait, when `all`, at clean close).
     pub(crate) fn bitmap_clear(&self, flush_start: Instant, all: bool) -> Result<()> {
         let Some(bm) = &self.bitmap else {
             return Ok(());
@@ -834,7 +870,17 @@ impl Array {
             0 => None,
             n => Some(Instant::from_nanos(n - 1)),
         };
+        let policy = st.policy;
+        let set_bit = |st: &State, r: usize| st.bits[r / 8] & (1u8 << (r % 8)) != 0;
+        // Regions that may clear now, with their last write (None: none since open, as old as
+        // can be); those idle past `linger` clear whatever the count.
+        let mut may: Vec<(usize, Option<Instant>)> = Vec::new();
+        let mut set = 0u64;
         for r in 0..bm.activity.len() {
+            if !set_bit(&st, r) {
+                continue;
+            }
+            set += 1;
             // Marks happen under the lock held here; a completing write only lowers the count.
             let a = &bm.activity[r];
             let inflight = a.inflight.load(Ordering::Acquire);
@@ -845,14 +891,26 @@ impl Array {
             // them one instant: such bits stayed set through the close).
             let durable =
                 inflight == 0 && last.is_none_or(|t| t < flush_start || (all && t == flush_start));
-            let idle = all || last.is_none_or(|t| t.elapsed() >= IDLE_BEFORE_CLEAR);
+            let idle = all || last.is_none_or(|t| t.elapsed() >= policy.idle);
             let recorded = persisted.is_some_and(|p| last.is_none_or(|t| t < p || (all && t == p)));
-            let (byte, bit) = (r / 8, 1u8 << (r % 8));
-            if durable && idle && recorded && st.bits[byte] & bit != 0 {
-                a.stale.store(false, Ordering::Release);
-                st.bits[byte] &= !bit;
-                changed = true;
+            if durable && idle && recorded {
+                may.push((r, last));
             }
+        }
+        // Everything at a clean close; else what lingered, then the least recently written
+        // until no more than `keep` bits are set.
+        let lingered = |last: Option<Instant>| last.is_none_or(|t| t.elapsed() >= policy.linger);
+        if !all {
+            may.sort_by_key(|&(_, last)| (!lingered(last), last));
+        }
+        for (r, last) in may {
+            if !all && !lingered(last) && set <= policy.keep {
+                break;
+            }
+            bm.activity[r].stale.store(false, Ordering::Release);
+            st.bits[r / 8] &= !(1u8 << (r % 8));
+            set -= 1;
+            changed = true;
         }
         if changed {
             // A lost clear only costs a needless resync of that region: no flush needed.
@@ -861,6 +919,20 @@ impl Array {
             r?;
         }
         Ok(())
+    }
+
+    /// Sets when write-intent bits clear (the simulator draws it from its seed; tests
+    /// narrow it). No effect without a bitmap.
+    pub fn set_clear_policy(&self, policy: ClearPolicy) {
+        if let Some(bm) = &self.bitmap {
+            bm.state.lock().expect("bitmap lock").policy = policy;
+        }
+    }
+
+    /// The clear policy in force, if the array keeps a bitmap.
+    pub fn clear_policy(&self) -> Option<ClearPolicy> {
+        let bm = self.bitmap.as_ref()?;
+        Some(bm.state.lock().expect("bitmap lock").policy)
     }
 
     /// Called by a trim right after it marked `rows` (before it changes any of them): the

@@ -5215,3 +5215,86 @@ fn the_bad_block_area_is_durable_before_the_superblock_that_names_it() {
         "a superblock was written while its area copy was not yet durable"
     );
 }
+
+/// Issue 30: writes spread over many regions with flushes between them cleared every region
+/// idle for 5 s and set it again at its next write (a bitmap write and a flush of every member
+/// each time) for as long as the workload ran. Up to the policy's `keep` bits now stay set until
+/// they linger; past it the least recently written clear first, and a lingering bit clears
+/// whatever the count. (The policy's times are zero here: the rule, not the clock, is tested.)
+#[test]
+fn a_steady_spread_of_writes_keeps_its_bits_instead_of_clearing_and_marking_them_again() {
+    use std::time::Duration;
+    let mut spec = spec_of(params(Level::Raid5, 4, 4096), true);
+    spec.bitmap_chunk = Some(1 << 20);
+    let members = (0..4)
+        .map(|i| {
+            (
+                PathBuf::from(format!("m{i}")),
+                mem(32 << 20, &format!("m{i}")),
+            )
+        })
+        .collect();
+    let a = Array::create_on(members, &spec, &mut |_, _| {}).unwrap();
+    a.set_stripe_cache(0).unwrap();
+    let region = a.bitmap_region_rows().expect("bitmap");
+    let regions = a.rows().div_ceil(region);
+    assert!(regions >= 6, "{regions} regions");
+    let row_bytes = 3 * 4096;
+    let write_region = |r: u64| a.write(&[r as u8; 4096], r * region * row_bytes).unwrap();
+    let dirty = || -> Vec<u64> {
+        let mut v: Vec<u64> = a
+            .dirty_rows()
+            .iter()
+            .flat_map(|x| x.start / region..x.end.div_ceil(region))
+            .collect();
+        v.dedup();
+        v
+    };
+    // A bit clears only after a superblock update that began after its region's last write
+    // (readd.rs) and a flush.
+    let settle = || {
+        a.persist().unwrap();
+        a.flush().unwrap();
+    };
+    a.set_clear_policy(bitmap::ClearPolicy {
+        idle: Duration::ZERO,
+        linger: Duration::from_secs(3600),
+        keep: 3,
+    });
+    for r in 0..5 {
+        write_region(r);
+        settle();
+    }
+    // Five regions written, three kept: the two written first cleared.
+    assert_eq!(dirty(), vec![2, 3, 4]);
+    // Writing a kept region again marks nothing: no bitmap write.
+    let meta = |a: &Array| -> u64 {
+        (0..4)
+            .map(|s| {
+                a.slots[s].usable().unwrap().written[WriteKind::Metadata as usize]
+                    .load(Ordering::Relaxed)
+            })
+            .sum()
+    };
+    let before = meta(&a);
+    write_region(3);
+    assert_eq!(
+        meta(&a),
+        before,
+        "a kept region's next write writes no bitmap"
+    );
+    settle();
+    assert_eq!(dirty(), vec![2, 3, 4]);
+    // The least recently written goes first when another region is written.
+    write_region(5);
+    settle();
+    assert_eq!(dirty(), vec![3, 4, 5]);
+    // Lingering bits clear whatever the count.
+    a.set_clear_policy(bitmap::ClearPolicy {
+        idle: Duration::ZERO,
+        linger: Duration::ZERO,
+        keep: 3,
+    });
+    settle();
+    assert!(dirty().is_empty(), "{:?}", dirty());
+}

@@ -49,6 +49,7 @@ use std::time::Duration;
 use super::member::{Faults, Image, SimMember, Store};
 use super::model::Model;
 use super::sched::{Abort, Aborted, Sched};
+use crate::array::bitmap::{ClearPolicy, IDLE_BEFORE_CLEAR};
 use crate::array::csum::{CsumAlgo, PER_PAGE};
 use crate::array::pending::{Backing, PendingStore};
 use crate::array::{ArrayState, AssembleOptions, CreateSpec, MemberRef};
@@ -72,6 +73,8 @@ const LARGE_STREAM: u64 = 0x1a76_e5ee_d000_0007;
 const KILL_STREAM: u64 = 0x0c11_9b0c_e55e_0009;
 /// Draws the bitmap chunk of small arrays (`Spec::bitmap_rows`).
 const BITMAP_STREAM: u64 = 0xb17a_9c4e_0000_000b;
+/// Draws the write-intent bits' clear policy (`Spec::clear`).
+const CLEAR_STREAM: u64 = 0xc1ea_4b17_0000_001e;
 /// The size of a large member: 1 TiB, sparse.
 const LARGE_MEMBER: u64 = 1 << 40;
 
@@ -115,6 +118,12 @@ pub struct Spec {
     /// covers a small array). Drawn from a stream of its own; `SIM_BITMAP_ROWS=N` (or `none`)
     /// overrides the draw (debugging a seed: does it fail with other regions?).
     pub bitmap_rows: Option<u64>,
+    /// When write-intent bits clear: None, the age rule alone (a region idle for 5 s clears
+    /// after a flush: every bit may clear, as before the policy kept any); one array in two
+    /// with several regions (`bitmap_rows`) keeps 1 to 3 bits set, clearing the least
+    /// recently written first, for 10 to 40 s after 1 to 5 s idle ([`ClearPolicy`]). Drawn
+    /// from a stream of its own, so runs without it replay as before.
+    pub clear: Option<ClearPolicy>,
 }
 
 impl Spec {
@@ -154,9 +163,32 @@ impl Spec {
             large: SplitMix64(seed ^ LARGE_STREAM).below(8) == 0,
             kills: true,
             bitmap_rows: None,
+            clear: None,
         }
         .with_rot(seed)
         .with_bitmap(seed)
+        .with_clear(seed)
+    }
+
+    fn with_clear(mut self, seed: u64) -> Spec {
+        let mut r = SplitMix64(seed ^ CLEAR_STREAM);
+        if self.bitmap_rows.is_some() && r.below(2) == 0 {
+            self.clear = Some(ClearPolicy {
+                idle: Duration::from_secs(1 + r.below(5)),
+                linger: Duration::from_secs(10 + r.below(31)),
+                keep: 1 + r.below(3),
+            });
+        }
+        self
+    }
+
+    /// The clear policy the run's arrays take, when they keep a bitmap.
+    fn clear_policy(&self) -> ClearPolicy {
+        self.clear.unwrap_or(ClearPolicy {
+            idle: IDLE_BEFORE_CLEAR,
+            linger: IDLE_BEFORE_CLEAR,
+            keep: 0,
+        })
     }
 
     fn with_rot(mut self, seed: u64) -> Spec {
@@ -182,7 +214,7 @@ impl Spec {
     pub fn describe(&self) -> String {
         let p = &self.params;
         format!(
-            "{} N={}{} chunk={}K {}{} checksums={} stripe-cache={} clients={} epochs={}{}{}{}{}",
+            "{} N={}{} chunk={}K {}{}{} checksums={} stripe-cache={} clients={} epochs={}{}{}{}{}",
             p.level.name(),
             p.members,
             if p.level == Level::Raid10 {
@@ -200,6 +232,14 @@ impl Spec {
             },
             self.bitmap_rows
                 .map(|b| format!(" bitmap-rows={b}"))
+                .unwrap_or_default(),
+            self.clear
+                .map(|c| format!(
+                    " keep-bits={}/{}s/{}s",
+                    c.keep,
+                    c.idle.as_secs(),
+                    c.linger.as_secs()
+                ))
                 .unwrap_or_default(),
             self.checksums.map(|c| c.name()).unwrap_or("none"),
             self.stripe_cache,
@@ -636,6 +676,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
         array
             .set_stripe_cache(spec.stripe_cache)
             .map_err(|e| e.to_string())?;
+        array.set_clear_policy(spec.clear_policy());
         adopt_pending(&world, &array)?;
         *world.model.lock().expect("model lock") = Model::new(array.size());
         if spec.large {
@@ -845,7 +886,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 if let Some(caused) = caused {
                     marked.regions.retain(|r| caused.contains(r));
                 }
-                array = reopen(&world, sched)?;
+                array = reopen(&world, sched, spec.clear_policy())?;
                 for s in 0..array.layout().members() {
                     if !array.slot_usable(s) {
                         lost_mask |= 1 << s;
@@ -934,7 +975,7 @@ fn run_inner(seed: u64, spec: &Spec, sched: &Arc<Sched>) -> (Arc<World>, Result<
                 }
                 world.model.lock().expect("model lock").clean_stop();
                 world.jobs_wrote.store(false, Ordering::SeqCst);
-                array = reopen(&world, sched)?;
+                array = reopen(&world, sched, spec.clear_policy())?;
             }
         }
         final_checks(&world, &array, spec, sched, &mut rng)?;
@@ -1047,7 +1088,7 @@ fn adopt_pending(world: &World, a: &Array) -> Result<(), String> {
 
 /// Assembles the array from the store the way `raidctl` does: name a member (a stale one is
 /// refused, so try the next), resync after an unclean stop, promote spares.
-fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
+fn reopen(world: &World, sched: &Arc<Sched>, clear: ClearPolicy) -> Result<Array, String> {
     let opts = AssembleOptions {
         writable: true,
         ..Default::default()
@@ -1056,6 +1097,7 @@ fn reopen(world: &World, sched: &Arc<Sched>) -> Result<Array, String> {
     for p in world.store.paths() {
         match Array::open_from(&world.store, &p, &opts) {
             Ok(a) => {
+                a.set_clear_policy(clear);
                 adopt_pending(world, &a)?;
                 let mut resynced = String::new();
                 if !a.superblock().clean {
