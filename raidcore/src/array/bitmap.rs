@@ -898,18 +898,19 @@ impl Array {
             }
         }
         // Everything at a clean close; else what lingered, then the least recently written
-        // until no more than `keep` bits are set.
+        // until no more than `keep` bits are set (sorted only then: this runs at every flush).
         let lingered = |last: Option<Instant>| last.is_none_or(|t| t.elapsed() >= policy.linger);
-        if !all {
-            may.sort_by_key(|&(_, last)| (!lingered(last), last));
+        let (mut clear, mut rest): (Vec<_>, Vec<_>) = may
+            .into_iter()
+            .partition(|&(_, last)| all || lingered(last));
+        let over = (set - clear.len() as u64).saturating_sub(policy.keep) as usize;
+        if over > 0 {
+            rest.sort_unstable_by_key(|&(r, last)| (last, r));
+            clear.extend(rest.into_iter().take(over));
         }
-        for (r, last) in may {
-            if !all && !lingered(last) && set <= policy.keep {
-                break;
-            }
+        for (r, _) in clear {
             bm.activity[r].stale.store(false, Ordering::Release);
             st.bits[r / 8] &= !(1u8 << (r % 8));
-            set -= 1;
             changed = true;
         }
         if changed {
