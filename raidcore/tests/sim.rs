@@ -1528,3 +1528,13 @@ fn a_fua_write_may_wait_for_the_writes_in_flight_when_it_began() {
 fn a_mirror_copy_left_alone_after_a_re_add_and_scrubs_reads_back() {
     pass_full(47002557);
 }
+
+/// Found by the soak of 2026-12-07 (`sim --from 46400000 --seconds 1800`; the simulator's own
+/// fault). RAID10 of two: rot on one copy of a block was covered by a write that a power cut
+/// then undid, bringing the rot back; the model had taken the rot as gone, let more rot onto the
+/// other copy of the block, and called the array's listing of it needless loss. With the power
+/// cut the model counts the rot a member's durable image holds too.
+#[test]
+fn rot_a_power_cut_brings_back_counts_against_the_block() {
+    pass_full(46408785);
+}

@@ -388,6 +388,12 @@ impl SimMember {
         self.state().live.read(offset, buf);
     }
 
+    /// Reads the durable image (what a power cut now keeps, before unflushed writes) without
+    /// faults, for the model.
+    pub fn peek_durable(&self, offset: u64, buf: &mut [u8]) {
+        self.state().durable.read(offset, buf);
+    }
+
     /// A write (bytes or zeros) through the faults, the power and the remapping of bad sectors.
     fn write_pending(&self, p: Pending, offset: u64) -> Result<()> {
         self.arrive();
