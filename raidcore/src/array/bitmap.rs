@@ -40,16 +40,21 @@ pub const FEATURE_DATA_MAP: u64 = crate::format::feature::DATA_MAP;
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
 /// A region idle this long is cleared however few bits are set.
 pub const LINGER: Duration = Duration::from_secs(600);
+/// Member data the regions kept set may cover ([`ClearPolicy::keep`]): what a resync after an
+/// unclean stop reads beyond the age rule's regions, at most, on each member (it runs before
+/// the array serves: tens of seconds at SSD read rates).
+pub const KEEP_BYTES: u64 = 64 << 30;
 
 /// When write-intent bits clear (issue 30: clearing that does not churn under writes spread
 /// over many regions). Clearing by age alone cleared every region a spread workload left idle
 /// for 5 s and set it again at its next write, a bitmap write and a flush of every member each
 /// time, for as long as the workload ran. Now up to `keep` bits stay set until they have been
 /// idle for `linger`; beyond that count the least recently written regions idle for `idle`
-/// clear first. The cost is resync work after an unclean stop: at most `keep` regions more
-/// than the age rule left set (rows the data map shows empty are skipped), reads of members
-/// that write nothing where the row verifies. Safety does not depend on the policy: a bit
-/// clears only when every write to its region completed before a completed flush.
+/// clear first. The cost is resync work after an unclean stop (rows the data map shows empty
+/// are skipped; a resync reads, and writes only where a row does not verify), bounded by
+/// [`KEEP_BYTES`] of each member, and, when a member is lost with the stop, the columns
+/// assembly checks against their entries in the marked regions. Safety does not depend on the
+/// policy: a bit clears only when every write to its region completed before a completed flush.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClearPolicy {
     /// Least idle time before a region may clear.
@@ -61,16 +66,30 @@ pub struct ClearPolicy {
 }
 
 impl ClearPolicy {
-    /// The default for a bitmap of `regions`: half of them (at least 64) may stay set for up
-    /// to [`LINGER`].
-    pub fn for_regions(regions: u64) -> ClearPolicy {
+    /// The age rule alone: a region clears once idle for [`IDLE_BEFORE_CLEAR`].
+    pub const AGE: ClearPolicy = ClearPolicy {
+        idle: IDLE_BEFORE_CLEAR,
+        linger: IDLE_BEFORE_CLEAR,
+        keep: 0,
+    };
+
+    /// The default for a bitmap of regions of `region_bytes` of member data: up to
+    /// [`KEEP_BYTES`] of them stay set for up to [`LINGER`] with checksums; without checksums
+    /// the age rule, because there a member lost with a power cut costs the whole marked
+    /// regions of its data (nothing else tells where a write was cutting: docs/
+    /// crash-consistency.md), so every bit kept set would widen that loss.
+    pub fn default_for(region_bytes: u64, checksums: bool) -> ClearPolicy {
+        if !checksums {
+            return ClearPolicy::AGE;
+        }
         ClearPolicy {
             idle: IDLE_BEFORE_CLEAR,
             linger: LINGER,
-            keep: (regions / 2).max(64),
+            keep: KEEP_BYTES / region_bytes.max(1),
         }
     }
 }
+
 /// The largest bitmap `create` lays out (per member; the data map and re-add map take as much
 /// again each).
 pub const MAX_BITMAP_BYTES: u64 = 64 << 10;
@@ -431,7 +450,7 @@ impl Bitmap {
         Bitmap {
             geo,
             state: Mutex::new(State {
-                policy: ClearPolicy::for_regions(regions),
+                policy: ClearPolicy::AGE,
                 durable,
                 bits,
                 writing: false,
@@ -442,6 +461,11 @@ impl Bitmap {
             written: Condvar::new(),
             activity,
         }
+    }
+
+    /// Sets when bits clear.
+    pub(crate) fn set_policy(&self, policy: ClearPolicy) {
+        self.state.lock().expect("bitmap lock").policy = policy;
     }
 
     /// True when the region holding `row` has its bit set.
@@ -926,7 +950,7 @@ impl Array {
     /// narrow it). No effect without a bitmap.
     pub fn set_clear_policy(&self, policy: ClearPolicy) {
         if let Some(bm) = &self.bitmap {
-            bm.state.lock().expect("bitmap lock").policy = policy;
+            bm.set_policy(policy);
         }
     }
 

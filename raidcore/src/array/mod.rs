@@ -507,7 +507,13 @@ impl Array {
                     bits[..half].fill(0xff);
                 }
             }
-            bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits, durable)
+            let bm = bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits, durable);
+            let region_bytes = geo.region_rows * layout.chunk();
+            bm.set_policy(bitmap::ClearPolicy::default_for(
+                region_bytes,
+                csum_geo.is_some(),
+            ));
+            bm
         });
         let array = Array {
             data_offset: sb.data_offset,

@@ -5298,3 +5298,23 @@ fn a_steady_spread_of_writes_keeps_its_bits_instead_of_clearing_and_marking_them
     settle();
     assert!(dirty().is_empty(), "{:?}", dirty());
 }
+
+/// Without checksums a member lost with a power cut costs the whole marked regions of its data
+/// (nothing else records where a write was cutting), so bits kept set past the age rule would
+/// widen that loss: those arrays keep the age rule. With checksums the bits kept cover at most
+/// `KEEP_BYTES` of each member (what the resync after an unclean stop reads beyond the age
+/// rule's regions).
+#[test]
+fn only_arrays_with_checksums_keep_write_intent_bits_past_the_age_rule() {
+    for checksums in [true, false] {
+        let (a, _) = make_with(&params(Level::Raid5, 4, 4096), 8 << 20, checksums);
+        let region_bytes = a.bitmap_region_rows().expect("bitmap") * 4096;
+        let p = a.clear_policy().expect("bitmap");
+        if checksums {
+            assert_eq!(p.keep, bitmap::KEEP_BYTES / region_bytes, "{p:?}");
+            assert_eq!(p.linger, bitmap::LINGER, "{p:?}");
+        } else {
+            assert_eq!(p, bitmap::ClearPolicy::AGE);
+        }
+    }
+}

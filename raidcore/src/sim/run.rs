@@ -49,7 +49,7 @@ use std::time::Duration;
 use super::member::{Faults, Image, SimMember, Store};
 use super::model::Model;
 use super::sched::{Abort, Aborted, Sched};
-use crate::array::bitmap::{ClearPolicy, IDLE_BEFORE_CLEAR};
+use crate::array::bitmap::ClearPolicy;
 use crate::array::csum::{CsumAlgo, PER_PAGE};
 use crate::array::pending::{Backing, PendingStore};
 use crate::array::{ArrayState, AssembleOptions, CreateSpec, MemberRef};
@@ -119,10 +119,11 @@ pub struct Spec {
     /// overrides the draw (debugging a seed: does it fail with other regions?).
     pub bitmap_rows: Option<u64>,
     /// When write-intent bits clear: None, the age rule alone (a region idle for 5 s clears
-    /// after a flush: every bit may clear, as before the policy kept any); one array in two
-    /// with several regions (`bitmap_rows`) keeps 1 to 3 bits set, clearing the least
-    /// recently written first, for 10 to 40 s after 1 to 5 s idle ([`ClearPolicy`]). Drawn
-    /// from a stream of its own, so runs without it replay as before.
+    /// after a flush: every bit may clear, as before the policy kept any); one array with
+    /// checksums in two with several regions (`bitmap_rows`) keeps 1 to 3 bits set, clearing
+    /// the least recently written first, for 10 to 40 s after 1 to 5 s idle ([`ClearPolicy`];
+    /// without checksums `raidctl` keeps the age rule). Drawn from a stream of its own, so runs
+    /// without it replay as before.
     pub clear: Option<ClearPolicy>,
 }
 
@@ -172,7 +173,7 @@ impl Spec {
 
     fn with_clear(mut self, seed: u64) -> Spec {
         let mut r = SplitMix64(seed ^ CLEAR_STREAM);
-        if self.bitmap_rows.is_some() && r.below(2) == 0 {
+        if self.bitmap_rows.is_some() && self.checksums.is_some() && r.below(2) == 0 {
             self.clear = Some(ClearPolicy {
                 idle: Duration::from_secs(1 + r.below(5)),
                 linger: Duration::from_secs(10 + r.below(31)),
@@ -184,11 +185,7 @@ impl Spec {
 
     /// The clear policy the run's arrays take, when they keep a bitmap.
     fn clear_policy(&self) -> ClearPolicy {
-        self.clear.unwrap_or(ClearPolicy {
-            idle: IDLE_BEFORE_CLEAR,
-            linger: IDLE_BEFORE_CLEAR,
-            keep: 0,
-        })
+        self.clear.unwrap_or(ClearPolicy::AGE)
     }
 
     fn with_rot(mut self, seed: u64) -> Spec {
