@@ -3,7 +3,8 @@
 # more bitmap regions than it revisits within 5 s, with a client flush every 32 writes, as a
 # file system's commits do. Clearing by age alone cleared each region at the flush after it
 # had been idle for 5 s, and its next write paid a bitmap write and a flush of every member
-# again; the clear policy keeps up to half of the regions set. One build against another,
+# again (a policy keeping bits set longer was measured with this and withdrawn: see
+# docs/performance.md, "Write-intent bit churn"). One build against another,
 # same run, alternating: RAID5 over 4 sparse member files of SIZE in DIR, served over a Unix
 # socket, fio's nbd engine at RATE writes per second (iodepth 16) over the first SPAN of the
 # export: WARM seconds to mark the regions, then SECS seconds measured. Prints, per build, the

@@ -34,27 +34,23 @@ pub const DATA_MAP_TAG: u32 = crate::format::feature::TAG_DATA_MAP;
 /// Incompatible feature bit: the members carry a data map after the bitmap (an older raidctl
 /// would write into a region without setting its bit, and a rebuild would then skip that data).
 pub const FEATURE_DATA_MAP: u64 = crate::format::feature::DATA_MAP;
-/// A region may be cleared once it has had no writes for this long and a flush completed (a
+/// A region is cleared once it has had no writes for this long and a flush completed (a
 /// performance choice: setting a bit again costs a bitmap write and flush; safety comes from
-/// the in-flight counts), when more bits are set than [`ClearPolicy::keep`].
+/// the in-flight counts).
 pub const IDLE_BEFORE_CLEAR: Duration = Duration::from_secs(5);
-/// A region idle this long is cleared however few bits are set.
-pub const LINGER: Duration = Duration::from_secs(600);
-/// Member data the regions kept set may cover ([`ClearPolicy::keep`]): what a resync after an
-/// unclean stop reads beyond the age rule's regions, at most, on each member (it runs before
-/// the array serves: tens of seconds at SSD read rates).
-pub const KEEP_BYTES: u64 = 64 << 30;
-
-/// When write-intent bits clear (issue 30: clearing that does not churn under writes spread
-/// over many regions). Clearing by age alone cleared every region a spread workload left idle
-/// for 5 s and set it again at its next write, a bitmap write and a flush of every member each
-/// time, for as long as the workload ran. Now up to `keep` bits stay set until they have been
-/// idle for `linger`; beyond that count the least recently written regions idle for `idle`
-/// clear first. The cost is resync work after an unclean stop (rows the data map shows empty
-/// are skipped; a resync reads, and writes only where a row does not verify), bounded by
-/// [`KEEP_BYTES`] of each member, and, when a member is lost with the stop, the columns
-/// assembly checks against their entries in the marked regions. Safety does not depend on the
-/// policy: a bit clears only when every write to its region completed before a completed flush.
+/// When write-intent bits clear: a region idle for `idle` may clear after a flush, beyond the
+/// `keep` most recently written set bits; one idle for `linger` clears whatever the count.
+/// Every array runs [`ClearPolicy::AGE`] (every idle region clears): the simulator draws other
+/// policies from its seed (other idle times, a few bits kept longest-idle-first), which
+/// exercises more orders of clears and marks. Keeping bits set longer in production was tried
+/// (issue 30: writes spread over many regions re-mark each region after it idles 5 s, a bitmap
+/// write and a flush of every member, 0.07-0.10x the metadata per write without it at 1 TiB,
+/// docs/performance.md) and withdrawn: after an unclean stop that loses a member, assembly lists
+/// the member's data in every marked region that nothing else proves settled (all of them
+/// without checksums), so each bit kept set past its flush widened that loss to data flushed
+/// long before (an outside attack: 26-33 MiB of flushed data listed where the age rule listed
+/// 768 KiB). Safety does not depend on the policy: a bit clears only when every write to its
+/// region completed before a completed flush.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClearPolicy {
     /// Least idle time before a region may clear.
@@ -66,28 +62,12 @@ pub struct ClearPolicy {
 }
 
 impl ClearPolicy {
-    /// The age rule alone: a region clears once idle for [`IDLE_BEFORE_CLEAR`].
+    /// The age rule: a region clears once idle for [`IDLE_BEFORE_CLEAR`].
     pub const AGE: ClearPolicy = ClearPolicy {
         idle: IDLE_BEFORE_CLEAR,
         linger: IDLE_BEFORE_CLEAR,
         keep: 0,
     };
-
-    /// The default for a bitmap of regions of `region_bytes` of member data: up to
-    /// [`KEEP_BYTES`] of them stay set for up to [`LINGER`] with checksums; without checksums
-    /// the age rule, because there a member lost with a power cut costs the whole marked
-    /// regions of its data (nothing else tells where a write was cutting: docs/
-    /// crash-consistency.md), so every bit kept set would widen that loss.
-    pub fn default_for(region_bytes: u64, checksums: bool) -> ClearPolicy {
-        if !checksums {
-            return ClearPolicy::AGE;
-        }
-        ClearPolicy {
-            idle: IDLE_BEFORE_CLEAR,
-            linger: LINGER,
-            keep: KEEP_BYTES / region_bytes.max(1),
-        }
-    }
 }
 
 /// The largest bitmap `create` lays out (per member; the data map and re-add map take as much

@@ -507,13 +507,7 @@ impl Array {
                     bits[..half].fill(0xff);
                 }
             }
-            let bm = bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits, durable);
-            let region_bytes = geo.region_rows * layout.chunk();
-            bm.set_policy(bitmap::ClearPolicy::default_for(
-                region_bytes,
-                csum_geo.is_some(),
-            ));
-            bm
+            bitmap::Bitmap::new(geo, geo.regions(sb.data_rows), bits, durable)
         });
         let array = Array {
             data_offset: sb.data_offset,

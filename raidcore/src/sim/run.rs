@@ -122,8 +122,8 @@ pub struct Spec {
     /// after a flush: every bit may clear, as before the policy kept any); one array with
     /// checksums in two with several regions (`bitmap_rows`) keeps 1 to 3 bits set, clearing
     /// the least recently written first, for 10 to 40 s after 1 to 5 s idle ([`ClearPolicy`];
-    /// without checksums `raidctl` keeps the age rule). Drawn from a stream of its own, so runs
-    /// without it replay as before.
+    /// `raidctl` runs the age rule: the draws vary the order of clears and marks the engine
+    /// must survive). Drawn from a stream of its own, so runs without it replay as before.
     pub clear: Option<ClearPolicy>,
 }
 
