@@ -401,6 +401,12 @@ struct State {
     risky: IndexSet,
     /// What the header says the table's entries are settled up to (see [`Recovered::base`]).
     base: Option<u64>,
+    /// After a fold whose records of flushes that had not returned did not fit the log again:
+    /// the epoch every record it took into the table is at or below. The table proves nothing
+    /// settled (`base` None) until a flush of that epoch or later has returned, and no later
+    /// fold may claim a base below it (its entries would count as settled though their flush
+    /// never returned).
+    unproved: Option<u64>,
     /// Each block's newest entry in `records[..indexed]`, caught up when a lookup needs it
     /// (an insert per block written was 3 % of a served write's cycles).
     overlay: IndexMap<Digest>,
@@ -808,6 +814,7 @@ impl CsumStore {
                 next_epoch: 0,
                 risky: replay.restored,
                 base,
+                unproved: None,
                 overlay: IndexMap::default(),
                 indexed: 0,
                 log_next: replay.next,
@@ -1119,6 +1126,18 @@ impl CsumStore {
             st = self.wait_fold(st);
         }
         let mut written = 0;
+        // A fold whose records did not fit the log again left the table proving nothing
+        // settled: once a flush that covers them has returned, fold again (the records since
+        // fit now) so the table's base says so, rather than wait for the log to fill (an
+        // outside attack: a member lost at an unclean stop in that time cost its data in every
+        // marked region, 8,576 blocks, though every flush had returned).
+        if ep.flush.is_some()
+            && st.base.is_none()
+            && st.unproved.is_some_and(|u| ep.done.is_some_and(|d| d >= u))
+        {
+            written += self.fold_from(st, m, ep)?;
+            st = self.wait_fold(self.st.lock().expect("csum lock"));
+        }
         for _ in 0..2 {
             let pages = plan_pages(&st, st.logged, st.records.len(), all, ep, false);
             if pages.is_empty() {
@@ -1263,10 +1282,17 @@ impl CsumStore {
             }
         }
         let fits = (relog.len() as u64) <= self.geo.log_pages;
+        let proved = |d: u64| st.unproved.is_none_or(|u| d >= u);
         let base = match (fits, ep.done) {
             (false, _) => None,
-            (true, Some(d)) => Some(d),
+            (true, Some(d)) if proved(d) => Some(d),
+            (true, Some(_)) => None,
             (true, None) => st.base,
+        };
+        let unproved = match (fits, base) {
+            (false, _) => Some(ep.cur.max(st.unproved.unwrap_or(0))),
+            (true, Some(_)) => None,
+            (true, None) => st.unproved,
         };
         if !fits {
             relog.clear();
@@ -1283,6 +1309,7 @@ impl CsumStore {
         st.gen = gen;
         st.header_copy = copy;
         st.base = base;
+        st.unproved = unproved;
         let (drop_to, logged) = if fits {
             (keep_from, snap - keep_from)
         } else {
@@ -2380,6 +2407,106 @@ mod tests {
             "flush 101 has not returned: its record is not settled"
         );
         assert!(s2.entry_settled(4, Some(101)));
+    }
+
+    /// Records of flushes that have not returned, more than the log holds again: the fold
+    /// takes them into the table and proves nothing settled (its base is none).
+    fn fold_a_burst_too_big_to_log_again(s: &CsumStore, m: &MemMember, geo: CsumGeometry) {
+        let data_offset = 4 << 20;
+        let per_page = LOG_RECORDS as u64;
+        let n = (geo.log_pages + 1) * per_page;
+        for i in 0..n {
+            s.record(
+                data_offset + (i % 1000) * BLOCK,
+                &[(i % 251) as u8; 4096],
+                false,
+            );
+        }
+        assert!(s.cut(100));
+        s.fold_at(
+            m,
+            Epochs {
+                cur: 101,
+                flush: Some((100, 1)),
+                done: None,
+            },
+        )
+        .unwrap();
+        let s2 = CsumStore::open(m, geo, data_offset, 64 * 16);
+        assert!(!s2.entry_settled(7, Some(99)), "flush 100 has not returned");
+    }
+
+    /// An outside attack: after a fold whose records of flushes that had not returned did not
+    /// fit the log again, the table proved nothing settled until the log filled again, however
+    /// many flushes returned; a member lost at an unclean stop in that time cost its data in
+    /// every marked region (8,576 blocks). The first flush once one covering them has returned
+    /// folds again, and the table is settled from then.
+    #[test]
+    fn entries_a_too_big_fold_took_unproved_are_settled_once_their_flush_returned() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        fold_a_burst_too_big_to_log_again(&s, &m, geo);
+        // Flush 100 returns (it was cut before the fold); flush 101 logs, and 102 after it.
+        for f in [101u64, 102] {
+            s.record(data_offset + (900 + f) * BLOCK, &[3u8; 4096], false);
+            assert!(s.cut(f));
+            s.sync_at(
+                &m,
+                true,
+                Epochs {
+                    cur: f + 1,
+                    flush: Some((f, 1)),
+                    done: Some(f - 1),
+                },
+            )
+            .unwrap();
+        }
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert!(
+            s2.entry_settled(7, Some(101)),
+            "the burst's entries once flush 101 returned"
+        );
+    }
+
+    /// The other side of it: a later fold while the flushes of the records a too-big fold took
+    /// into the table have still not returned claimed a base below them (the newest flush that
+    /// had returned), and those entries counted as settled, as if no write were cutting their
+    /// columns.
+    #[test]
+    fn a_fold_never_claims_settled_what_an_earlier_fold_took_unproved() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        s.record(data_offset + 1010 * BLOCK, &[4u8; 4096], false);
+        assert!(s.cut(99));
+        s.sync_at(
+            &m,
+            true,
+            Epochs {
+                cur: 100,
+                flush: Some((99, 1)),
+                done: None,
+            },
+        )
+        .unwrap();
+        fold_a_burst_too_big_to_log_again(&s, &m, geo);
+        // Flush 99 returned; 100 has not; a fold that fits now.
+        s.record(data_offset + 1011 * BLOCK, &[5u8; 4096], false);
+        s.fold_at(
+            &m,
+            Epochs {
+                cur: 101,
+                flush: None,
+                done: Some(99),
+            },
+        )
+        .unwrap();
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert!(
+            !s2.entry_settled(7, Some(99)),
+            "a record of flush 100, which has not returned"
+        );
     }
 
     /// Hostile or damaged pages prove nothing: an end page whose mask names no slot or slots
