@@ -1290,7 +1290,9 @@ impl CsumStore {
             (true, None) => st.base,
         };
         let unproved = match (fits, base) {
-            (false, _) => Some(ep.cur.max(st.unproved.unwrap_or(0))),
+            // Records after the newest cut carry `st.next_epoch` where it passed the caller's
+            // `ep.cur` (a later flush cut meanwhile: their log writes run at once).
+            (false, _) => Some(ep.cur.max(st.next_epoch).max(st.unproved.unwrap_or(0))),
             (true, Some(_)) => None,
             (true, None) => st.unproved,
         };
@@ -2506,6 +2508,44 @@ mod tests {
         assert!(
             !s2.entry_settled(7, Some(99)),
             "a record of flush 100, which has not returned"
+        );
+    }
+
+    /// An outside attack on the fold above: `unproved` was taken from the caller's `ep.cur`,
+    /// but a later flush may have cut meanwhile (the log writes of flushes run at once), and
+    /// the records after the newest cut carry its epoch; once the flush of `ep.cur` returned,
+    /// the fold after it counted a record of the later flush settled.
+    #[test]
+    fn a_too_big_fold_during_a_later_flush_counts_that_flush_unproved() {
+        let (m, geo) = setup();
+        let data_offset = 4 << 20;
+        let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        let n = (geo.log_pages + 1) * LOG_RECORDS as u64;
+        for i in 0..n {
+            s.record(
+                data_offset + (i % 1000) * BLOCK,
+                &[(i % 251) as u8; 4096],
+                false,
+            );
+        }
+        assert!(s.cut(100));
+        s.record(data_offset + 1005 * BLOCK, &[8u8; 4096], false);
+        assert!(s.cut(101));
+        // A record of flush 102; flush 100's log write (slow) folds too big.
+        s.record(data_offset + 1010 * BLOCK, &[9u8; 4096], false);
+        let ep = |cur: u64, flush: u64, done: Option<u64>| Epochs {
+            cur,
+            flush: Some((flush, 1)),
+            done,
+        };
+        s.sync_at(&m, true, ep(101, 100, None)).unwrap();
+        s.sync_at(&m, true, ep(102, 101, None)).unwrap();
+        assert!(s.cut(102));
+        s.sync_at(&m, true, ep(103, 102, Some(101))).unwrap();
+        let s2 = CsumStore::open(&m, geo, data_offset, 64 * 16);
+        assert!(
+            !s2.entry_settled(1010, Some(101)),
+            "block 1010's entry is of flush 102, which has not returned"
         );
     }
 
