@@ -2411,19 +2411,23 @@ mod tests {
         assert!(s2.entry_settled(4, Some(101)));
     }
 
-    /// Records of flushes that have not returned, more than the log holds again: the fold
-    /// takes them into the table and proves nothing settled (its base is none).
-    fn fold_a_burst_too_big_to_log_again(s: &CsumStore, m: &MemMember, geo: CsumGeometry) {
-        let data_offset = 4 << 20;
-        let per_page = LOG_RECORDS as u64;
-        let n = (geo.log_pages + 1) * per_page;
-        for i in 0..n {
+    /// Records of blocks 0..1000 (of a store whose data starts at 4 MiB), more than the log
+    /// holds.
+    fn record_more_than_the_log_holds(s: &CsumStore, geo: CsumGeometry) {
+        for i in 0..(geo.log_pages + 1) * LOG_RECORDS as u64 {
             s.record(
-                data_offset + (i % 1000) * BLOCK,
+                (4 << 20) + (i % 1000) * BLOCK,
                 &[(i % 251) as u8; 4096],
                 false,
             );
         }
+    }
+
+    /// Records of flushes that have not returned, more than the log holds again: the fold
+    /// takes them into the table and proves nothing settled (its base is none).
+    fn fold_a_burst_too_big_to_log_again(s: &CsumStore, m: &MemMember, geo: CsumGeometry) {
+        let data_offset = 4 << 20;
+        record_more_than_the_log_holds(s, geo);
         assert!(s.cut(100));
         s.fold_at(
             m,
@@ -2520,14 +2524,7 @@ mod tests {
         let (m, geo) = setup();
         let data_offset = 4 << 20;
         let s = CsumStore::open(&m, geo, data_offset, 64 * 16);
-        let n = (geo.log_pages + 1) * LOG_RECORDS as u64;
-        for i in 0..n {
-            s.record(
-                data_offset + (i % 1000) * BLOCK,
-                &[(i % 251) as u8; 4096],
-                false,
-            );
-        }
+        record_more_than_the_log_holds(&s, geo);
         assert!(s.cut(100));
         s.record(data_offset + 1005 * BLOCK, &[8u8; 4096], false);
         assert!(s.cut(101));
