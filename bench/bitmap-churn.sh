@@ -31,12 +31,9 @@ rate=${6:-100}
 warm=${7:-50}
 secs=${8:-60}
 rounds=${9:-2}
-fio --enghelp 2>/dev/null | grep -qw nbd || { echo "needs fio with the nbd engine"; exit 2; }
-rm -rf "$dir"; mkdir -p "$dir"
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-out="$dir/results.tsv"; : > "$out"
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+nbd_ab_start "$dir"
 meta() { # binary: metadata bytes written to every member so far
     "$1" status --json "$dir/m0" | python3 -c "
 import json,sys

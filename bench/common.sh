@@ -16,3 +16,15 @@ bench_start() {
     dd if=/dev/zero of="$d/.probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null || direct=0
     rm -f "$d/.probe"
 }
+
+# Shared start of the scripts that serve one build against another over fio's nbd engine
+# (sourced): `nbd_ab_start DIR` checks fio's nbd engine, makes DIR empty, and on exit kills the
+# server whose PID is in `pid` (if any) and removes DIR; sets `out`, DIR/results.tsv, empty.
+nbd_ab_start() {
+    fio --enghelp 2>/dev/null | grep -qw nbd || { echo "needs fio with the nbd engine"; exit 2; }
+    ab_dir=$1
+    rm -rf "$ab_dir"; mkdir -p "$ab_dir"
+    pid=
+    trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; wait 2>/dev/null || true; rm -rf "$ab_dir"' EXIT
+    out="$ab_dir/results.tsv"; : > "$out"
+}

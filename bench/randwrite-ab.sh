@@ -24,12 +24,9 @@ dir=${3:-/work/raidctl-randwrite-ab}
 sizes=${4:-"1G 64G"}
 secs=${5:-8}
 rounds=${6:-3}
-fio --enghelp 2>/dev/null | grep -qw nbd || { echo "needs fio with the nbd engine"; exit 2; }
-rm -rf "$dir"; mkdir -p "$dir"
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-out="$dir/results.tsv"; : > "$out"
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+nbd_ab_start "$dir"
 run() { # who binary size
     local who=$1 bin=$2 size=$3 sock=$dir/s.sock
     rm -f "$dir"/m* "$sock"
